@@ -1,0 +1,109 @@
+package io.kvroute.connector;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Runs one prefill/decode (PD) disaggregated request in the protocol of one KV-transfer family
+ * (plain HTTP two-step, NIXL, LMCache, Mooncake, SGLang, ...).
+ *
+ * <p>Two ways to run a request:
+ *
+ * <ul>
+ *   <li>{@link #prepareDecode}: the two-phase form, for gateways that send the decode request with
+ *       their own HTTP machinery. It runs whatever must happen before decode (for sequential
+ *       families, the whole prefill leg; for concurrent ones such as SGLang, it starts the prefill)
+ *       and returns the decode request to send.
+ *   <li>{@link #proxy}: the full form. It also sends the decode leg and returns its streaming
+ *       response; cancelling the response cancels both legs.
+ * </ul>
+ *
+ * <p>Implementations are thread-safe and stateless per request; futures complete on transport
+ * threads. Errors are {@link ConnectorException}s, usually {@link UpstreamException} naming the
+ * leg and endpoint. A connector never retries by itself: {@link PdOrchestrator} does.
+ */
+public interface KVConnector extends AutoCloseable {
+
+  /** The stable type name this connector is configured by, e.g. {@code http} or {@code nixl}. */
+  String type();
+
+  /** Runs the steps before decode and returns the decode request for the gateway to send. */
+  CompletableFuture<DecodeRequest> prepareDecode(PdRequest request);
+
+  /**
+   * Runs the whole request and returns the decode leg's response once its head has arrived with a
+   * 2xx status. A non-2xx decode status fails the future with {@link UpstreamException}.
+   */
+  CompletableFuture<StreamingResponse> proxy(PdRequest request);
+
+  /**
+   * Checks that an endpoint can serve this connector's protocol; the default asks nothing and
+   * answers healthy.
+   */
+  default CompletableFuture<Boolean> checkHealth(Endpoint endpoint) {
+    return CompletableFuture.completedFuture(Boolean.TRUE);
+  }
+
+  /** Releases what the connector holds; the shared transport is closed by its owner. */
+  @Override
+  default void close() {}
+
+  /**
+   * One disaggregated request: the client's request, the chosen prefill endpoint (absent for
+   * decode-only requests) and the decode endpoint.
+   *
+   * @param request the client's request; its request id is used on both legs
+   * @param prefill the prefill endpoint, or {@code null} to run decode only
+   * @param decode the decode endpoint
+   */
+  record PdRequest(InferenceRequest request, Endpoint prefill, Endpoint decode) {
+    /** Validates. */
+    public PdRequest {
+      Objects.requireNonNull(request, "request");
+      Objects.requireNonNull(decode, "decode");
+    }
+
+    /** A decode-only request (no prefill leg). */
+    public static PdRequest decodeOnly(InferenceRequest request, Endpoint decode) {
+      return new PdRequest(request, null, decode);
+    }
+
+    /** True when a prefill leg runs. */
+    public boolean disaggregated() {
+      return prefill != null;
+    }
+  }
+
+  /**
+   * The decode leg as the gateway should send it.
+   *
+   * @param endpoint the decode endpoint
+   * @param path the path, e.g. {@code /v1/chat/completions}
+   * @param headers the headers to send (includes {@code X-Request-Id})
+   * @param body the rewritten JSON body
+   * @param attributes facts about the prefill for logs and metrics (e.g. {@code
+   *     kv_transfer_params=absent})
+   */
+  record DecodeRequest(
+      Endpoint endpoint,
+      String path,
+      Map<String, List<String>> headers,
+      byte[] body,
+      Map<String, String> attributes) {
+    /** Validates and copies. */
+    public DecodeRequest {
+      Objects.requireNonNull(endpoint, "endpoint");
+      Objects.requireNonNull(path, "path");
+      Objects.requireNonNull(body, "body");
+      headers = headers == null ? Map.of() : Map.copyOf(headers);
+      attributes = attributes == null ? Map.of() : Map.copyOf(attributes);
+    }
+
+    /** The full URL to send the decode request to. */
+    public String url() {
+      return endpoint.baseUrl() + path;
+    }
+  }
+}

@@ -1,0 +1,517 @@
+package io.kvroute.connector;
+
+import io.github.resilience4j.circuitbreaker.CircuitBreaker;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
+import io.kvroute.connector.AllAttemptsFailedException.Attempt;
+import io.kvroute.connector.KVConnector.DecodeRequest;
+import io.kvroute.connector.KVConnector.PdRequest;
+import io.kvroute.connector.internal.ObservedStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiFunction;
+import java.util.function.LongSupplier;
+
+/**
+ * Runs a request over an ordered list of (prefill, decode) candidate pairs with one {@link
+ * KVConnector}, until one pair succeeds or the retry policy says stop.
+ *
+ * <p>The rules:
+ *
+ * <ul>
+ *   <li>Pairs are tried in order, at most {@code retry.maxAttempts} attempts. A pair with an
+ *       ejected endpoint (circuit breaker open) is skipped.
+ *   <li>Each endpoint has a Resilience4j circuit breaker. At most {@code maxEjectionPercent} of
+ *       the known endpoints (Envoy's outlier detection default: 50%) are ejected at once; beyond
+ *       that, open breakers are ignored, oldest-opened ejections kept.
+ *   <li>Transport errors, timeouts, 5xx, 408 and 429 are retried on the next pair; any other 4xx
+ *       is the client's error and is returned at once.
+ *   <li>Before a retry the orchestrator waits {@code retry.backoff(n)}, or the upstream's {@code
+ *       Retry-After} when longer (capped at {@code retry.backoffMax}).
+ *   <li>Retries draw on a {@link RetryBudget}; when it is spent the request fails.
+ *   <li>A decode response is returned only once its first body byte has arrived; after that
+ *       nothing is retried (the client has bytes), and a later failure reaches the subscriber as
+ *       {@code onError}.
+ *   <li>Every attempt gets its own request id ({@code id}, {@code id-r2}, {@code id-r3}...), so a
+ *       prefill that still holds KV from a failed attempt never collides with the next.
+ *   <li>When every attempt fails, {@link AllAttemptsFailedException} lists each attempt and its
+ *       cause.
+ * </ul>
+ *
+ * <p>Thread-safe; share one per connector. Futures complete on transport or scheduler threads.
+ * Cancelling the returned future cancels the attempt in flight.
+ */
+public final class PdOrchestrator {
+
+  /** A (prefill, decode) candidate pair; {@code prefill} is null for decode-only. */
+  public record Pair(Endpoint prefill, Endpoint decode) {
+    /** Validates. */
+    public Pair {
+      Objects.requireNonNull(decode, "decode");
+    }
+
+    /** A decode-only pair. */
+    public static Pair decodeOnly(Endpoint decode) {
+      return new Pair(null, decode);
+    }
+  }
+
+  private final KVConnector connector;
+  private final ConnectorConfig.Retry retry;
+  private final CircuitBreakerConfig breakerConfig;
+  private final int maxEjectionPercent;
+  private final RetryBudget budget;
+  private final ConnectorListener listener;
+  private final ScheduledExecutorService scheduler;
+  private final LongSupplier nanoClock;
+  private final Random random;
+  private final int maxBreakers;
+  private final Map<String, CircuitBreaker> breakers = new ConcurrentHashMap<>();
+  private final Map<String, Long> openedAt = new ConcurrentHashMap<>();
+
+  private PdOrchestrator(Builder b) {
+    this.connector = b.connector;
+    this.retry = b.retry;
+    this.breakerConfig = b.breakerConfig;
+    this.maxEjectionPercent = b.maxEjectionPercent;
+    this.budget = b.budget != null ? b.budget : RetryBudget.defaults(b.nanoClock);
+    this.listener = b.listener;
+    this.scheduler = b.scheduler;
+    this.nanoClock = b.nanoClock;
+    this.random = b.random;
+    this.maxBreakers = b.maxBreakers;
+  }
+
+  /** A builder for an orchestrator over {@code connector}. */
+  public static Builder builder(KVConnector connector, ScheduledExecutorService scheduler) {
+    return new Builder(connector, scheduler);
+  }
+
+  /** The default breaker: opens at 50% failures over the last 20 calls (10 minimum), 10 s open. */
+  public static CircuitBreakerConfig defaultBreakerConfig() {
+    return CircuitBreakerConfig.custom()
+        .failureRateThreshold(50)
+        .slidingWindowType(CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
+        .slidingWindowSize(20)
+        .minimumNumberOfCalls(10)
+        .waitDurationInOpenState(Duration.ofSeconds(10))
+        .permittedNumberOfCallsInHalfOpenState(3)
+        .automaticTransitionFromOpenToHalfOpenEnabled(false)
+        .build();
+  }
+
+  /**
+   * Runs the request through the connector's full proxy form. The future completes with the
+   * decode response once its first byte arrived.
+   */
+  public CompletableFuture<StreamingResponse> execute(InferenceRequest request, List<Pair> pairs) {
+    return run(
+        request,
+        pairs,
+        (pd, start) ->
+            connector
+                .proxy(pd)
+                .thenCompose(
+                    resp ->
+                        ObservedStream.prefetch(
+                            resp,
+                            connector.type(),
+                            pd.decode().id(),
+                            listener,
+                            nanoClock,
+                            start)));
+  }
+
+  /**
+   * Runs the two-phase form with the same retry rules over the steps before decode; the gateway
+   * sends the returned decode request itself and should report its outcome with {@link
+   * #recordDecodeOutcome}.
+   */
+  public CompletableFuture<DecodeRequest> prepare(InferenceRequest request, List<Pair> pairs) {
+    return run(request, pairs, (pd, start) -> connector.prepareDecode(pd));
+  }
+
+  /** Feeds the outcome of a decode leg the gateway ran itself into the endpoint's breaker. */
+  public void recordDecodeOutcome(Endpoint decode, Throwable failure, long nanos) {
+    CircuitBreaker cb = breaker(decode.id());
+    if (failure == null) {
+      cb.onSuccess(nanos, TimeUnit.NANOSECONDS);
+    } else {
+      cb.onError(nanos, TimeUnit.NANOSECONDS, failure);
+    }
+  }
+
+  /** The ids of the endpoints ejected now (breaker open, within the ejection cap). */
+  public Set<String> ejectedEndpoints() {
+    List<Map.Entry<String, Long>> open = new ArrayList<>();
+    for (Map.Entry<String, CircuitBreaker> e : breakers.entrySet()) {
+      CircuitBreaker.State s = e.getValue().getState();
+      if (s == CircuitBreaker.State.OPEN || s == CircuitBreaker.State.FORCED_OPEN) {
+        open.add(Map.entry(e.getKey(), openedAt.getOrDefault(e.getKey(), 0L)));
+      }
+    }
+    if (open.isEmpty()) {
+      return Set.of();
+    }
+    int total = breakers.size();
+    int cap = total < 2 ? 0 : Math.max(1, total * maxEjectionPercent / 100);
+    open.sort(Map.Entry.comparingByValue());
+    Set<String> ejected = new TreeSet<>();
+    for (int i = 0; i < Math.min(cap, open.size()); i++) {
+      ejected.add(open.get(i).getKey());
+    }
+    return Collections.unmodifiableSet(ejected);
+  }
+
+  /** The circuit breaker of an endpoint (created on first use). */
+  public CircuitBreaker breaker(String endpointId) {
+    CircuitBreaker cb = breakers.get(endpointId);
+    if (cb != null) {
+      return cb;
+    }
+    if (breakers.size() >= maxBreakers) {
+      // Bounded: forget closed breakers of endpoints that are probably gone.
+      breakers.entrySet().removeIf(e -> e.getValue().getState() == CircuitBreaker.State.CLOSED);
+    }
+    return breakers.computeIfAbsent(
+        endpointId,
+        id -> {
+          CircuitBreaker created = CircuitBreaker.of(id, breakerConfig);
+          created
+              .getEventPublisher()
+              .onStateTransition(
+                  ev -> {
+                    CircuitBreaker.State to = ev.getStateTransition().getToState();
+                    boolean open =
+                        to == CircuitBreaker.State.OPEN || to == CircuitBreaker.State.FORCED_OPEN;
+                    if (open) {
+                      openedAt.put(id, nanoClock.getAsLong());
+                    } else {
+                      openedAt.remove(id);
+                    }
+                    listener.circuitStateChanged(id, open);
+                  });
+          return created;
+        });
+  }
+
+  /** Forgets an endpoint that left the fleet. */
+  public void removeEndpoint(String endpointId) {
+    CircuitBreaker cb = breakers.remove(endpointId);
+    openedAt.remove(endpointId);
+    if (cb != null) {
+      listener.circuitStateChanged(endpointId, false);
+    }
+  }
+
+  private <T> CompletableFuture<T> run(
+      InferenceRequest request,
+      List<Pair> pairs,
+      BiFunction<PdRequest, Long, CompletableFuture<T>> attemptFn) {
+    Objects.requireNonNull(request, "request");
+    Objects.requireNonNull(pairs, "pairs");
+    budget.recordRequest();
+    CompletableFuture<T> result = new CompletableFuture<>();
+    AtomicReference<CompletableFuture<?>> inFlight = new AtomicReference<>();
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            CompletableFuture<?> f = inFlight.get();
+            if (f != null) {
+              f.cancel(true);
+            }
+          }
+        });
+    if (pairs.isEmpty()) {
+      ConnectorException e =
+          new ConnectorException.NoAvailableEndpointException(
+              "no prefill/decode pair to run request " + request.requestId());
+      listener.failed(connector.type(), e);
+      result.completeExceptionally(e);
+      return result;
+    }
+    new Attempts<>(request, pairs, attemptFn, result, inFlight).next(0, 1);
+    return result;
+  }
+
+  private final class Attempts<T> {
+    final InferenceRequest request;
+    final List<Pair> pairs;
+    final BiFunction<PdRequest, Long, CompletableFuture<T>> attemptFn;
+    final CompletableFuture<T> result;
+    final AtomicReference<CompletableFuture<?>> inFlight;
+    final List<Attempt> failures = Collections.synchronizedList(new ArrayList<>());
+
+    Attempts(
+        InferenceRequest request,
+        List<Pair> pairs,
+        BiFunction<PdRequest, Long, CompletableFuture<T>> attemptFn,
+        CompletableFuture<T> result,
+        AtomicReference<CompletableFuture<?>> inFlight) {
+      this.request = request;
+      this.pairs = pairs;
+      this.attemptFn = attemptFn;
+      this.result = result;
+      this.inFlight = inFlight;
+    }
+
+    void next(int pairIndex, int attempt) {
+      if (result.isDone()) {
+        return;
+      }
+      Set<String> ejected = ejectedEndpoints();
+      int i = pairIndex;
+      while (i < pairs.size() && isEjected(pairs.get(i), ejected)) {
+        i++;
+      }
+      if (i >= pairs.size()) {
+        String why =
+            failures.isEmpty()
+                ? "every candidate pair has an ejected endpoint (circuit breaker open): "
+                    + ejected
+                : "all prefill/decode attempts failed for request " + request.requestId();
+        giveUp(
+            failures.isEmpty()
+                ? new ConnectorException.NoAvailableEndpointException(why)
+                : new AllAttemptsFailedException(why, List.copyOf(failures)));
+        return;
+      }
+      Pair pair = pairs.get(i);
+      int pairUsed = i;
+      InferenceRequest attemptRequest =
+          attempt == 1 ? request : request.withRequestId(retryId(request.requestId(), attempt));
+      PdRequest pd = new PdRequest(attemptRequest, pair.prefill(), pair.decode());
+      long start = nanoClock.getAsLong();
+      CompletableFuture<T> f;
+      try {
+        f = attemptFn.apply(pd, start);
+      } catch (RuntimeException e) {
+        f = CompletableFuture.failedFuture(e);
+      }
+      inFlight.set(f);
+      if (result.isCancelled()) {
+        f.cancel(true);
+        return;
+      }
+      f.whenComplete(
+          (value, error) -> {
+            long nanos = nanoClock.getAsLong() - start;
+            if (error == null) {
+              if (pair.prefill() != null) {
+                breaker(pair.prefill().id()).onSuccess(nanos, TimeUnit.NANOSECONDS);
+              }
+              breaker(pair.decode().id()).onSuccess(nanos, TimeUnit.NANOSECONDS);
+              if (!result.complete(value) && value instanceof StreamingResponse) {
+                ((StreamingResponse) value).cancel();
+              }
+              return;
+            }
+            ConnectorException cause = asConnectorException(error, pair);
+            recordFailure(pair, cause, nanos);
+            failures.add(
+                new Attempt(
+                    attempt,
+                    pair.prefill() == null ? null : pair.prefill().id(),
+                    pair.decode().id(),
+                    cause));
+            if (result.isDone()) {
+              return;
+            }
+            if (!cause.retryable()) {
+              giveUp(cause);
+              return;
+            }
+            if (attempt >= retry.maxAttempts()) {
+              giveUp(
+                  new AllAttemptsFailedException(
+                      "all "
+                          + attempt
+                          + " attempts failed for request "
+                          + request.requestId()
+                          + " (retry.maxAttempts="
+                          + retry.maxAttempts()
+                          + ")",
+                      List.copyOf(failures)));
+              return;
+            }
+            if (!budget.tryAcquireRetry()) {
+              listener.retryBudgetExhausted(connector.type());
+              giveUp(
+                  new AllAttemptsFailedException(
+                      "retry budget exhausted; not retrying request " + request.requestId(),
+                      List.copyOf(failures)));
+              return;
+            }
+            listener.retry(connector.type(), attempt + 1, cause);
+            long delay = backoffNanos(attempt, cause);
+            if (delay <= 0) {
+              next(pairUsed + 1, attempt + 1);
+            } else {
+              scheduler.schedule(
+                  () -> next(pairUsed + 1, attempt + 1), delay, TimeUnit.NANOSECONDS);
+            }
+          });
+    }
+
+    private void giveUp(ConnectorException e) {
+      listener.failed(connector.type(), e);
+      result.completeExceptionally(e);
+    }
+  }
+
+  private boolean isEjected(Pair pair, Set<String> ejected) {
+    return ejected.contains(pair.decode().id())
+        || (pair.prefill() != null && ejected.contains(pair.prefill().id()));
+  }
+
+  private void recordFailure(Pair pair, ConnectorException cause, long nanos) {
+    if (cause instanceof UpstreamException) {
+      UpstreamException u = (UpstreamException) cause;
+      if (u.endpointFault()) {
+        breaker(u.endpointId()).onError(nanos, TimeUnit.NANOSECONDS, u);
+      }
+      if (u.leg() == Leg.DECODE && pair.prefill() != null) {
+        breaker(pair.prefill().id()).onSuccess(nanos, TimeUnit.NANOSECONDS);
+      }
+    }
+  }
+
+  private long backoffNanos(int attempt, ConnectorException cause) {
+    long base = retry.backoff(attempt).toNanos();
+    // Jitter in [50%, 100%] of the exponential backoff, so retries of many requests spread out.
+    long jittered = base <= 0 ? 0 : base / 2 + (long) (random.nextDouble() * (base / 2.0));
+    long after =
+        cause.retryAfter().map(Duration::toNanos).orElse(0L);
+    return Math.min(Math.max(jittered, after), retry.backoffMax().toNanos());
+  }
+
+  private static String retryId(String id, int attempt) {
+    String suffix = "-r" + attempt;
+    String base = id.length() + suffix.length() > 128 ? id.substring(0, 128 - suffix.length()) : id;
+    return base + suffix;
+  }
+
+  static ConnectorException asConnectorException(Throwable error, Pair pair) {
+    Throwable t = error;
+    while ((t instanceof CompletionException || t instanceof ExecutionException)
+        && t.getCause() != null) {
+      t = t.getCause();
+    }
+    if (t instanceof ConnectorException) {
+      return (ConnectorException) t;
+    }
+    if (t instanceof CancellationException) {
+      return new UpstreamException(
+          Leg.DECODE,
+          pair.decode().id(),
+          UpstreamException.Kind.CANCELLED,
+          0,
+          null,
+          null,
+          "request cancelled",
+          t);
+    }
+    return new UpstreamException(
+        Leg.DECODE,
+        pair.decode().id(),
+        UpstreamException.Kind.IO,
+        0,
+        null,
+        null,
+        "connector failed: " + t,
+        t);
+  }
+
+  /** Builds a {@link PdOrchestrator}; not thread-safe. */
+  public static final class Builder {
+    private final KVConnector connector;
+    private final ScheduledExecutorService scheduler;
+    private ConnectorConfig.Retry retry = ConnectorConfig.Retry.DEFAULTS;
+    private CircuitBreakerConfig breakerConfig = defaultBreakerConfig();
+    private int maxEjectionPercent = 50;
+    private RetryBudget budget;
+    private ConnectorListener listener = ConnectorListener.NONE;
+    private LongSupplier nanoClock = System::nanoTime;
+    private Random random = new Random();
+    private int maxBreakers = 10_000;
+
+    private Builder(KVConnector connector, ScheduledExecutorService scheduler) {
+      this.connector = Objects.requireNonNull(connector, "connector");
+      this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+    }
+
+    /** The retry policy (default {@link ConnectorConfig.Retry#DEFAULTS}). */
+    public Builder retry(ConnectorConfig.Retry retry) {
+      this.retry = Objects.requireNonNull(retry, "retry");
+      return this;
+    }
+
+    /** The per-endpoint breaker configuration (default {@link #defaultBreakerConfig()}). */
+    public Builder circuitBreaker(CircuitBreakerConfig config) {
+      this.breakerConfig = Objects.requireNonNull(config, "circuitBreaker");
+      return this;
+    }
+
+    /** The most endpoints ejected at once, in percent of those known (default 50). */
+    public Builder maxEjectionPercent(int percent) {
+      if (percent < 0 || percent > 100) {
+        throw new IllegalArgumentException(
+            "maxEjectionPercent must be in 0..100, was " + percent);
+      }
+      this.maxEjectionPercent = percent;
+      return this;
+    }
+
+    /** The retry budget (default: 20% of requests plus 10 retries/s). */
+    public Builder retryBudget(RetryBudget budget) {
+      this.budget = Objects.requireNonNull(budget, "retryBudget");
+      return this;
+    }
+
+    /** The listener (default {@link ConnectorListener#NONE}). */
+    public Builder listener(ConnectorListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /** The monotonic clock (default {@link System#nanoTime()}). */
+    public Builder nanoClock(LongSupplier nanoClock) {
+      this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+      return this;
+    }
+
+    /** The random source for backoff jitter. */
+    public Builder random(Random random) {
+      this.random = Objects.requireNonNull(random, "random");
+      return this;
+    }
+
+    /** The most endpoints tracked (default 10,000); closed breakers are forgotten past it. */
+    public Builder maxEndpoints(int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException("maxEndpoints must be >= 1, was " + max);
+      }
+      this.maxBreakers = max;
+      return this;
+    }
+
+    /** The orchestrator. */
+    public PdOrchestrator build() {
+      return new PdOrchestrator(this);
+    }
+  }
+}

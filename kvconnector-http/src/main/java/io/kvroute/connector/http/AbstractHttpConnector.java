@@ -1,0 +1,330 @@
+package io.kvroute.connector.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+/**
+ * The base of every connector that speaks HTTP to vLLM or SGLang: it parses and validates the
+ * client body, builds leg headers (the client's, minus hop-by-hop and routing headers, plus {@code
+ * X-Request-Id}), sends legs through the shared {@link HttpTransport}, maps failures to {@link
+ * UpstreamException}, and implements {@link #proxy} on top of {@link #prepareDecode}.
+ *
+ * <p>Subclasses implement {@link #prepareDecode}. Connector parameters understood here (in the
+ * {@code config:} block): {@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes}
+ * (default 4 MiB).
+ *
+ * <p>Thread-safe when subclasses keep no per-request state in fields.
+ */
+public abstract class AbstractHttpConnector implements KVConnector {
+
+  /** Headers the gateway uses for routing; never forwarded from a client to a model server. */
+  public static final Set<String> ROUTING_HEADERS =
+      Set.of(
+          "x-prefiller-host-port",
+          "x-prefiller-url",
+          "x-decoder-host-port",
+          "x-gateway-destination-endpoint",
+          "x-data-parallel-host-port",
+          "target-pod");
+
+  /** The host context. */
+  protected final KVConnectorProvider.Context context;
+
+  /** The shared transport. */
+  protected final HttpTransport transport;
+
+  /** The listener. */
+  protected final ConnectorListener listener;
+
+  private final int maxRequestBytes;
+  private final int maxPrefillResponseBytes;
+
+  /** Reads the common parameters from {@code context.config()}. */
+  protected AbstractHttpConnector(KVConnectorProvider.Context context) {
+    this.context = context;
+    this.transport = context.transport();
+    this.listener = context.listener();
+    this.maxRequestBytes = context.config().intParam("maxRequestBytes", 16 * 1024 * 1024);
+    this.maxPrefillResponseBytes =
+        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
+    if (maxRequestBytes < 1) {
+      throw new io.kvroute.connector.ConnectorConfigException(
+          "kvConnector.config.maxRequestBytes", "must be >= 1, was " + maxRequestBytes);
+    }
+  }
+
+  /** Parses the client's body: one JSON object within {@code maxRequestBytes}. */
+  protected ObjectNode parseBody(InferenceRequest request) {
+    return OpenAiJson.parseObject(request.body(), maxRequestBytes);
+  }
+
+  /**
+   * The headers for a leg: the client's, without hop-by-hop, routing and length headers, with
+   * {@code X-Request-Id} set (not added) to the request id.
+   */
+  protected Map<String, List<String>> legHeaders(InferenceRequest request) {
+    Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    request
+        .headers()
+        .forEach(
+            (k, v) -> {
+              String lower = k.toLowerCase(Locale.ROOT);
+              if (!ROUTING_HEADERS.contains(lower) && !lower.equals("x-request-id")) {
+                h.put(k, v);
+              }
+            });
+    h.put(InferenceRequest.REQUEST_ID_HEADER, List.of(request.requestId()));
+    return h;
+  }
+
+  /**
+   * Sends a non-streaming leg and parses its JSON answer. A non-2xx status, a timeout or an
+   * unparsable body fails with {@link UpstreamException}.
+   */
+  protected CompletableFuture<ObjectNode> sendJson(
+      Leg leg,
+      Endpoint endpoint,
+      String path,
+      Map<String, List<String>> headers,
+      ObjectNode body,
+      Duration timeout) {
+    long start = context.nanoClock().getAsLong();
+    CompletableFuture<ObjectNode> result =
+        cancellable(
+            transport.send(
+                new HttpTransport.Outbound(
+                    leg, endpoint, path, headers, OpenAiJson.toBytes(body), timeout, false)),
+            resp -> {
+              if (resp.status() / 100 != 2) {
+                return errorFrom(leg, endpoint, resp)
+                    .thenApply(
+                        e -> {
+                          throw e;
+                        });
+              }
+              return resp.readAll(maxPrefillResponseBytes)
+                  .thenApply(bytes -> parseResponse(leg, endpoint, bytes));
+            });
+    if (leg == Leg.PREFILL) {
+      result.whenComplete(
+          (r, t) ->
+              listener.prefillEnded(
+                  type(),
+                  endpoint.id(),
+                  ConnectorListener.outcome(t),
+                  context.nanoClock().getAsLong() - start));
+    }
+    return result;
+  }
+
+  private static ObjectNode parseResponse(Leg leg, Endpoint endpoint, byte[] bytes) {
+    try {
+      JsonNode n = OpenAiJson.MAPPER.readTree(bytes);
+      if (n != null && n.isObject()) {
+        return (ObjectNode) n;
+      }
+    } catch (java.io.IOException e) {
+      // reported below
+    }
+    throw new UpstreamException(
+        leg,
+        endpoint.id(),
+        UpstreamException.Kind.PROTOCOL,
+        0,
+        null,
+        null,
+        leg.name().toLowerCase(Locale.ROOT)
+            + " response from "
+            + endpoint.baseUrl()
+            + " is not a JSON object",
+        null);
+  }
+
+  /**
+   * Reads an error response (up to 8 KiB) into an {@link UpstreamException} that carries the
+   * status, the body prefix and {@code Retry-After}.
+   */
+  protected static CompletableFuture<UpstreamException> errorFrom(
+      Leg leg, Endpoint endpoint, StreamingResponse resp) {
+    Optional<Duration> retryAfter = resp.header("Retry-After").flatMap(v -> parseRetryAfter(v));
+    return resp.readAll(64 * 1024)
+        .handle(
+            (bytes, t) -> {
+              String body = null;
+              if (bytes != null) {
+                String s = new String(bytes, StandardCharsets.UTF_8);
+                body = s.length() > 8192 ? s.substring(0, 8192) : s;
+              }
+              return new UpstreamException(
+                  leg,
+                  endpoint.id(),
+                  UpstreamException.Kind.STATUS,
+                  resp.status(),
+                  retryAfter.orElse(null),
+                  body,
+                  leg.name().toLowerCase(Locale.ROOT)
+                      + " leg on "
+                      + endpoint.baseUrl()
+                      + " answered HTTP "
+                      + resp.status(),
+                  null);
+            });
+  }
+
+  /** Parses {@code Retry-After}: delta-seconds or an HTTP date; empty when unparsable. */
+  public static Optional<Duration> parseRetryAfter(String value) {
+    if (value == null) {
+      return Optional.empty();
+    }
+    String v = value.trim();
+    try {
+      long secs = Long.parseLong(v);
+      return secs < 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(secs));
+    } catch (NumberFormatException e) {
+      try {
+        ZonedDateTime when = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
+        Duration d = Duration.between(ZonedDateTime.now(when.getZone()), when);
+        return Optional.of(d.isNegative() ? Duration.ZERO : d);
+      } catch (java.time.DateTimeException e2) {
+        return Optional.empty();
+      }
+    }
+  }
+
+  /**
+   * Sends the decode leg as a stream. The future completes with the response once its head
+   * arrived with a 2xx status; otherwise it fails with {@link UpstreamException}.
+   */
+  protected CompletableFuture<StreamingResponse> sendDecode(DecodeRequest decode) {
+    long start = context.nanoClock().getAsLong();
+    CompletableFuture<StreamingResponse> result =
+        cancellable(
+            transport.send(
+                new HttpTransport.Outbound(
+                    Leg.DECODE,
+                    decode.endpoint(),
+                    decode.path(),
+                    decode.headers(),
+                    decode.body(),
+                    context.decodeTimeout(),
+                    true)),
+            resp -> {
+              if (resp.status() / 100 != 2) {
+                return errorFrom(Leg.DECODE, decode.endpoint(), resp)
+                    .thenApply(
+                        e -> {
+                          throw e;
+                        });
+              }
+              return CompletableFuture.completedFuture(resp);
+            });
+    result.whenComplete(
+        (r, t) ->
+            listener.decodeHead(
+                type(),
+                decode.endpoint().id(),
+                ConnectorListener.outcome(t),
+                context.nanoClock().getAsLong() - start));
+    return result;
+  }
+
+  /** Runs {@link #prepareDecode} and then the decode leg; cancelling cancels whichever runs. */
+  @Override
+  public CompletableFuture<StreamingResponse> proxy(PdRequest request) {
+    return cancellable(prepareDecode(request), this::sendDecode);
+  }
+
+  /**
+   * {@code first.thenCompose(next)}, except that cancelling the result also cancels the stage in
+   * flight (plain {@code thenCompose} does not propagate cancellation upstream).
+   */
+  protected static <A, B> CompletableFuture<B> cancellable(
+      CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
+    CompletableFuture<B> result = new CompletableFuture<>();
+    AtomicReference<CompletableFuture<?>> current = new AtomicReference<>(first);
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            current.get().cancel(true);
+          }
+        });
+    first.whenComplete(
+        (a, t) -> {
+          if (t != null) {
+            result.completeExceptionally(unwrap(t));
+            return;
+          }
+          CompletableFuture<B> second;
+          try {
+            second = next.apply(a);
+          } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+            return;
+          }
+          current.set(second);
+          if (result.isCancelled()) {
+            second.cancel(true);
+            return;
+          }
+          second.whenComplete(
+              (b, t2) -> {
+                if (t2 != null) {
+                  result.completeExceptionally(unwrap(t2));
+                } else if (!result.complete(b) && b instanceof StreamingResponse) {
+                  ((StreamingResponse) b).cancel();
+                }
+              });
+        });
+    return result;
+  }
+
+  /** Unwraps {@link java.util.concurrent.CompletionException}. */
+  protected static Throwable unwrap(Throwable t) {
+    Throwable x = t;
+    while (x instanceof java.util.concurrent.CompletionException && x.getCause() != null) {
+      x = x.getCause();
+    }
+    return x;
+  }
+
+  /** A decode request to {@code endpoint} with {@code body}. */
+  protected DecodeRequest decodeRequest(
+      InferenceRequest request, Endpoint endpoint, ObjectNode body, Map<String, String> attrs) {
+    return new DecodeRequest(
+        endpoint, request.api().path(), legHeaders(request), OpenAiJson.toBytes(body), attrs);
+  }
+
+  /** Validation failures as a failed future rather than a throw. */
+  protected static <T> CompletableFuture<T> failed(ConnectorException e) {
+    return CompletableFuture.failedFuture(e);
+  }
+
+  /** Small helper for subclasses that collect attributes. */
+  protected static List<String> list(String... values) {
+    return new ArrayList<>(List.of(values));
+  }
+}

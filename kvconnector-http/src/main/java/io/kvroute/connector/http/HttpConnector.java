@@ -1,0 +1,88 @@
+package io.kvroute.connector.http;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.Leg;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The default {@code http} connector: the naive two-step flow that works with any KV-transfer
+ * backend that moves KV by itself (LMCache store, MooncakeStore, shared storage, P2pNccl with
+ * static config).
+ *
+ * <ol>
+ *   <li>Prefill leg: the client's body with {@code stream=false}, {@code max_tokens=1} (and for
+ *       chat {@code max_completion_tokens=1}), without {@code stream_options}, {@code min_tokens},
+ *       {@code min_completion_tokens}; the answer is checked for a 2xx status and discarded.
+ *   <li>Decode leg: the client's original body, streamed back as it arrives.
+ * </ol>
+ *
+ * <p>Both legs carry the same {@code X-Request-Id}. Client-supplied KV-transfer fields ({@code
+ * kv_transfer_params}, {@code bootstrap_*}, {@code disaggregated_params}) are removed from both.
+ * Without a prefill endpoint the request goes to decode only. Thread-safe.
+ */
+public final class HttpConnector extends AbstractHttpConnector {
+
+  /** The type name. */
+  public static final String TYPE = "http";
+
+  /** A connector in {@code context}. */
+  public HttpConnector(KVConnectorProvider.Context context) {
+    super(context);
+  }
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  @Override
+  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    ObjectNode body;
+    try {
+      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    if (!pd.disaggregated()) {
+      return CompletableFuture.completedFuture(
+          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
+    }
+    ObjectNode prefill = OpenAiJson.prefillBody(body, pd.request().api());
+    return cancellable(
+        sendJson(
+            Leg.PREFILL,
+            pd.prefill(),
+            pd.request().api().path(),
+            legHeaders(pd.request()),
+            prefill,
+            context.prefillTimeout()),
+        ignored ->
+            CompletableFuture.completedFuture(
+                decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "prefill_decode"))));
+  }
+
+  /** The ServiceLoader provider of {@code http}. */
+  public static final class Provider implements KVConnectorProvider {
+    /** For ServiceLoader. */
+    public Provider() {}
+
+    @Override
+    public String type() {
+      return TYPE;
+    }
+
+    @Override
+    public String description() {
+      return "two-step prefill (max_tokens=1) then streamed decode; no transfer fields";
+    }
+
+    @Override
+    public KVConnector create(Context context) {
+      return new HttpConnector(context);
+    }
+  }
+}

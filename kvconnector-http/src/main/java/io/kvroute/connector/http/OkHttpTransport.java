@@ -1,0 +1,528 @@
+package io.kvroute.connector.http;
+
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Flow;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509TrustManager;
+import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.ConnectionPool;
+import okhttp3.Dispatcher;
+import okhttp3.Headers;
+import okhttp3.MediaType;
+import okhttp3.OkHttpClient;
+import okhttp3.Request;
+import okhttp3.RequestBody;
+import okhttp3.Response;
+import okhttp3.ResponseBody;
+
+/**
+ * The {@link HttpTransport} on OkHttp: pooled connections, per-leg timeouts, streaming bodies
+ * relayed chunk by chunk as they arrive (never buffered whole), and upstream calls cancelled when
+ * the caller cancels.
+ *
+ * <p>Thread-safe; share one per process. Response heads complete on OkHttp's dispatcher threads;
+ * streamed bodies are read on this transport's reader threads (one per open stream, created on
+ * demand, daemon, named {@code kvroute-http-reader-N}), which also call the subscriber.
+ */
+public final class OkHttpTransport implements HttpTransport {
+  private static final MediaType JSON = MediaType.get("application/json");
+  private static final Set<String> HOP_BY_HOP =
+      Set.of(
+          "connection",
+          "keep-alive",
+          "proxy-authenticate",
+          "proxy-authorization",
+          "proxy-connection",
+          "te",
+          "trailer",
+          "transfer-encoding",
+          "upgrade",
+          "host",
+          "content-length",
+          "accept-encoding",
+          "content-type",
+          "expect");
+
+  private final OkHttpClient client;
+  private final ExecutorService readers;
+  private final int chunkSize;
+  private final AtomicInteger openResponses = new AtomicInteger();
+
+  private OkHttpTransport(Builder b) {
+    Dispatcher dispatcher =
+        new Dispatcher(
+            Executors.newCachedThreadPool(daemonThreads("kvroute-http-dispatcher-")));
+    dispatcher.setMaxRequests(b.maxRequests);
+    dispatcher.setMaxRequestsPerHost(b.maxRequests);
+    OkHttpClient.Builder cb =
+        new OkHttpClient.Builder()
+            .dispatcher(dispatcher)
+            .connectionPool(
+                new ConnectionPool(b.maxIdleConnections, b.keepAlive.toMillis(), TimeUnit.MILLISECONDS))
+            .connectTimeout(b.connectTimeout)
+            .readTimeout(Duration.ZERO)
+            .writeTimeout(b.connectTimeout.multipliedBy(2))
+            .followRedirects(false)
+            .followSslRedirects(false)
+            .retryOnConnectionFailure(false);
+    if (b.trustManager != null) {
+      try {
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(null, new TrustManager[] {b.trustManager}, null);
+        cb.sslSocketFactory(ctx.getSocketFactory(), b.trustManager);
+      } catch (GeneralSecurityException e) {
+        throw new IllegalStateException("cannot set up TLS", e);
+      }
+      if (b.insecure) {
+        cb.hostnameVerifier((host, session) -> true);
+      }
+    }
+    this.client = cb.build();
+    this.readers = Executors.newCachedThreadPool(daemonThreads("kvroute-http-reader-"));
+    this.chunkSize = b.chunkSize;
+  }
+
+  /** A transport with default settings. */
+  public static OkHttpTransport create() {
+    return builder().build();
+  }
+
+  /** A builder. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  private static ThreadFactory daemonThreads(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  @Override
+  public CompletableFuture<StreamingResponse> send(Outbound out) {
+    Request.Builder rb =
+        new Request.Builder()
+            .url(out.endpoint().baseUrl() + out.path())
+            .post(RequestBody.create(out.body(), JSON));
+    out.headers()
+        .forEach(
+            (name, values) -> {
+              if (!HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && isSafeHeaderName(name)) {
+                rb.removeHeader(name);
+                for (String v : values) {
+                  if (isSafeHeaderValue(v)) {
+                    rb.addHeader(name, v);
+                  }
+                }
+              }
+            });
+    if (out.streaming()) {
+      rb.header("Accept", "text/event-stream, application/json");
+    }
+    OkHttpClient c =
+        out.streaming()
+            ? client.newBuilder().readTimeout(out.timeout()).build()
+            : client.newBuilder().callTimeout(out.timeout()).readTimeout(out.timeout()).build();
+    Call call = c.newCall(rb.build());
+    CompletableFuture<StreamingResponse> future = new CompletableFuture<>();
+    future.whenComplete(
+        (r, t) -> {
+          if (future.isCancelled()) {
+            call.cancel();
+          }
+        });
+    call.enqueue(
+        new Callback() {
+          @Override
+          public void onFailure(Call call, IOException e) {
+            future.completeExceptionally(failure(out, e, call.isCanceled()));
+          }
+
+          @Override
+          public void onResponse(Call call, Response response) {
+            StreamingResponse r = new OkHttpStreamingResponse(out, call, response);
+            if (!future.complete(r)) {
+              r.cancel();
+            }
+          }
+        });
+    return future;
+  }
+
+  static boolean isSafeHeaderName(String name) {
+    if (name.isEmpty()) {
+      return false;
+    }
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      if (c <= ' ' || c >= 127 || c == ':') {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static boolean isSafeHeaderValue(String value) {
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if ((c < ' ' && c != '\t') || c == 127) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static UpstreamException failure(Outbound out, IOException e, boolean cancelled) {
+    UpstreamException.Kind kind;
+    String what;
+    if (e instanceof SocketTimeoutException
+        || (e instanceof InterruptedIOException && "timeout".equals(e.getMessage()))) {
+      kind = UpstreamException.Kind.TIMEOUT;
+      what = "timed out after " + out.timeout().toMillis() + " ms";
+    } else if (cancelled) {
+      kind = UpstreamException.Kind.CANCELLED;
+      what = "cancelled";
+    } else {
+      kind = UpstreamException.Kind.IO;
+      what = "failed: " + e;
+    }
+    return new UpstreamException(
+        out.leg(),
+        out.endpoint().id(),
+        kind,
+        0,
+        null,
+        null,
+        out.leg().name().toLowerCase(Locale.ROOT)
+            + " request to "
+            + out.endpoint().baseUrl()
+            + out.path()
+            + " "
+            + what,
+        e);
+  }
+
+  /**
+   * Responses whose body is still open (not fully read, cancelled or closed). It returns to zero
+   * when every caller has finished or cancelled; a number that only grows means leaked streams.
+   */
+  public int openResponses() {
+    return openResponses.get();
+  }
+
+  /** Calls in flight that have not yet received their response head. */
+  public int callsAwaitingHead() {
+    return client.dispatcher().runningCallsCount() + client.dispatcher().queuedCallsCount();
+  }
+
+  @Override
+  public void close() {
+    client.dispatcher().cancelAll();
+    client.dispatcher().executorService().shutdown();
+    client.connectionPool().evictAll();
+    readers.shutdown();
+  }
+
+  /** A response whose body is read on a reader thread as the subscriber asks for it. */
+  private final class OkHttpStreamingResponse implements StreamingResponse {
+    private final Outbound out;
+    private final Call call;
+    private final Response response;
+    private final Map<String, List<String>> headers;
+    private final AtomicBoolean subscribed = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    OkHttpStreamingResponse(Outbound out, Call call, Response response) {
+      this.out = out;
+      this.call = call;
+      this.response = response;
+      openResponses.incrementAndGet();
+      Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      Headers hs = response.headers();
+      for (String name : hs.names()) {
+        h.put(name, List.copyOf(hs.values(name)));
+      }
+      this.headers = java.util.Collections.unmodifiableMap(h);
+    }
+
+    @Override
+    public int status() {
+      return response.code();
+    }
+
+    @Override
+    public Map<String, List<String>> headers() {
+      return headers;
+    }
+
+    @Override
+    public void cancel() {
+      if (closed.compareAndSet(false, true)) {
+        openResponses.decrementAndGet();
+        call.cancel();
+        response.close();
+      }
+    }
+
+    private void finished() {
+      if (closed.compareAndSet(false, true)) {
+        openResponses.decrementAndGet();
+      }
+      response.close();
+    }
+
+    @Override
+    public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
+      Objects.requireNonNull(s, "subscriber");
+      if (!subscribed.compareAndSet(false, true)) {
+        s.onSubscribe(
+            new Flow.Subscription() {
+              @Override
+              public void request(long n) {}
+
+              @Override
+              public void cancel() {}
+            });
+        s.onError(new IllegalStateException("a StreamingResponse has one subscriber"));
+        return;
+      }
+      new BodyReader(s).start();
+    }
+
+    private final class BodyReader implements Flow.Subscription, Runnable {
+      private final Flow.Subscriber<? super ByteBuffer> subscriber;
+      private final Object lock = new Object();
+      private long demand;
+      private boolean cancelled;
+      private boolean started;
+
+      BodyReader(Flow.Subscriber<? super ByteBuffer> subscriber) {
+        this.subscriber = subscriber;
+      }
+
+      void start() {
+        subscriber.onSubscribe(this);
+      }
+
+      @Override
+      public void request(long n) {
+        boolean startNow = false;
+        synchronized (lock) {
+          if (cancelled) {
+            return;
+          }
+          if (n <= 0) {
+            cancelled = true;
+            lock.notifyAll();
+          } else {
+            demand = demand + n < 0 ? Long.MAX_VALUE : demand + n;
+            lock.notifyAll();
+          }
+          if (!started) {
+            started = true;
+            startNow = true;
+          }
+        }
+        if (n <= 0) {
+          OkHttpStreamingResponse.this.cancel();
+          subscriber.onError(new IllegalArgumentException("request(n) needs n > 0, was " + n));
+          return;
+        }
+        if (startNow) {
+          try {
+            readers.execute(this);
+          } catch (java.util.concurrent.RejectedExecutionException e) {
+            OkHttpStreamingResponse.this.cancel();
+            subscriber.onError(new IllegalStateException("transport is closed", e));
+          }
+        }
+      }
+
+      @Override
+      public void cancel() {
+        synchronized (lock) {
+          cancelled = true;
+          lock.notifyAll();
+        }
+        OkHttpStreamingResponse.this.cancel();
+      }
+
+      @Override
+      public void run() {
+        ResponseBody body = response.body();
+        try (InputStream in = body.byteStream()) {
+          byte[] buf = new byte[chunkSize];
+          while (true) {
+            synchronized (lock) {
+              while (demand == 0 && !cancelled) {
+                lock.wait();
+              }
+              if (cancelled) {
+                return;
+              }
+            }
+            int n = in.read(buf);
+            if (n < 0) {
+              break;
+            }
+            if (n == 0) {
+              continue;
+            }
+            byte[] chunk = new byte[n];
+            System.arraycopy(buf, 0, chunk, 0, n);
+            synchronized (lock) {
+              if (cancelled) {
+                return;
+              }
+              if (demand != Long.MAX_VALUE) {
+                demand--;
+              }
+            }
+            subscriber.onNext(ByteBuffer.wrap(chunk).asReadOnlyBuffer());
+          }
+          finished();
+          subscriber.onComplete();
+        } catch (IOException e) {
+          boolean wasCancelled;
+          synchronized (lock) {
+            wasCancelled = cancelled;
+          }
+          if (!wasCancelled) {
+            subscriber.onError(failure(out, e, call.isCanceled()));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          OkHttpStreamingResponse.this.cancel();
+        } finally {
+          finished();
+        }
+      }
+    }
+  }
+
+  /** Builds an {@link OkHttpTransport}; not thread-safe. */
+  public static final class Builder {
+    private Duration connectTimeout = Duration.ofSeconds(5);
+    private int maxRequests = 1024;
+    private int maxIdleConnections = 64;
+    private Duration keepAlive = Duration.ofMinutes(5);
+    private int chunkSize = 16 * 1024;
+    private X509TrustManager trustManager;
+    private boolean insecure;
+
+    private Builder() {}
+
+    /** TCP (and TLS) connect timeout (default 5 s). */
+    public Builder connectTimeout(Duration d) {
+      if (d == null || d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException("connectTimeout must be > 0, was " + d);
+      }
+      this.connectTimeout = d;
+      return this;
+    }
+
+    /** The most concurrent upstream requests, in total and per host (default 1024). */
+    public Builder maxRequests(int n) {
+      if (n < 1) {
+        throw new IllegalArgumentException("maxRequests must be >= 1, was " + n);
+      }
+      this.maxRequests = n;
+      return this;
+    }
+
+    /** Idle connections kept per pool (default 64) and how long (default 5 min). */
+    public Builder connectionPool(int maxIdle, Duration keepAlive) {
+      if (maxIdle < 0) {
+        throw new IllegalArgumentException("maxIdleConnections must be >= 0, was " + maxIdle);
+      }
+      this.maxIdleConnections = maxIdle;
+      this.keepAlive = Objects.requireNonNull(keepAlive, "keepAlive");
+      return this;
+    }
+
+    /** The largest chunk handed to a subscriber (default 16 KiB). */
+    public Builder chunkSize(int bytes) {
+      if (bytes < 64) {
+        throw new IllegalArgumentException("chunkSize must be >= 64, was " + bytes);
+      }
+      this.chunkSize = bytes;
+      return this;
+    }
+
+    /** Trusts the certificates in {@code trustStore} for {@code https} endpoints. */
+    public Builder trustStore(KeyStore trustStore) {
+      try {
+        TrustManagerFactory tmf =
+            TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(trustStore);
+        for (TrustManager tm : tmf.getTrustManagers()) {
+          if (tm instanceof X509TrustManager) {
+            this.trustManager = (X509TrustManager) tm;
+            return this;
+          }
+        }
+        throw new IllegalArgumentException("trust store yields no X509TrustManager");
+      } catch (GeneralSecurityException e) {
+        throw new IllegalArgumentException("unusable trust store: " + e.getMessage(), e);
+      }
+    }
+
+    /**
+     * Skips certificate and host name verification. For tests against self-signed servers only:
+     * never in production.
+     */
+    public Builder insecureSkipVerifyForTestsOnly() {
+      this.insecure = true;
+      this.trustManager =
+          new X509TrustManager() {
+            @Override
+            public void checkClientTrusted(X509Certificate[] chain, String authType) {}
+
+            @Override
+            public void checkServerTrusted(X509Certificate[] chain, String authType) {}
+
+            @Override
+            public X509Certificate[] getAcceptedIssuers() {
+              return new X509Certificate[0];
+            }
+          };
+      return this;
+    }
+
+    /** The transport. */
+    public OkHttpTransport build() {
+      return new OkHttpTransport(this);
+    }
+  }
+}
