@@ -12,6 +12,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       // Each command lives in its own class in this package; add new ones here.
       CommandLine.HelpCommand.class,
+      ProxyCommand.class,
     })
 public final class Main implements Runnable {
 

@@ -35,11 +35,7 @@ import java.util.Optional;
  * @param resources resource limits (informational for connectors that manage memory)
  */
 public record ConnectorConfig(
-    String type,
-    Map<String, Object> params,
-    Timeouts timeouts,
-    Retry retry,
-    Resources resources) {
+    String type, Map<String, Object> params, Timeouts timeouts, Retry retry, Resources resources) {
 
   /** The default connector type. */
   public static final String DEFAULT_TYPE = "http";
@@ -67,12 +63,12 @@ public record ConnectorConfig(
    * Timeouts.
    *
    * @param prefill the whole prefill leg (default 30 s)
-   * @param decode the decode leg's response head, and each gap between its chunks (default 120
-   *     s)
+   * @param decode the decode leg's response head, and each gap between its chunks (default 120 s)
    * @param cleanup releasing remote state after a failure (default 10 s)
    * @param healthCheck one health probe (default 5 s)
    */
-  public record Timeouts(Duration prefill, Duration decode, Duration cleanup, Duration healthCheck) {
+  public record Timeouts(
+      Duration prefill, Duration decode, Duration cleanup, Duration healthCheck) {
     /** The defaults. */
     public static final Timeouts DEFAULTS =
         new Timeouts(
@@ -100,7 +96,8 @@ public record ConnectorConfig(
    */
   public record Retry(int maxAttempts, Duration backoffBase, Duration backoffMax) {
     /** The defaults. */
-    public static final Retry DEFAULTS = new Retry(3, Duration.ofMillis(100), Duration.ofSeconds(2));
+    public static final Retry DEFAULTS =
+        new Retry(3, Duration.ofMillis(100), Duration.ofSeconds(2));
 
     /** Validates. */
     public Retry {
@@ -188,7 +185,8 @@ public record ConnectorConfig(
     Map<String, Object> params =
         m.get("config") == null ? Map.of() : asMap("kvConnector.config", m.get("config"));
 
-    Map<String, ?> t = m.get("timeouts") == null ? Map.of() : asMap("kvConnector.timeouts", m.get("timeouts"));
+    Map<String, ?> t =
+        m.get("timeouts") == null ? Map.of() : asMap("kvConnector.timeouts", m.get("timeouts"));
     checkKeys("kvConnector.timeouts", t, "prefill", "decode", "cleanup", "healthCheck");
     Timeouts timeouts =
         new Timeouts(
@@ -200,13 +198,22 @@ public record ConnectorConfig(
                 t.get("healthCheck"),
                 Timeouts.DEFAULTS.healthCheck()));
 
-    Map<String, ?> r = m.get("retry") == null ? Map.of() : asMap("kvConnector.retry", m.get("retry"));
+    Map<String, ?> r =
+        m.get("retry") == null ? Map.of() : asMap("kvConnector.retry", m.get("retry"));
     checkKeys("kvConnector.retry", r, "maxAttempts", "backoffBase", "backoffMax");
-    Duration base = duration("kvConnector.retry.backoffBase", r.get("backoffBase"), Retry.DEFAULTS.backoffBase());
-    Duration maxDefault = Retry.DEFAULTS.backoffMax().compareTo(base) < 0 ? base.multipliedBy(10) : Retry.DEFAULTS.backoffMax();
+    Duration base =
+        duration(
+            "kvConnector.retry.backoffBase", r.get("backoffBase"), Retry.DEFAULTS.backoffBase());
+    Duration maxDefault =
+        Retry.DEFAULTS.backoffMax().compareTo(base) < 0
+            ? base.multipliedBy(10)
+            : Retry.DEFAULTS.backoffMax();
     Retry retry =
         new Retry(
-            integer("kvConnector.retry.maxAttempts", r.get("maxAttempts"), Retry.DEFAULTS.maxAttempts()),
+            integer(
+                "kvConnector.retry.maxAttempts",
+                r.get("maxAttempts"),
+                Retry.DEFAULTS.maxAttempts()),
             base,
             duration("kvConnector.retry.backoffMax", r.get("backoffMax"), maxDefault));
 
@@ -308,7 +315,8 @@ public record ConnectorConfig(
       try {
         return Duration.parse(s.toUpperCase(Locale.ROOT));
       } catch (DateTimeParseException e) {
-        throw new ConnectorConfigException(field, "is not a valid ISO-8601 duration: \"" + s + "\"");
+        throw new ConnectorConfigException(
+            field, "is not a valid ISO-8601 duration: \"" + s + "\"");
       }
     }
     if (s.chars().allMatch(c -> (c >= '0' && c <= '9') || c == '.')) {
@@ -409,8 +417,17 @@ public record ConnectorConfig(
     String s = ((String) value).trim();
     String[] suffixes = {"Ki", "Mi", "Gi", "Ti", "Pi", "k", "K", "M", "G", "T", "P"};
     long[] factors = {
-      1L << 10, 1L << 20, 1L << 30, 1L << 40, 1L << 50, 1_000L, 1_000L, 1_000_000L,
-      1_000_000_000L, 1_000_000_000_000L, 1_000_000_000_000_000L
+      1L << 10,
+      1L << 20,
+      1L << 30,
+      1L << 40,
+      1L << 50,
+      1_000L,
+      1_000L,
+      1_000_000L,
+      1_000_000_000L,
+      1_000_000_000_000L,
+      1_000_000_000_000_000L
     };
     long factor = 1;
     String number = s;

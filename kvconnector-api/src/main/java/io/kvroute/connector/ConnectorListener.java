@@ -24,10 +24,14 @@ public interface ConnectorListener {
    */
   default void prefillEnded(String connectorType, String endpointId, String outcome, long nanos) {}
 
-  /** The decode leg's response head arrived ({@code outcome} as for prefill), after {@code nanos}. */
+  /**
+   * The decode leg's response head arrived ({@code outcome} as for prefill), after {@code nanos}.
+   */
   default void decodeHead(String connectorType, String endpointId, String outcome, long nanos) {}
 
-  /** The first byte of the decode body reached the caller, {@code nanos} after the request began. */
+  /**
+   * The first byte of the decode body reached the caller, {@code nanos} after the request began.
+   */
   default void decodeFirstByte(String connectorType, String endpointId, long nanos) {}
 
   /** A decode chunk arrived {@code nanosSincePrevious} after the previous one. */

@@ -7,12 +7,12 @@ import java.util.Objects;
 import java.util.TreeMap;
 
 /**
- * One model-server instance a gateway can route to: a vLLM or SGLang pod (or one data-parallel
- * rank of it).
+ * One model-server instance a gateway can route to: a vLLM or SGLang pod (or one data-parallel rank
+ * of it).
  *
  * <p>Immutable and thread-safe. Two endpoints are equal when all their fields are equal; the {@link
- * #id()} is what circuit breakers, metrics and the KV index key on, so keep it stable for the
- * life of the pod (for example the pod name).
+ * #id()} is what circuit breakers, metrics and the KV index key on, so keep it stable for the life
+ * of the pod (for example the pod name).
  *
  * @param id stable identity of the endpoint, unique within a router
  * @param scheme {@code http} or {@code https}
@@ -92,8 +92,7 @@ public record Endpoint(
   }
 
   /**
-   * An endpoint from a base URL such as {@code http://10.0.0.7:8000}; the id is {@code
-   * host:port}.
+   * An endpoint from a base URL such as {@code http://10.0.0.7:8000}; the id is {@code host:port}.
    *
    * @throws IllegalArgumentException if the URL has no host, a path other than {@code /}, or a
    *     scheme other than http or https

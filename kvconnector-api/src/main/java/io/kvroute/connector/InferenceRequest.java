@@ -94,8 +94,7 @@ public final class InferenceRequest {
     if (ids != null && !ids.isEmpty() && isValidRequestId(ids.get(0))) {
       id = ids.get(0);
     }
-    return new InferenceRequest(
-        api, body.clone(), java.util.Collections.unmodifiableMap(h), id);
+    return new InferenceRequest(api, body.clone(), java.util.Collections.unmodifiableMap(h), id);
   }
 
   /** A request with a JSON string body and no headers; convenient in tests. */

@@ -21,8 +21,8 @@ import java.util.concurrent.CompletableFuture;
  * </ul>
  *
  * <p>Implementations are thread-safe and stateless per request; futures complete on transport
- * threads. Errors are {@link ConnectorException}s, usually {@link UpstreamException} naming the
- * leg and endpoint. A connector never retries by itself: {@link PdOrchestrator} does.
+ * threads. Errors are {@link ConnectorException}s, usually {@link UpstreamException} naming the leg
+ * and endpoint. A connector never retries by itself: {@link PdOrchestrator} does.
  */
 public interface KVConnector extends AutoCloseable {
 

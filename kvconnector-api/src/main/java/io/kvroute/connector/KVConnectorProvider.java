@@ -7,8 +7,9 @@ import java.util.function.LongSupplier;
 
 /**
  * Creates {@link KVConnector}s of one type. Implementations are found with {@link
- * java.util.ServiceLoader} through a {@code META-INF/services/io.kvroute.connector.KVConnectorProvider}
- * entry, or registered explicitly with {@link KVConnectors.Builder#register}.
+ * java.util.ServiceLoader} through a {@code
+ * META-INF/services/io.kvroute.connector.KVConnectorProvider} entry, or registered explicitly with
+ * {@link KVConnectors.Builder#register}.
  *
  * <p>Providers must have a public no-argument constructor and be thread-safe.
  */

@@ -76,8 +76,8 @@ public final class KVConnectors {
     private Builder() {}
 
     /**
-     * Adds every provider {@link ServiceLoader} finds on {@code classLoader}. A provider that
-     * fails to load is a configuration error and is thrown.
+     * Adds every provider {@link ServiceLoader} finds on {@code classLoader}. A provider that fails
+     * to load is a configuration error and is thrown.
      */
     public Builder discover(ClassLoader classLoader) {
       for (KVConnectorProvider p : ServiceLoader.load(KVConnectorProvider.class, classLoader)) {

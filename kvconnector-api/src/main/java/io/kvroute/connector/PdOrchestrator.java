@@ -5,6 +5,7 @@ import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.kvroute.connector.AllAttemptsFailedException.Attempt;
 import io.kvroute.connector.KVConnector.DecodeRequest;
 import io.kvroute.connector.KVConnector.PdRequest;
+import io.kvroute.connector.internal.Futures;
 import io.kvroute.connector.internal.ObservedStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,17 +36,17 @@ import java.util.function.LongSupplier;
  * <ul>
  *   <li>Pairs are tried in order, at most {@code retry.maxAttempts} attempts. A pair with an
  *       ejected endpoint (circuit breaker open) is skipped.
- *   <li>Each endpoint has a Resilience4j circuit breaker. At most {@code maxEjectionPercent} of
- *       the known endpoints (Envoy's outlier detection default: 50%) are ejected at once; beyond
- *       that, open breakers are ignored, oldest-opened ejections kept.
- *   <li>Transport errors, timeouts, 5xx, 408 and 429 are retried on the next pair; any other 4xx
- *       is the client's error and is returned at once.
+ *   <li>Each endpoint has a Resilience4j circuit breaker. At most {@code maxEjectionPercent} of the
+ *       known endpoints (Envoy's outlier detection default: 50%) are ejected at once; beyond that,
+ *       open breakers are ignored, oldest-opened ejections kept.
+ *   <li>Transport errors, timeouts, 5xx, 408 and 429 are retried on the next pair; any other 4xx is
+ *       the client's error and is returned at once.
  *   <li>Before a retry the orchestrator waits {@code retry.backoff(n)}, or the upstream's {@code
  *       Retry-After} when longer (capped at {@code retry.backoffMax}).
  *   <li>Retries draw on a {@link RetryBudget}; when it is spent the request fails.
- *   <li>A decode response is returned only once its first body byte has arrived; after that
- *       nothing is retried (the client has bytes), and a later failure reaches the subscriber as
- *       {@code onError}.
+ *   <li>A decode response is returned only once its first body byte has arrived; after that nothing
+ *       is retried (the client has bytes), and a later failure reaches the subscriber as {@code
+ *       onError}.
  *   <li>Every attempt gets its own request id ({@code id}, {@code id-r2}, {@code id-r3}...), so a
  *       prefill that still holds KV from a failed attempt never collides with the next.
  *   <li>When every attempt fails, {@link AllAttemptsFailedException} lists each attempt and its
@@ -115,25 +116,19 @@ public final class PdOrchestrator {
   }
 
   /**
-   * Runs the request through the connector's full proxy form. The future completes with the
-   * decode response once its first byte arrived.
+   * Runs the request through the connector's full proxy form. The future completes with the decode
+   * response once its first byte arrived.
    */
   public CompletableFuture<StreamingResponse> execute(InferenceRequest request, List<Pair> pairs) {
     return run(
         request,
         pairs,
         (pd, start) ->
-            connector
-                .proxy(pd)
-                .thenCompose(
-                    resp ->
-                        ObservedStream.prefetch(
-                            resp,
-                            connector.type(),
-                            pd.decode().id(),
-                            listener,
-                            nanoClock,
-                            start)));
+            Futures.composeCancellable(
+                connector.proxy(pd),
+                resp ->
+                    ObservedStream.prefetch(
+                        resp, connector.type(), pd.decode().id(), listener, nanoClock, start)));
   }
 
   /**
@@ -281,8 +276,7 @@ public final class PdOrchestrator {
       if (i >= pairs.size()) {
         String why =
             failures.isEmpty()
-                ? "every candidate pair has an ejected endpoint (circuit breaker open): "
-                    + ejected
+                ? "every candidate pair has an ejected endpoint (circuit breaker open): " + ejected
                 : "all prefill/decode attempts failed for request " + request.requestId();
         giveUp(
             failures.isEmpty()
@@ -394,8 +388,7 @@ public final class PdOrchestrator {
     long base = retry.backoff(attempt).toNanos();
     // Jitter in [50%, 100%] of the exponential backoff, so retries of many requests spread out.
     long jittered = base <= 0 ? 0 : base / 2 + (long) (random.nextDouble() * (base / 2.0));
-    long after =
-        cause.retryAfter().map(Duration::toNanos).orElse(0L);
+    long after = cause.retryAfter().map(Duration::toNanos).orElse(0L);
     return Math.min(Math.max(jittered, after), retry.backoffMax().toNanos());
   }
 
@@ -469,8 +462,7 @@ public final class PdOrchestrator {
     /** The most endpoints ejected at once, in percent of those known (default 50). */
     public Builder maxEjectionPercent(int percent) {
       if (percent < 0 || percent > 100) {
-        throw new IllegalArgumentException(
-            "maxEjectionPercent must be in 0..100, was " + percent);
+        throw new IllegalArgumentException("maxEjectionPercent must be in 0..100, was " + percent);
       }
       this.maxEjectionPercent = percent;
       return this;

@@ -13,10 +13,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link Flow.Publisher}.
  *
  * <p>The body publisher accepts one subscriber. Chunks arrive in order, as the upstream sent them
- * (an SSE event may span chunks), on a transport thread; the subscriber must not block it for
- * long. Cancelling the subscription, or calling {@link #cancel()}, cancels the upstream call:
- * that is how vLLM learns to abort. A response that is neither subscribed nor cancelled holds a
- * connection until its timeout, so always do one of the two.
+ * (an SSE event may span chunks), on a transport thread; the subscriber must not block it for long.
+ * Cancelling the subscription, or calling {@link #cancel()}, cancels the upstream call: that is how
+ * vLLM learns to abort. A response that is neither subscribed nor cancelled holds a connection
+ * until its timeout, so always do one of the two.
  */
 public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
 

@@ -8,8 +8,8 @@ import java.util.Optional;
  * A prefill or decode leg failed: the upstream answered with an error status, timed out, or the
  * connection failed or closed early.
  *
- * <p>{@link #retryable()} follows the gateway rules: transport errors, timeouts, 5xx and 429 may
- * be retried on another pair; any other 4xx is the client's error and is returned as is.
+ * <p>{@link #retryable()} follows the gateway rules: transport errors, timeouts, 5xx and 429 may be
+ * retried on another pair; any other 4xx is the client's error and is returned as is.
  */
 public final class UpstreamException extends ConnectorException {
   private static final long serialVersionUID = 1L;

@@ -13,9 +13,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
 /**
- * Wraps a decode response: subscribes at once, waits for the first body chunk (so a failure
- * before any byte can still be retried on another pair), then hands out a response that replays
- * that chunk and forwards the rest, reporting chunk timing to the listener.
+ * Wraps a decode response: subscribes at once, waits for the first body chunk (so a failure before
+ * any byte can still be retried on another pair), then hands out a response that replays that chunk
+ * and forwards the rest, reporting chunk timing to the listener.
  *
  * <p>Thread-safe for the usual single-subscriber use; signals are forwarded on the upstream's
  * thread.

@@ -12,11 +12,11 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.internal.Futures;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -24,7 +24,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 /**
@@ -216,8 +215,8 @@ public abstract class AbstractHttpConnector implements KVConnector {
   }
 
   /**
-   * Sends the decode leg as a stream. The future completes with the response once its head
-   * arrived with a 2xx status; otherwise it fails with {@link UpstreamException}.
+   * Sends the decode leg as a stream. The future completes with the response once its head arrived
+   * with a 2xx status; otherwise it fails with {@link UpstreamException}.
    */
   protected CompletableFuture<StreamingResponse> sendDecode(DecodeRequest decode) {
     long start = context.nanoClock().getAsLong();
@@ -264,51 +263,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected static <A, B> CompletableFuture<B> cancellable(
       CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
-    CompletableFuture<B> result = new CompletableFuture<>();
-    AtomicReference<CompletableFuture<?>> current = new AtomicReference<>(first);
-    result.whenComplete(
-        (r, t) -> {
-          if (result.isCancelled()) {
-            current.get().cancel(true);
-          }
-        });
-    first.whenComplete(
-        (a, t) -> {
-          if (t != null) {
-            result.completeExceptionally(unwrap(t));
-            return;
-          }
-          CompletableFuture<B> second;
-          try {
-            second = next.apply(a);
-          } catch (RuntimeException e) {
-            result.completeExceptionally(e);
-            return;
-          }
-          current.set(second);
-          if (result.isCancelled()) {
-            second.cancel(true);
-            return;
-          }
-          second.whenComplete(
-              (b, t2) -> {
-                if (t2 != null) {
-                  result.completeExceptionally(unwrap(t2));
-                } else if (!result.complete(b) && b instanceof StreamingResponse) {
-                  ((StreamingResponse) b).cancel();
-                }
-              });
-        });
-    return result;
-  }
-
-  /** Unwraps {@link java.util.concurrent.CompletionException}. */
-  protected static Throwable unwrap(Throwable t) {
-    Throwable x = t;
-    while (x instanceof java.util.concurrent.CompletionException && x.getCause() != null) {
-      x = x.getCause();
-    }
-    return x;
+    return Futures.composeCancellable(first, next);
   }
 
   /** A decode request to {@code endpoint} with {@code body}. */
@@ -321,10 +276,5 @@ public abstract class AbstractHttpConnector implements KVConnector {
   /** Validation failures as a failed future rather than a throw. */
   protected static <T> CompletableFuture<T> failed(ConnectorException e) {
     return CompletableFuture.failedFuture(e);
-  }
-
-  /** Small helper for subclasses that collect attributes. */
-  protected static List<String> list(String... values) {
-    return new ArrayList<>(List.of(values));
   }
 }

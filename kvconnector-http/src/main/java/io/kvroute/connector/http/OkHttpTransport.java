@@ -1,7 +1,6 @@
 package io.kvroute.connector.http;
 
 import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import java.io.IOException;
@@ -78,15 +77,15 @@ public final class OkHttpTransport implements HttpTransport {
 
   private OkHttpTransport(Builder b) {
     Dispatcher dispatcher =
-        new Dispatcher(
-            Executors.newCachedThreadPool(daemonThreads("kvroute-http-dispatcher-")));
+        new Dispatcher(Executors.newCachedThreadPool(daemonThreads("kvroute-http-dispatcher-")));
     dispatcher.setMaxRequests(b.maxRequests);
     dispatcher.setMaxRequestsPerHost(b.maxRequests);
     OkHttpClient.Builder cb =
         new OkHttpClient.Builder()
             .dispatcher(dispatcher)
             .connectionPool(
-                new ConnectionPool(b.maxIdleConnections, b.keepAlive.toMillis(), TimeUnit.MILLISECONDS))
+                new ConnectionPool(
+                    b.maxIdleConnections, b.keepAlive.toMillis(), TimeUnit.MILLISECONDS))
             .connectTimeout(b.connectTimeout)
             .readTimeout(Duration.ZERO)
             .writeTimeout(b.connectTimeout.multipliedBy(2))

@@ -41,7 +41,8 @@ public final class OpenAiJson {
   public static final ObjectMapper MAPPER =
       JsonMapper.builder()
           .nodeFactory(JsonNodeFactory.instance)
-          .disable(com.fasterxml.jackson.databind.cfg.JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
+          .disable(
+              com.fasterxml.jackson.databind.cfg.JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
           .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
           .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
@@ -91,7 +92,11 @@ public final class OpenAiJson {
   private static String locate(JsonProcessingException e) {
     return e.getLocation() == null
         ? ""
-        : " (at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
+        : " (at line "
+            + e.getLocation().getLineNr()
+            + ", column "
+            + e.getLocation().getColumnNr()
+            + ")";
   }
 
   /** Serialises a node to UTF-8 bytes. */

@@ -46,8 +46,8 @@ import org.junit.jupiter.api.Test;
  * relies on, checked against real HTTP servers (MockWebServer) for the prefill and decode pods.
  *
  * <p>A connector's test extends this class, names its {@link #type()}, and overrides the hooks
- * where its protocol differs (the prefill answer it needs, what its legs' bodies look like,
- * whether both legs run at once). Shipped in {@code kvconnector-http}'s test-jar:
+ * where its protocol differs (the prefill answer it needs, what its legs' bodies look like, whether
+ * both legs run at once). Shipped in {@code kvconnector-http}'s test-jar:
  *
  * <pre>{@code
  * <dependency>
@@ -308,7 +308,8 @@ public abstract class KVConnectorContract {
                     prefillEndpoint(),
                     decodeEndpoint()))
             .get(30, TimeUnit.SECONDS);
-    assertThat(r.contentType()).hasValueSatisfying(ct -> assertThat(ct).startsWith("text/event-stream"));
+    assertThat(r.contentType())
+        .hasValueSatisfying(ct -> assertThat(ct).startsWith("text/event-stream"));
     String all = readAll(r);
     assertThat(all).contains("t0").contains("t49").endsWith("data: [DONE]\n\n");
     RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
@@ -379,7 +380,9 @@ public abstract class KVConnectorContract {
   @Test
   void invalidJsonIsRejectedBeforeAnyUpstreamCall() {
     KVConnector c = connector();
-    for (String bad : List.of("{not json", "[1,2,3]", "\"text\"", "", "{\"a\":1} trailing", "{\"a\":1,\"a\":2}")) {
+    for (String bad :
+        List.of(
+            "{not json", "[1,2,3]", "\"text\"", "", "{\"a\":1} trailing", "{\"a\":1,\"a\":2}")) {
       Throwable t =
           failure(
               c.proxy(
@@ -553,7 +556,12 @@ public abstract class KVConnectorContract {
       server.start();
       Endpoint decode =
           new Endpoint(
-              "decode-raw", "http", "127.0.0.1", raw.getLocalPort(), Endpoint.Role.DECODE, Map.of());
+              "decode-raw",
+              "http",
+              "127.0.0.1",
+              raw.getLocalPort(),
+              Endpoint.Role.DECODE,
+              Map.of());
       StreamingResponse r =
           connector()
               .proxy(
@@ -623,7 +631,8 @@ public abstract class KVConnectorContract {
         connector()
             .prepareDecode(
                 new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":5}"),
+                    request(
+                        InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":5}"),
                     prefillEndpoint(),
                     decodeEndpoint()))
             .get(30, TimeUnit.SECONDS);
@@ -632,6 +641,7 @@ public abstract class KVConnectorContract {
     assertThat(d.headers().get("X-Request-Id")).containsExactly("req-1");
     JsonNode body = OpenAiJson.MAPPER.readTree(d.body());
     assertThat(body.path("max_tokens").asInt()).isEqualTo(5);
-    assertThatThrownBy(() -> d.headers().put("x", List.of())).isInstanceOf(UnsupportedOperationException.class);
+    assertThatThrownBy(() -> d.headers().put("x", List.of()))
+        .isInstanceOf(UnsupportedOperationException.class);
   }
 }

@@ -1,0 +1,330 @@
+package io.kvroute.cli;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.PdOrchestrator;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+/**
+ * A minimal OpenAI-compatible front end on the JDK's {@link HttpServer}: it accepts {@code POST
+ * /v1/completions} and {@code /v1/chat/completions}, asks a pair chooser for candidate (prefill,
+ * decode) pairs, runs them through a {@link PdOrchestrator}, and streams the decode response back
+ * chunk by chunk. Used by {@code kvroute proxy} and the demo.
+ *
+ * <p>Thread-safe. Each request is served on a thread of its executor; when the client goes away
+ * mid-stream the upstream call is cancelled.
+ */
+final class ProxyServer implements AutoCloseable {
+  static final int MAX_BODY_BYTES = 16 * 1024 * 1024;
+  private static final Set<String> HOP_BY_HOP =
+      Set.of("connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "te");
+
+  private final HttpServer server;
+  private final ExecutorService executor;
+  private final PdOrchestrator orchestrator;
+  private final Function<InferenceRequest, List<PdOrchestrator.Pair>> pairs;
+  private final AtomicInteger inFlight = new AtomicInteger();
+
+  static {
+    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
+      System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+  }
+
+  ProxyServer(
+      String host,
+      int port,
+      PdOrchestrator orchestrator,
+      Function<InferenceRequest, List<PdOrchestrator.Pair>> pairs)
+      throws IOException {
+    this.orchestrator = orchestrator;
+    this.pairs = pairs;
+    this.server = HttpServer.create(new InetSocketAddress(host, port), 256);
+    AtomicInteger n = new AtomicInteger();
+    this.executor =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, "kvroute-proxy-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    server.setExecutor(executor);
+    server.createContext("/", this::handle);
+  }
+
+  void start() {
+    server.start();
+  }
+
+  int port() {
+    return server.getAddress().getPort();
+  }
+
+  /** Requests being served now. */
+  int inFlight() {
+    return inFlight.get();
+  }
+
+  /** Stops accepting, waits up to {@code graceSeconds} for requests in flight, then stops. */
+  void stop(int graceSeconds) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(graceSeconds);
+    server.removeContext("/");
+    server.createContext(
+        "/",
+        ex -> {
+          sendError(ex, 503, "shutting down", "unavailable");
+        });
+    while (inFlight.get() > 0 && System.nanoTime() < deadline) {
+      try {
+        TimeUnit.MILLISECONDS.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    server.stop(0);
+    executor.shutdownNow();
+  }
+
+  @Override
+  public void close() {
+    stop(0);
+  }
+
+  private void handle(HttpExchange ex) throws IOException {
+    inFlight.incrementAndGet();
+    try {
+      serve(ex);
+    } finally {
+      inFlight.decrementAndGet();
+      ex.close();
+    }
+  }
+
+  private void serve(HttpExchange ex) throws IOException {
+    String path = ex.getRequestURI().getPath();
+    if (path.equals("/health") || path.equals("/healthz")) {
+      byte[] ok = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
+      ex.getResponseHeaders().set("Content-Type", "application/json");
+      ex.sendResponseHeaders(200, ok.length);
+      ex.getResponseBody().write(ok);
+      return;
+    }
+    Optional<InferenceRequest.Api> api = InferenceRequest.Api.fromPath(path);
+    if (api.isEmpty()) {
+      sendError(ex, 404, "no route for " + path, "not_found");
+      return;
+    }
+    if (!ex.getRequestMethod().equals("POST")) {
+      ex.getResponseHeaders().set("Allow", "POST");
+      sendError(ex, 405, "use POST for " + path, "method_not_allowed");
+      return;
+    }
+    byte[] body;
+    try {
+      body = readBody(ex.getRequestBody());
+    } catch (ConnectorException e) {
+      sendError(ex, e.httpStatus(), e.getMessage(), "invalid_request_error");
+      return;
+    }
+    InferenceRequest request =
+        InferenceRequest.of(
+            api.get(), body, ex.getRequestHeaders(), "kvr-" + UUID.randomUUID().toString());
+    List<PdOrchestrator.Pair> candidates;
+    try {
+      candidates = pairs.apply(request);
+    } catch (ConnectorException e) {
+      sendError(ex, e.httpStatus(), e.getMessage(), "routing_error");
+      return;
+    }
+    CompletableFuture<StreamingResponse> f = orchestrator.execute(request, candidates);
+    StreamingResponse response;
+    try {
+      response = f.get();
+    } catch (InterruptedException e) {
+      f.cancel(true);
+      Thread.currentThread().interrupt();
+      return;
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof UpstreamException
+          && ((UpstreamException) cause).upstreamBody().isPresent()
+          && cause instanceof ConnectorException
+          && ((ConnectorException) cause).httpStatus() < 500) {
+        byte[] b =
+            ((UpstreamException) cause).upstreamBody().get().getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        ex.sendResponseHeaders(((ConnectorException) cause).httpStatus(), b.length);
+        ex.getResponseBody().write(b);
+        return;
+      }
+      if (cause instanceof ConnectorException) {
+        sendError(
+            ex, ((ConnectorException) cause).httpStatus(), cause.getMessage(), "upstream_error");
+      } else {
+        sendError(ex, 500, "internal error: " + cause, "internal_error");
+      }
+      return;
+    }
+    relay(ex, response);
+  }
+
+  private static void relay(HttpExchange ex, StreamingResponse response) throws IOException {
+    response
+        .headers()
+        .forEach(
+            (k, v) -> {
+              if (!HOP_BY_HOP.contains(k.toLowerCase(Locale.ROOT))) {
+                ex.getResponseHeaders().put(k, v);
+              }
+            });
+    ex.sendResponseHeaders(response.status(), 0);
+    OutputStream out = ex.getResponseBody();
+    CountDownLatch done = new CountDownLatch(1);
+    response.subscribe(
+        new Flow.Subscriber<>() {
+          private Flow.Subscription subscription;
+
+          @Override
+          public void onSubscribe(Flow.Subscription s) {
+            subscription = s;
+            s.request(1);
+          }
+
+          @Override
+          public void onNext(ByteBuffer item) {
+            try {
+              byte[] b = new byte[item.remaining()];
+              item.get(b);
+              out.write(b);
+              out.flush();
+              subscription.request(1);
+            } catch (IOException e) {
+              // The client went away: cancel the upstream (that is how vLLM learns to abort).
+              subscription.cancel();
+              done.countDown();
+            }
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            // Bytes already reached the client: end the stream abruptly so it sees the failure.
+            done.countDown();
+          }
+
+          @Override
+          public void onComplete() {
+            done.countDown();
+          }
+        });
+    try {
+      done.await();
+    } catch (InterruptedException e) {
+      response.cancel();
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  static byte[] readBody(InputStream in) throws IOException {
+    byte[] b = in.readNBytes(MAX_BODY_BYTES + 1);
+    if (b.length > MAX_BODY_BYTES) {
+      throw new ConnectorException.InvalidRequestException(
+          "request body exceeds " + MAX_BODY_BYTES + " bytes", 413);
+    }
+    return b;
+  }
+
+  static void sendError(HttpExchange ex, int status, String message, String type)
+      throws IOException {
+    String json =
+        "{\"error\":{\"message\":"
+            + Json.quote(message)
+            + ",\"type\":"
+            + Json.quote(type)
+            + ",\"code\":"
+            + status
+            + "}}";
+    byte[] b = json.getBytes(StandardCharsets.UTF_8);
+    ex.getResponseHeaders().set("Content-Type", "application/json");
+    ex.sendResponseHeaders(status, b.length);
+    ex.getResponseBody().write(b);
+  }
+
+  /** Builds the candidate pairs for round-robin over fixed prefill and decode lists. */
+  static Function<InferenceRequest, List<PdOrchestrator.Pair>> roundRobin(
+      List<io.kvroute.connector.Endpoint> prefill, List<io.kvroute.connector.Endpoint> decode) {
+    AtomicInteger next = new AtomicInteger();
+    return request -> {
+      int start =
+          Math.floorMod(
+              next.getAndIncrement(), Math.max(1, Math.max(prefill.size(), decode.size())));
+      int n = Math.max(prefill.size(), decode.size());
+      PdOrchestrator.Pair[] out = new PdOrchestrator.Pair[n];
+      for (int i = 0; i < n; i++) {
+        int k = start + i;
+        io.kvroute.connector.Endpoint p =
+            prefill.isEmpty() ? null : prefill.get(k % prefill.size());
+        out[i] = new PdOrchestrator.Pair(p, decode.get(k % decode.size()));
+      }
+      return List.of(out);
+    };
+  }
+
+  /** Tiny JSON string quoting for error bodies. */
+  static final class Json {
+    private Json() {}
+
+    static String quote(String s) {
+      StringBuilder sb = new StringBuilder("\"");
+      for (int i = 0; i < s.length(); i++) {
+        char c = s.charAt(i);
+        switch (c) {
+          case '"':
+            sb.append("\\\"");
+            break;
+          case '\\':
+            sb.append("\\\\");
+            break;
+          case '\n':
+            sb.append("\\n");
+            break;
+          case '\r':
+            sb.append("\\r");
+            break;
+          case '\t':
+            sb.append("\\t");
+            break;
+          default:
+            if (c < 0x20) {
+              sb.append(String.format("\\u%04x", (int) c));
+            } else {
+              sb.append(c);
+            }
+        }
+      }
+      return sb.append('"').toString();
+    }
+  }
+}

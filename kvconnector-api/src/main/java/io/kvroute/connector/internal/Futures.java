@@ -1,0 +1,72 @@
+package io.kvroute.connector.internal;
+
+import io.kvroute.connector.StreamingResponse;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+/** Future helpers shared by kvroute modules. Not part of the public API. */
+public final class Futures {
+  private Futures() {}
+
+  /**
+   * {@code first.thenCompose(next)}, except that cancelling the result also cancels the stage in
+   * flight (plain {@code thenCompose} does not propagate cancellation upstream), and a {@link
+   * StreamingResponse} that arrives after cancellation is cancelled rather than leaked.
+   */
+  public static <A, B> CompletableFuture<B> composeCancellable(
+      CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
+    CompletableFuture<B> result = new CompletableFuture<>();
+    AtomicReference<CompletableFuture<?>> current = new AtomicReference<>(first);
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            current.get().cancel(true);
+          }
+        });
+    first.whenComplete(
+        (a, t) -> {
+          if (t != null) {
+            result.completeExceptionally(unwrap(t));
+            return;
+          }
+          if (result.isDone()) {
+            if (a instanceof StreamingResponse) {
+              ((StreamingResponse) a).cancel();
+            }
+            return;
+          }
+          CompletableFuture<B> second;
+          try {
+            second = next.apply(a);
+          } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+            return;
+          }
+          current.set(second);
+          if (result.isCancelled()) {
+            second.cancel(true);
+            return;
+          }
+          second.whenComplete(
+              (b, t2) -> {
+                if (t2 != null) {
+                  result.completeExceptionally(unwrap(t2));
+                } else if (!result.complete(b) && b instanceof StreamingResponse) {
+                  ((StreamingResponse) b).cancel();
+                }
+              });
+        });
+    return result;
+  }
+
+  /** Unwraps {@link CompletionException}. */
+  public static Throwable unwrap(Throwable t) {
+    Throwable x = t;
+    while (x instanceof CompletionException && x.getCause() != null) {
+      x = x.getCause();
+    }
+    return x;
+  }
+}
