@@ -8,7 +8,6 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.PdOrchestrator;
 import io.kvroute.connector.http.OkHttpTransport;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -150,7 +149,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
   void shutdown() {
     ProxyServer s = running;
     if (s != null) {
-      s.stop(Duration.ofSeconds(1).toSecondsPart());
+      s.stop(1);
     }
     stop.countDown();
   }

@@ -1,0 +1,135 @@
+package io.kvroute.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import mockwebserver3.MockResponse;
+import mockwebserver3.MockWebServer;
+import mockwebserver3.RecordedRequest;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** {@code kvroute proxy --connector http} between real HTTP servers. */
+class ProxyCommandTest {
+  private MockWebServer prefill;
+  private MockWebServer decode;
+  private ProxyCommand command;
+  private CompletableFuture<Integer> exit;
+  private final HttpClient client = HttpClient.newHttpClient();
+
+  @BeforeEach
+  void start() throws Exception {
+    prefill = new MockWebServer();
+    prefill.start();
+    decode = new MockWebServer();
+    decode.start();
+    command = new ProxyCommand();
+    CommandLine cl = new CommandLine(command);
+    cl.setOut(new PrintWriter(new StringWriter()));
+    exit =
+        CompletableFuture.supplyAsync(
+            () ->
+                cl.execute(
+                    "--connector", "http",
+                    "--prefill", "http://127.0.0.1:" + prefill.getPort(),
+                    "--decode", "http://127.0.0.1:" + decode.getPort(),
+                    "--port", "0",
+                    "--max-attempts", "1"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (command.running == null) {
+      assertThat(System.nanoTime()).as("proxy started").isLessThan(deadline);
+      assertThat(exit).as("proxy exited early").isNotDone();
+      TimeUnit.MILLISECONDS.sleep(10);
+    }
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    command.shutdown();
+    assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    prefill.close();
+    decode.close();
+  }
+
+  private HttpResponse<String> post(String path, String body) throws IOException, InterruptedException {
+    return client.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + command.running.port() + path))
+            .timeout(Duration.ofSeconds(20))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  @Test
+  void proxiesANonStreamingCompletion() throws Exception {
+    prefill.enqueue(new MockResponse.Builder().code(200).body("{\"choices\":[]}").build());
+    decode.enqueue(
+        new MockResponse.Builder()
+            .code(200)
+            .setHeader("Content-Type", "application/json")
+            .body("{\"choices\":[{\"text\":\"world\"}]}")
+            .build());
+    HttpResponse<String> r = post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"hello\",\"max_tokens\":8}");
+    assertThat(r.statusCode()).isEqualTo(200);
+    assertThat(r.body()).isEqualTo("{\"choices\":[{\"text\":\"world\"}]}");
+    RecordedRequest p = prefill.takeRequest(5, TimeUnit.SECONDS);
+    RecordedRequest d = decode.takeRequest(5, TimeUnit.SECONDS);
+    assertThat(p.getBody().utf8()).contains("\"max_tokens\":1").contains("\"stream\":false");
+    assertThat(d.getBody().utf8()).contains("\"max_tokens\":8");
+    assertThat(p.getHeaders().get("X-Request-Id")).isNotBlank().isEqualTo(d.getHeaders().get("X-Request-Id"));
+  }
+
+  @Test
+  void proxiesAStreamingChat() throws Exception {
+    prefill.enqueue(new MockResponse.Builder().code(200).body("{}").build());
+    StringBuilder sse = new StringBuilder();
+    for (int i = 0; i < 20; i++) {
+      sse.append("data: {\"choices\":[{\"delta\":{\"content\":\"w").append(i).append("\"}}]}\n\n");
+    }
+    sse.append("data: [DONE]\n\n");
+    decode.enqueue(
+        new MockResponse.Builder()
+            .code(200)
+            .setHeader("Content-Type", "text/event-stream")
+            .chunkedBody(sse.toString(), 32)
+            .build());
+    HttpResponse<String> r =
+        post(
+            "/v1/chat/completions",
+            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true}");
+    assertThat(r.statusCode()).isEqualTo(200);
+    assertThat(r.headers().firstValue("Content-Type")).contains("text/event-stream");
+    assertThat(r.body()).isEqualTo(sse.toString());
+    assertThat(prefill.takeRequest(5, TimeUnit.SECONDS).getBody().utf8())
+        .contains("\"max_completion_tokens\":1");
+  }
+
+  @Test
+  void aFailingLegGivesACleanError() throws Exception {
+    prefill.enqueue(new MockResponse.Builder().code(500).body("boom").build());
+    HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\"}");
+    assertThat(r.statusCode()).isEqualTo(502);
+    assertThat(r.body()).contains("\"error\"").contains("prefill leg").contains("HTTP 500");
+    assertThat(decode.getRequestCount()).isZero();
+  }
+
+  @Test
+  void badRequestsAreRejectedPrecisely() throws Exception {
+    assertThat(post("/v1/completions", "{oops").statusCode()).isEqualTo(400);
+    assertThat(post("/v1/completions", "[]").body()).contains("must be a JSON object");
+    assertThat(post("/v1/embeddings", "{}").statusCode()).isEqualTo(404);
+    assertThat(prefill.getRequestCount()).isZero();
+  }
+}
