@@ -21,6 +21,16 @@ public interface HttpTransport extends AutoCloseable {
   /** Sends {@code request}. */
   CompletableFuture<StreamingResponse> send(Outbound request);
 
+  /**
+   * Sends {@code GET path} to {@code endpoint} and completes with the status code (the body is
+   * discarded), or fails with {@link UpstreamException} when no answer came within {@code timeout}.
+   * Used for health checks.
+   */
+  default CompletableFuture<Integer> probe(Endpoint endpoint, String path, Duration timeout) {
+    return CompletableFuture.failedFuture(
+        new UnsupportedOperationException(getClass().getName() + " does not support probe()"));
+  }
+
   /** Releases connections and threads. */
   @Override
   void close();

@@ -83,6 +83,11 @@ public final class PdOrchestrator {
   private final int maxBreakers;
   private final Map<String, CircuitBreaker> breakers = new ConcurrentHashMap<>();
   private final Map<String, Long> openedAt = new ConcurrentHashMap<>();
+  private final long healthIntervalNanos;
+  private final Map<String, Health> health = new ConcurrentHashMap<>();
+
+  /** The last health-check result of an endpoint; {@code checking} while a probe runs. */
+  private record Health(boolean healthy, long checkedAtNanos, boolean checking) {}
 
   private PdOrchestrator(Builder b) {
     this.connector = b.connector;
@@ -95,6 +100,7 @@ public final class PdOrchestrator {
     this.nanoClock = b.nanoClock;
     this.random = b.random;
     this.maxBreakers = b.maxBreakers;
+    this.healthIntervalNanos = b.healthInterval == null ? 0 : b.healthInterval.toNanos();
   }
 
   /** A builder for an orchestrator over {@code connector}. */
@@ -369,7 +375,46 @@ public final class PdOrchestrator {
 
   private boolean isEjected(Pair pair, Set<String> ejected) {
     return ejected.contains(pair.decode().id())
-        || (pair.prefill() != null && ejected.contains(pair.prefill().id()));
+        || (pair.prefill() != null && ejected.contains(pair.prefill().id()))
+        || !healthy(pair.decode())
+        || (pair.prefill() != null && !healthy(pair.prefill()));
+  }
+
+  /**
+   * With health gating on, the endpoint's last known health; a stale or missing result starts a
+   * background probe (the request does not wait for it; unknown counts as healthy).
+   */
+  private boolean healthy(Endpoint e) {
+    if (healthIntervalNanos == 0) {
+      return true;
+    }
+    long now = nanoClock.getAsLong();
+    Health h = health.get(e.id());
+    if (h == null || (!h.checking() && now - h.checkedAtNanos() >= healthIntervalNanos)) {
+      if (health.size() >= maxBreakers) {
+        health.clear();
+      }
+      Health checking =
+          new Health(h == null || h.healthy(), h == null ? now : h.checkedAtNanos(), true);
+      boolean won =
+          h == null
+              ? health.putIfAbsent(e.id(), checking) == null
+              : health.replace(e.id(), h, checking);
+      if (won) {
+        connector
+            .checkHealth(e)
+            .whenComplete(
+                (ok, t) -> {
+                  boolean healthyNow = t == null && Boolean.TRUE.equals(ok);
+                  health.put(e.id(), new Health(healthyNow, nanoClock.getAsLong(), false));
+                  if (!healthyNow) {
+                    listener.connectorEvent(connector.type(), "health_check_failed");
+                  }
+                });
+      }
+      return h == null || h.healthy();
+    }
+    return h.healthy();
   }
 
   private void recordFailure(Pair pair, ConnectorException cause, long nanos) {
@@ -441,6 +486,7 @@ public final class PdOrchestrator {
     private LongSupplier nanoClock = System::nanoTime;
     private Random random = new Random();
     private int maxBreakers = 10_000;
+    private Duration healthInterval;
 
     private Builder(KVConnector connector, ScheduledExecutorService scheduler) {
       this.connector = Objects.requireNonNull(connector, "connector");
@@ -498,6 +544,19 @@ public final class PdOrchestrator {
         throw new IllegalArgumentException("maxEndpoints must be >= 1, was " + max);
       }
       this.maxBreakers = max;
+      return this;
+    }
+
+    /**
+     * Gates pairs on {@link KVConnector#checkHealth}: each endpoint is probed in the background at
+     * most once per {@code interval}, and a pair with an endpoint whose last probe failed is
+     * skipped. Off by default (gateways usually have their own health source).
+     */
+    public Builder healthCheckInterval(Duration interval) {
+      if (interval == null || interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("healthCheckInterval must be > 0, was " + interval);
+      }
+      this.healthInterval = interval;
       return this;
     }
 

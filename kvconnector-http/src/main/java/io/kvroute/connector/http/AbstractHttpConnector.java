@@ -251,6 +251,17 @@ public abstract class AbstractHttpConnector implements KVConnector {
     return result;
   }
 
+  /**
+   * Healthy when {@code GET /health} answers 200 within the configured health-check timeout (vLLM
+   * and SGLang both serve it).
+   */
+  @Override
+  public CompletableFuture<Boolean> checkHealth(Endpoint endpoint) {
+    return transport
+        .probe(endpoint, "/health", context.config().timeouts().healthCheck())
+        .handle((status, t) -> t == null && status == 200);
+  }
+
   /** Runs {@link #prepareDecode} and then the decode leg; cancelling cancels whichever runs. */
   @Override
   public CompletableFuture<StreamingResponse> proxy(PdRequest request) {

@@ -1,6 +1,7 @@
 package io.kvroute.connector.http;
 
 import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import java.io.IOException;
@@ -173,6 +174,41 @@ public final class OkHttpTransport implements HttpTransport {
             StreamingResponse r = new OkHttpStreamingResponse(out, call, response);
             if (!future.complete(r)) {
               r.cancel();
+            }
+          }
+        });
+    return future;
+  }
+
+  @Override
+  public CompletableFuture<Integer> probe(
+      io.kvroute.connector.Endpoint endpoint, String path, Duration timeout) {
+    Call call =
+        client
+            .newBuilder()
+            .callTimeout(timeout)
+            .build()
+            .newCall(new Request.Builder().url(endpoint.baseUrl() + path).get().build());
+    CompletableFuture<Integer> future = new CompletableFuture<>();
+    future.whenComplete(
+        (r, t) -> {
+          if (future.isCancelled()) {
+            call.cancel();
+          }
+        });
+    Outbound what =
+        new Outbound(Leg.PREFILL, endpoint, path, Map.of(), new byte[0], timeout, false);
+    call.enqueue(
+        new Callback() {
+          @Override
+          public void onFailure(Call call, IOException e) {
+            future.completeExceptionally(failure(what, e, call.isCanceled()));
+          }
+
+          @Override
+          public void onResponse(Call call, Response response) {
+            try (response) {
+              future.complete(response.code());
             }
           }
         });

@@ -380,6 +380,35 @@ class PdOrchestratorTest {
   }
 
   @Test
+  void healthGatingSkipsAPodWhoseHealthCheckFails() throws Exception {
+    Endpoint sick = pod("sick", Endpoint.Role.DECODE);
+    Endpoint well = pod("well", Endpoint.Role.DECODE);
+    server(sick).enqueue(status(503)); // GET /health
+    PdOrchestrator o = orchestrator().healthCheckInterval(Duration.ofMinutes(10)).build();
+    server(well).enqueue(new MockResponse.Builder().code(200).build()); // GET /health
+    server(well).enqueue(ok("{\"n\":1}"));
+    // The first request learns nothing yet (probes run in the background), so it may use either.
+    server(sick).enqueue(ok("{\"n\":0}"));
+    body(
+        o.execute(request(), List.of(Pair.decodeOnly(sick), Pair.decodeOnly(well)))
+            .get(20, TimeUnit.SECONDS));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (server(sick).getRequestCount() < 2 && System.nanoTime() < deadline) {
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    RecordedRequest probe = server(sick).takeRequest(5, TimeUnit.SECONDS);
+    assertThat(probe.getMethod()).isEqualTo("GET");
+    assertThat(probe.getUrl().encodedPath()).isEqualTo("/health");
+    server(well).enqueue(ok("{\"n\":2}"));
+    int sickBefore = server(sick).getRequestCount();
+    StreamingResponse r =
+        o.execute(request(), List.of(Pair.decodeOnly(sick), Pair.decodeOnly(well)))
+            .get(20, TimeUnit.SECONDS);
+    body(r);
+    assertThat(server(sick).getRequestCount()).isEqualTo(sickBefore);
+  }
+
+  @Test
   void noPairsIsAClear503() throws Exception {
     Throwable t = failure(orchestrator().build().execute(request(), List.of()));
     assertThat(t).isInstanceOf(ConnectorException.NoAvailableEndpointException.class);
