@@ -62,7 +62,8 @@ class ProxyCommandTest {
     decode.close();
   }
 
-  private HttpResponse<String> post(String path, String body) throws IOException, InterruptedException {
+  private HttpResponse<String> post(String path, String body)
+      throws IOException, InterruptedException {
     return client.send(
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + command.running.port() + path))
             .timeout(Duration.ofSeconds(20))
@@ -81,14 +82,17 @@ class ProxyCommandTest {
             .setHeader("Content-Type", "application/json")
             .body("{\"choices\":[{\"text\":\"world\"}]}")
             .build());
-    HttpResponse<String> r = post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"hello\",\"max_tokens\":8}");
+    HttpResponse<String> r =
+        post("/v1/completions", "{\"model\":\"m\",\"prompt\":\"hello\",\"max_tokens\":8}");
     assertThat(r.statusCode()).isEqualTo(200);
     assertThat(r.body()).isEqualTo("{\"choices\":[{\"text\":\"world\"}]}");
     RecordedRequest p = prefill.takeRequest(5, TimeUnit.SECONDS);
     RecordedRequest d = decode.takeRequest(5, TimeUnit.SECONDS);
     assertThat(p.getBody().utf8()).contains("\"max_tokens\":1").contains("\"stream\":false");
     assertThat(d.getBody().utf8()).contains("\"max_tokens\":8");
-    assertThat(p.getHeaders().get("X-Request-Id")).isNotBlank().isEqualTo(d.getHeaders().get("X-Request-Id"));
+    assertThat(p.getHeaders().get("X-Request-Id"))
+        .isNotBlank()
+        .isEqualTo(d.getHeaders().get("X-Request-Id"));
   }
 
   @Test
@@ -123,6 +127,79 @@ class ProxyCommandTest {
     assertThat(r.statusCode()).isEqualTo(502);
     assertThat(r.body()).contains("\"error\"").contains("prefill leg").contains("HTTP 500");
     assertThat(decode.getRequestCount()).isZero();
+  }
+
+  @Test
+  void aClientThatGoesAwayMidStreamCancelsTheDecodeLeg() throws Exception {
+    prefill.enqueue(new MockResponse.Builder().code(200).body("{}").build());
+    StringBuilder sse = new StringBuilder();
+    for (int i = 0; i < 5000; i++) {
+      sse.append("data: {\"choices\":[{\"text\":\"token number ").append(i).append("\"}]}\n\n");
+    }
+    decode.enqueue(
+        new MockResponse.Builder()
+            .code(200)
+            .setHeader("Content-Type", "text/event-stream")
+            .chunkedBody(sse.toString(), 256)
+            .throttleBody(512, 10, TimeUnit.MILLISECONDS)
+            .build());
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", command.running.port())) {
+      String body = "{\"prompt\":\"x\",\"stream\":true}";
+      s.getOutputStream()
+          .write(
+              ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      + "Content-Length: "
+                      + body.length()
+                      + "\r\n\r\n"
+                      + body)
+                  .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      s.getOutputStream().flush();
+      byte[] buf = new byte[1024];
+      assertThat(s.getInputStream().read(buf)).isPositive();
+      s.setSoLinger(true, 0); // reset, as a browser tab being closed does
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (command.running.inFlight() > 0 && System.nanoTime() < deadline) {
+      TimeUnit.MILLISECONDS.sleep(10);
+    }
+    assertThat(command.running.inFlight()).as("request finished after the client left").isZero();
+  }
+
+  @Test
+  void sigtermDrainsAndExits() throws Exception {
+    String javaBin =
+        java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process p =
+        new ProcessBuilder(
+                javaBin,
+                "-cp",
+                System.getProperty("java.class.path"),
+                "io.kvroute.cli.Main",
+                "proxy",
+                "--decode",
+                "http://127.0.0.1:" + decode.getPort(),
+                "--port",
+                "0",
+                "--grace",
+                "2")
+            .redirectErrorStream(true)
+            .start();
+    try (java.io.BufferedReader out =
+        new java.io.BufferedReader(
+            new java.io.InputStreamReader(
+                p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))) {
+      String line = out.readLine();
+      assertThat(line).contains("listening on http://127.0.0.1:");
+      p.toHandle().destroy(); // SIGTERM, leaving our end of the pipes open
+      assertThat(p.waitFor(20, TimeUnit.SECONDS)).isTrue();
+      StringBuilder rest = new StringBuilder();
+      for (String l = out.readLine(); l != null; l = out.readLine()) {
+        rest.append(l).append('\n');
+      }
+      assertThat(rest.toString()).contains("draining");
+    } finally {
+      p.destroyForcibly();
+    }
   }
 
   @Test
