@@ -24,7 +24,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BiFunction;
 import java.util.function.LongSupplier;
 
 /**
@@ -122,19 +121,56 @@ public final class PdOrchestrator {
   }
 
   /**
+   * Observes the attempts of one request, e.g. to keep a scheduler's in-flight counts right. Called
+   * on transport threads; implementations must be fast and must not throw.
+   */
+  public interface AttemptObserver {
+    /** No-op. */
+    AttemptObserver NONE = new AttemptObserver() {};
+
+    /** Attempt {@code attempt} (1-based) starts on {@code pair}. */
+    default void started(int attempt, Pair pair) {}
+
+    /**
+     * Attempt {@code attempt} on {@code pair} ended: failed before the first byte ({@code failure}
+     * set), or, for the attempt that succeeded, when its stream ended ({@code failure} null on
+     * completion, the stream error, or a {@link CancellationException}). Called exactly once per
+     * {@link #started} call.
+     */
+    default void ended(int attempt, Pair pair, Throwable failure) {}
+  }
+
+  /**
    * Runs the request through the connector's full proxy form. The future completes with the decode
    * response once its first byte arrived.
    */
   public CompletableFuture<StreamingResponse> execute(InferenceRequest request, List<Pair> pairs) {
+    return execute(request, pairs, AttemptObserver.NONE);
+  }
+
+  /** {@link #execute(InferenceRequest, List)} reporting each attempt to {@code observer}. */
+  public CompletableFuture<StreamingResponse> execute(
+      InferenceRequest request, List<Pair> pairs, AttemptObserver observer) {
+    Objects.requireNonNull(observer, "observer");
     return run(
         request,
         pairs,
-        (pd, start) ->
-            Futures.composeCancellable(
-                connector.proxy(pd),
-                resp ->
-                    ObservedStream.prefetch(
-                        resp, connector.type(), pd.decode().id(), listener, nanoClock, start)));
+        observer,
+        (pd, attempt, start) -> {
+          Pair pair = new Pair(pd.prefill(), pd.decode());
+          return Futures.composeCancellable(
+              connector.proxy(pd),
+              resp ->
+                  ObservedStream.prefetch(
+                      resp,
+                      connector.type(),
+                      pd.decode().id(),
+                      listener,
+                      nanoClock,
+                      start,
+                      failure -> observer.ended(attempt, pair, failure)));
+        },
+        true);
   }
 
   /**
@@ -143,7 +179,12 @@ public final class PdOrchestrator {
    * #recordDecodeOutcome}.
    */
   public CompletableFuture<DecodeRequest> prepare(InferenceRequest request, List<Pair> pairs) {
-    return run(request, pairs, (pd, start) -> connector.prepareDecode(pd));
+    return run(
+        request,
+        pairs,
+        AttemptObserver.NONE,
+        (pd, attempt, start) -> connector.prepareDecode(pd),
+        false);
   }
 
   /** Feeds the outcome of a decode leg the gateway ran itself into the endpoint's breaker. */
@@ -219,10 +260,18 @@ public final class PdOrchestrator {
     }
   }
 
+  /** One attempt: (request, attempt number, start nanos) → result. */
+  @FunctionalInterface
+  private interface AttemptFn<T> {
+    CompletableFuture<T> apply(PdRequest pd, int attempt, long startNanos);
+  }
+
   private <T> CompletableFuture<T> run(
       InferenceRequest request,
       List<Pair> pairs,
-      BiFunction<PdRequest, Long, CompletableFuture<T>> attemptFn) {
+      AttemptObserver observer,
+      AttemptFn<T> attemptFn,
+      boolean successEndsLater) {
     Objects.requireNonNull(request, "request");
     Objects.requireNonNull(pairs, "pairs");
     budget.recordRequest();
@@ -245,14 +294,17 @@ public final class PdOrchestrator {
       result.completeExceptionally(e);
       return result;
     }
-    new Attempts<>(request, pairs, attemptFn, result, inFlight).next(0, 1);
+    new Attempts<>(request, pairs, observer, attemptFn, successEndsLater, result, inFlight)
+        .next(0, 1);
     return result;
   }
 
   private final class Attempts<T> {
     final InferenceRequest request;
     final List<Pair> pairs;
-    final BiFunction<PdRequest, Long, CompletableFuture<T>> attemptFn;
+    final AttemptObserver observer;
+    final AttemptFn<T> attemptFn;
+    final boolean successEndsLater;
     final CompletableFuture<T> result;
     final AtomicReference<CompletableFuture<?>> inFlight;
     final List<Attempt> failures = Collections.synchronizedList(new ArrayList<>());
@@ -260,12 +312,16 @@ public final class PdOrchestrator {
     Attempts(
         InferenceRequest request,
         List<Pair> pairs,
-        BiFunction<PdRequest, Long, CompletableFuture<T>> attemptFn,
+        AttemptObserver observer,
+        AttemptFn<T> attemptFn,
+        boolean successEndsLater,
         CompletableFuture<T> result,
         AtomicReference<CompletableFuture<?>> inFlight) {
       this.request = request;
       this.pairs = pairs;
+      this.observer = observer;
       this.attemptFn = attemptFn;
+      this.successEndsLater = successEndsLater;
       this.result = result;
       this.inFlight = inFlight;
     }
@@ -296,9 +352,10 @@ public final class PdOrchestrator {
           attempt == 1 ? request : request.withRequestId(retryId(request.requestId(), attempt));
       PdRequest pd = new PdRequest(attemptRequest, pair.prefill(), pair.decode());
       long start = nanoClock.getAsLong();
+      observer.started(attempt, pair);
       CompletableFuture<T> f;
       try {
-        f = attemptFn.apply(pd, start);
+        f = attemptFn.apply(pd, attempt, start);
       } catch (RuntimeException e) {
         f = CompletableFuture.failedFuture(e);
       }
@@ -315,11 +372,15 @@ public final class PdOrchestrator {
                 breaker(pair.prefill().id()).onSuccess(nanos, TimeUnit.NANOSECONDS);
               }
               breaker(pair.decode().id()).onSuccess(nanos, TimeUnit.NANOSECONDS);
+              if (!successEndsLater) {
+                observer.ended(attempt, pair, null);
+              }
               if (!result.complete(value) && value instanceof StreamingResponse) {
                 ((StreamingResponse) value).cancel();
               }
               return;
             }
+            observer.ended(attempt, pair, error);
             ConnectorException cause = asConnectorException(error, pair);
             recordFailure(pair, cause, nanos);
             failures.add(

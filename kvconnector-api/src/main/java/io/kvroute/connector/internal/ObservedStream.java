@@ -40,6 +40,8 @@ public final class ObservedStream implements StreamingResponse {
   private long pendingDemand;
   private long lastChunkNanos;
   private boolean ended;
+  private final java.util.function.Consumer<Throwable> onEnd;
+  private final AtomicBoolean endReported = new AtomicBoolean();
 
   private ObservedStream(
       StreamingResponse upstream,
@@ -47,7 +49,9 @@ public final class ObservedStream implements StreamingResponse {
       String endpointId,
       ConnectorListener listener,
       LongSupplier nanoClock,
-      long startNanos) {
+      long startNanos,
+      java.util.function.Consumer<Throwable> onEnd) {
+    this.onEnd = onEnd;
     this.upstream = upstream;
     this.connectorType = connectorType;
     this.endpointId = endpointId;
@@ -59,7 +63,8 @@ public final class ObservedStream implements StreamingResponse {
   /**
    * Starts reading {@code upstream}; the future completes once the first chunk (or the end of an
    * empty body) has arrived, or fails with a retryable {@link UpstreamException} if the stream
-   * breaks before its first byte.
+   * breaks before its first byte. {@code onEnd} runs once when a delivered stream ends: with null
+   * on completion, the error, or a {@link java.util.concurrent.CancellationException}.
    */
   public static CompletableFuture<StreamingResponse> prefetch(
       StreamingResponse upstream,
@@ -67,9 +72,11 @@ public final class ObservedStream implements StreamingResponse {
       String endpointId,
       ConnectorListener listener,
       LongSupplier nanoClock,
-      long startNanos) {
+      long startNanos,
+      java.util.function.Consumer<Throwable> onEnd) {
     ObservedStream s =
-        new ObservedStream(upstream, connectorType, endpointId, listener, nanoClock, startNanos);
+        new ObservedStream(
+            upstream, connectorType, endpointId, listener, nanoClock, startNanos, onEnd);
     upstream.subscribe(s.new UpstreamSubscriber());
     s.ready.whenComplete(
         (r, t) -> {
@@ -95,6 +102,7 @@ public final class ObservedStream implements StreamingResponse {
     synchronized (lock) {
       ended = true;
     }
+    reportEnd(new java.util.concurrent.CancellationException("decode stream cancelled"));
     Flow.Subscription s = upstreamSubscription;
     if (s != null) {
       s.cancel();
@@ -133,15 +141,6 @@ public final class ObservedStream implements StreamingResponse {
 
           @Override
           public void cancel() {
-            boolean report;
-            synchronized (lock) {
-              report = !ended;
-              ended = true;
-            }
-            if (report) {
-              listener.decodeEnded(
-                  connectorType, endpointId, "cancelled", nanoClock.getAsLong() - startNanos);
-            }
             ObservedStream.this.cancel();
           }
         });
@@ -206,12 +205,19 @@ public final class ObservedStream implements StreamingResponse {
     }
   }
 
+  private void reportEnd(Throwable error) {
+    if (endReported.compareAndSet(false, true)) {
+      listener.decodeEnded(
+          connectorType,
+          endpointId,
+          ConnectorListener.outcome(error),
+          nanoClock.getAsLong() - startNanos);
+      onEnd.accept(error);
+    }
+  }
+
   private void finish(Flow.Subscriber<? super ByteBuffer> d, Throwable error) {
-    listener.decodeEnded(
-        connectorType,
-        endpointId,
-        ConnectorListener.outcome(error),
-        nanoClock.getAsLong() - startNanos);
+    reportEnd(error);
     if (error == null) {
       d.onComplete();
     } else {

@@ -190,6 +190,41 @@ class PdOrchestratorTest {
   }
 
   @Test
+  void attemptObserverSeesEachAttemptEndExactlyOnce() throws Exception {
+    Endpoint d1 = pod("d1", Endpoint.Role.DECODE);
+    Endpoint d2 = pod("d2", Endpoint.Role.DECODE);
+    server(d1).enqueue(status(500));
+    server(d2).enqueue(ok("{\"n\":2}"));
+    List<String> seen = new CopyOnWriteArrayList<>();
+    PdOrchestrator.AttemptObserver observer =
+        new PdOrchestrator.AttemptObserver() {
+          @Override
+          public void started(int attempt, Pair pair) {
+            seen.add("start " + attempt + " " + pair.decode().id());
+          }
+
+          @Override
+          public void ended(int attempt, Pair pair, Throwable failure) {
+            seen.add(
+                "end "
+                    + attempt
+                    + " "
+                    + pair.decode().id()
+                    + " "
+                    + (failure == null ? "ok" : "failed"));
+          }
+        };
+    StreamingResponse r =
+        orchestrator()
+            .build()
+            .execute(request(), List.of(Pair.decodeOnly(d1), Pair.decodeOnly(d2)), observer)
+            .get(20, TimeUnit.SECONDS);
+    assertThat(seen).containsExactly("start 1 d1", "end 1 d1 failed", "start 2 d2");
+    body(r);
+    assertThat(seen).containsExactly("start 1 d1", "end 1 d1 failed", "start 2 d2", "end 2 d2 ok");
+  }
+
+  @Test
   void clientErrorsAreNotRetried() throws Exception {
     Endpoint p1 = pod("p1", Endpoint.Role.PREFILL);
     Endpoint d1 = pod("d1", Endpoint.Role.DECODE);
