@@ -1,0 +1,757 @@
+package io.kvroute.router;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.KVConnectors;
+import io.kvroute.connector.PdOrchestrator;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.http.OkHttpTransport;
+import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.scoring.Decision;
+import io.kvroute.scoring.MetricsScraper;
+import io.kvroute.scoring.PrefixCacheLookup;
+import io.kvroute.scoring.Scheduler;
+import io.kvroute.scoring.SchedulingRequest;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Flow;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one object a gateway embeds: endpoints (static, plus added and removed at run time), a {@link
+ * Scheduler}, a connector per model, the KV-event subscriptions that feed the scheduler's prefix
+ * index, and the engine-metrics scraper.
+ *
+ * <p>Two ways in:
+ *
+ * <ul>
+ *   <li>{@link #decide}: the routing decision only, for gateways that proxy themselves. Call {@link
+ *       RouteDecision#complete} when the request ends.
+ *   <li>{@link #route}: decide and run the request through the model's connector with retries over
+ *       (prefill, decode) pairs, returning the decode stream.
+ * </ul>
+ *
+ * <p>Degrades instead of failing: without KV events the scheduler falls back to its approximate
+ * prefix index; when tokenization fails it schedules without token ids; a failing pod trips its
+ * circuit breaker and the next pair is used.
+ *
+ * <p>Thread-safe. {@link #decide} runs on the caller's thread and reads only memory; futures of
+ * {@link #route} complete on transport threads.
+ */
+public final class KvRouter implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(KvRouter.class);
+
+  /** The label naming the model an endpoint serves; endpoints without it serve every model. */
+  public static final String MODEL_LABEL = "kvroute.io/model";
+
+  private final Scheduler scheduler;
+  private final KVConnectors connectors;
+  private final ConnectorConfig defaultConnector;
+  private final Map<String, ConnectorConfig> modelConnectors;
+  private final HttpTransport transport;
+  private final boolean ownsTransport;
+  private final ScheduledExecutorService executor;
+  private final ConnectorListener listener;
+  private final LongSupplier nanoClock;
+  private final KvEventFeed eventFeed;
+  private final MetricsScraper scraper;
+  private final boolean observabilityHeaders;
+  private final Duration drainTimeout;
+  private final int maxRequestBytes;
+  private final PrefixCacheLookup prefixLookup;
+  private final Map<String, Endpoint> endpoints = new ConcurrentHashMap<>();
+  private final Map<String, Pipeline> pipelines = new ConcurrentHashMap<>();
+  private final AtomicInteger inFlight = new AtomicInteger();
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final Timer routeTimer;
+  private final Counter routeErrors;
+
+  /** A model's connector and the orchestrator that retries over pairs with it. */
+  private record Pipeline(KVConnector connector, PdOrchestrator orchestrator) {}
+
+  private KvRouter(Builder b) {
+    this.scheduler = b.scheduler != null ? b.scheduler : Scheduler.builder().build();
+    this.connectors =
+        b.connectors != null
+            ? b.connectors
+            : KVConnectors.discover(Thread.currentThread().getContextClassLoader());
+    this.defaultConnector = b.defaultConnector;
+    this.modelConnectors = Map.copyOf(b.modelConnectors);
+    this.ownsTransport = b.transport == null;
+    this.transport = b.transport != null ? b.transport : OkHttpTransport.create();
+    this.executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "kvroute-router");
+              t.setDaemon(true);
+              return t;
+            });
+    this.listener = b.listener;
+    this.nanoClock = b.nanoClock;
+    this.eventFeed = b.eventFeed;
+    this.observabilityHeaders = b.observabilityHeaders;
+    this.drainTimeout = b.drainTimeout;
+    this.maxRequestBytes = b.maxRequestBytes;
+    this.prefixLookup = b.prefixLookup;
+    MeterRegistry registry = b.meterRegistry;
+    this.routeTimer = Timer.builder("kvroute.route").register(registry);
+    this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
+    io.micrometer.core.instrument.Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get)
+        .register(registry);
+    io.micrometer.core.instrument.Gauge.builder("kvroute.endpoints", endpoints, Map::size)
+        .register(registry);
+    this.scraper =
+        b.metricsInterval == null
+            ? null
+            : MetricsScraper.builder(scheduler.metricsStore(), executor)
+                .interval(b.metricsInterval)
+                .build();
+    for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
+      addEndpoint(e.getKey(), e.getValue());
+    }
+    if (scraper != null) {
+      scraper.start();
+    }
+    // Fail fast on unknown connector types rather than on the first request.
+    connectors.provider(defaultConnector.type());
+    modelConnectors.values().forEach(c -> connectors.provider(c.type()));
+  }
+
+  /** A builder. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  // ---------------------------------------------------------------- endpoints
+
+  /** Adds (or replaces) an endpoint that publishes no KV events. */
+  public void addEndpoint(Endpoint endpoint) {
+    addEndpoint(endpoint, null);
+  }
+
+  /**
+   * Adds (or replaces) an endpoint and, when {@code events} is given and the router has a {@link
+   * KvEventFeed}, subscribes to its KV events.
+   */
+  public void addEndpoint(Endpoint endpoint, KvEventFeed.Source events) {
+    Objects.requireNonNull(endpoint, "endpoint");
+    Endpoint previous = endpoints.put(endpoint.id(), endpoint);
+    if (eventFeed != null) {
+      if (previous != null) {
+        eventFeed.remove(endpoint.id());
+      }
+      if (events != null) {
+        eventFeed.add(endpoint, events);
+      }
+    }
+    if (scraper != null) {
+      scraper.setEndpoints(endpoints.values());
+    }
+  }
+
+  /** Removes an endpoint: its subscription, breaker, metrics and index entries. */
+  public boolean removeEndpoint(String endpointId) {
+    Endpoint removed = endpoints.remove(endpointId);
+    if (removed == null) {
+      return false;
+    }
+    if (eventFeed != null) {
+      eventFeed.remove(endpointId);
+    }
+    scheduler.removeEndpoint(endpointId);
+    pipelines.values().forEach(p -> p.orchestrator().removeEndpoint(endpointId));
+    if (scraper != null) {
+      scraper.setEndpoints(endpoints.values());
+    }
+    return true;
+  }
+
+  /** The endpoints known now. */
+  public List<Endpoint> endpoints() {
+    return List.copyOf(endpoints.values());
+  }
+
+  /** The scheduler (for its metrics store, profiles and hooks). */
+  public Scheduler scheduler() {
+    return scheduler;
+  }
+
+  /** Requests decided or routed that have not completed yet. */
+  public int inFlight() {
+    return inFlight.get();
+  }
+
+  boolean observabilityHeaders() {
+    return observabilityHeaders;
+  }
+
+  // ---------------------------------------------------------------- decide
+
+  /**
+   * Decides where {@code request} goes, using only in-memory state (token ids from the body when it
+   * carries them; otherwise the approximate index). The request counts as in flight until {@link
+   * RouteDecision#complete} is called.
+   *
+   * @throws ConnectorException.InvalidRequestException for a body that is not a usable request
+   * @throws ConnectorException.NoAvailableEndpointException when no endpoint can serve it
+   */
+  public RouteDecision decide(InferenceRequest request) {
+    checkOpen();
+    SchedulingRequest sr = toSchedulingRequest(request);
+    long start = nanoClock.getAsLong();
+    Decision d = scheduler.pick(sr);
+    RouteDecision rd = accept(sr, d, nanoClock.getAsLong() - start);
+    scheduler.onRouted(d);
+    return rd;
+  }
+
+  /**
+   * Like {@link #decide}, but tokenizes the prompt first when the scheduler has a tokenizer (so
+   * precise prefix scoring works for text prompts).
+   */
+  public CompletableFuture<RouteDecision> decideAsync(InferenceRequest request) {
+    return decideInternal(request)
+        .thenApply(
+            rd -> {
+              scheduler.onRouted(rd.scheduling());
+              return rd;
+            });
+  }
+
+  private CompletableFuture<RouteDecision> decideInternal(InferenceRequest request) {
+    SchedulingRequest sr;
+    try {
+      checkOpen();
+      sr = toSchedulingRequest(request);
+    } catch (ConnectorException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long start = nanoClock.getAsLong();
+    return scheduler.pickAsync(sr).thenApply(d -> accept(sr, d, nanoClock.getAsLong() - start));
+  }
+
+  private RouteDecision accept(SchedulingRequest sr, Decision d, long nanos) {
+    if (!d.routed()) {
+      routeErrors.increment();
+      throw new ConnectorException.NoAvailableEndpointException(
+          "no endpoint can serve model \""
+              + sr.model()
+              + "\" ("
+              + d.result()
+              + "; "
+              + sr.candidates().size()
+              + " candidates)");
+    }
+    inFlight.incrementAndGet();
+    return new RouteDecision(this, sr.model(), d, nanos);
+  }
+
+  void completeDecision(
+      RouteDecision rd,
+      Endpoint decode,
+      Endpoint prefill,
+      RouteDecision.Outcome outcome,
+      Duration latency,
+      Duration ttft) {
+    scheduler.onComplete(rd.scheduling(), decode, prefill);
+    if (outcome != RouteDecision.Outcome.CANCELLED
+        && outcome != RouteDecision.Outcome.CLIENT_ERROR) {
+      Throwable failure =
+          outcome == RouteDecision.Outcome.SUCCESS
+              ? null
+              : new ConnectorException("decode failed at the gateway", 502, null);
+      long nanos = latency == null ? 0 : latency.toNanos();
+      pipeline(rd.model()).orchestrator().recordDecodeOutcome(decode, failure, nanos);
+    }
+    if (latency != null) {
+      routeTimer.record(latency);
+    }
+    inFlight.decrementAndGet();
+  }
+
+  /** Blocks of the request's prompt {@code e} holds, when a prefix lookup is configured. */
+  int cachedBlocks(Decision d, Endpoint e) {
+    Optional<int[]> tokens = d.request().tokenIds();
+    if (prefixLookup == null || tokens.isEmpty()) {
+      return -1;
+    }
+    long[] keys =
+        prefixLookup.requestKeys(
+            tokens.get(), d.request().cacheModelName(), d.request().cacheSalt().orElse(null));
+    int[] matched = new int[1];
+    prefixLookup.lookup(keys, List.of(e), matched, new double[1]);
+    return matched[0];
+  }
+
+  // ---------------------------------------------------------------- route
+
+  /**
+   * Decides and runs {@code request} through its model's connector, retrying over the decision's
+   * (prefill, decode) pairs until one delivers its first byte. The response streams the decode leg;
+   * cancel it (or its subscription) when the client goes away.
+   */
+  public CompletableFuture<RoutedResponse> route(InferenceRequest request) {
+    long start = nanoClock.getAsLong();
+    return decideInternal(request)
+        .thenCompose(
+            rd -> {
+              Pipeline p = pipeline(rd.model());
+              AtomicLong firstByte = new AtomicLong();
+              PdOrchestrator.AttemptObserver observer =
+                  new PdOrchestrator.AttemptObserver() {
+                    @Override
+                    public void started(int attempt, PdOrchestrator.Pair pair) {
+                      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+                      rd.served(pair.decode(), pair.prefill());
+                    }
+
+                    @Override
+                    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
+                      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+                    }
+                  };
+              CompletableFuture<StreamingResponse> f =
+                  p.orchestrator().execute(request, rd.pairs(), observer);
+              CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
+              out.whenComplete(
+                  (r, t) -> {
+                    if (out.isCancelled()) {
+                      f.cancel(true);
+                    }
+                  });
+              f.whenComplete(
+                  (resp, t) -> {
+                    if (t != null) {
+                      routeErrors.increment();
+                      finishRoute(rd, start);
+                      out.completeExceptionally(t);
+                      return;
+                    }
+                    firstByte.set(nanoClock.getAsLong());
+                    RoutedResponse routed =
+                        new RoutedResponse(resp, rd, () -> finishRoute(rd, start));
+                    if (!out.complete(routed)) {
+                      routed.cancel();
+                    }
+                  });
+              return out;
+            });
+  }
+
+  /**
+   * Decides and runs {@code request}, delivering the response to {@code sink}. Returns a handle
+   * that cancels the request (both legs) when the client goes away.
+   */
+  public Cancellable route(InferenceRequest request, ResponseSink sink) {
+    Objects.requireNonNull(sink, "sink");
+    CompletableFuture<RoutedResponse> f = route(request);
+    AtomicBoolean cancelled = new AtomicBoolean();
+    f.whenComplete(
+        (resp, t) -> {
+          if (t != null) {
+            Throwable cause =
+                t instanceof java.util.concurrent.CompletionException ? t.getCause() : t;
+            sink.onError(
+                cause instanceof ConnectorException
+                    ? (ConnectorException) cause
+                    : new ConnectorException("routing failed: " + cause, 500, cause));
+            return;
+          }
+          sink.onHead(resp.status(), resp.headers(), resp.decision().responseHeaders());
+          resp.subscribe(
+              new Flow.Subscriber<>() {
+                @Override
+                public void onSubscribe(Flow.Subscription s) {
+                  if (cancelled.get()) {
+                    s.cancel();
+                  } else {
+                    s.request(Long.MAX_VALUE);
+                  }
+                }
+
+                @Override
+                public void onNext(ByteBuffer item) {
+                  sink.onChunk(item);
+                }
+
+                @Override
+                public void onError(Throwable t2) {
+                  sink.onError(
+                      t2 instanceof ConnectorException
+                          ? (ConnectorException) t2
+                          : new ConnectorException("stream failed: " + t2, 502, t2));
+                }
+
+                @Override
+                public void onComplete() {
+                  sink.onComplete();
+                }
+              });
+        });
+    return () -> {
+      if (cancelled.compareAndSet(false, true)) {
+        f.cancel(true);
+        f.thenAccept(RoutedResponse::cancel);
+      }
+    };
+  }
+
+  private void finishRoute(RouteDecision rd, long start) {
+    // Breakers and per-pair in-flight counts were kept by the orchestrator's observer; only the
+    // router-level accounting remains.
+    if (rd.markCompletedByRouter()) {
+      routeTimer.record(nanoClock.getAsLong() - start, TimeUnit.NANOSECONDS);
+      inFlight.decrementAndGet();
+    }
+  }
+
+  private Pipeline pipeline(String model) {
+    ConnectorConfig config = modelConnectors.getOrDefault(model, defaultConnector);
+    String key = modelConnectors.containsKey(model) ? "model:" + model : "default";
+    return pipelines.computeIfAbsent(
+        key,
+        k -> {
+          KVConnector c =
+              connectors.create(
+                  new KVConnectorProvider.Context(
+                      config, transport, listener, executor, nanoClock));
+          PdOrchestrator o =
+              PdOrchestrator.builder(c, executor)
+                  .retry(config.retry())
+                  .listener(listener)
+                  .nanoClock(nanoClock)
+                  .build();
+          return new Pipeline(c, o);
+        });
+  }
+
+  // ---------------------------------------------------------------- request parsing
+
+  SchedulingRequest toSchedulingRequest(InferenceRequest request) {
+    ObjectNode body = OpenAiJson.parseObject(request.body(), maxRequestBytes);
+    JsonNode model = body.get("model");
+    if (model == null || !model.isTextual() || model.asText().isBlank()) {
+      throw new ConnectorException.InvalidRequestException(
+          "request body field \"model\" must be a non-empty string");
+    }
+    SchedulingRequest.Builder b =
+        SchedulingRequest.builder().model(model.asText()).headers(request.headers());
+    if (request.api() == InferenceRequest.Api.CHAT_COMPLETIONS) {
+      JsonNode messages = body.get("messages");
+      if (messages == null || !messages.isArray() || messages.isEmpty()) {
+        throw new ConnectorException.InvalidRequestException(
+            "request body field \"messages\" must be a non-empty array");
+      }
+      List<SchedulingRequest.ChatMessage> list = new ArrayList<>();
+      for (JsonNode m : messages) {
+        String role = m.path("role").asText("user");
+        list.add(new SchedulingRequest.ChatMessage(role, content(m.get("content"))));
+      }
+      b.messages(list);
+    } else {
+      JsonNode prompt = body.get("prompt");
+      if (prompt == null) {
+        throw new ConnectorException.InvalidRequestException(
+            "request body field \"prompt\" is required for /v1/completions");
+      }
+      if (prompt.isTextual()) {
+        b.prompt(prompt.asText());
+      } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isIntegralNumber()) {
+        int[] tokens = new int[prompt.size()];
+        for (int i = 0; i < tokens.length; i++) {
+          JsonNode t = prompt.get(i);
+          if (!t.canConvertToInt()) {
+            throw new ConnectorException.InvalidRequestException(
+                "request body field \"prompt[" + i + "]\" must be a token id (int)");
+          }
+          tokens[i] = t.intValue();
+        }
+        b.tokenIds(tokens);
+      } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isTextual()) {
+        b.prompt(prompt.get(0).asText()); // batch prompts: route by the first
+      } else {
+        throw new ConnectorException.InvalidRequestException(
+            "request body field \"prompt\" must be a string, a list of strings or token ids");
+      }
+    }
+    JsonNode salt = body.get("cache_salt");
+    if (salt != null && salt.isTextual()) {
+      b.cacheSalt(salt.asText());
+    }
+    b.candidates(candidates(model.asText()));
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new ConnectorException.InvalidRequestException(e.getMessage());
+    }
+  }
+
+  private static String content(JsonNode c) {
+    if (c == null || c.isNull()) {
+      return "";
+    }
+    if (c.isTextual()) {
+      return c.asText();
+    }
+    if (c.isArray()) {
+      StringBuilder sb = new StringBuilder();
+      for (JsonNode part : c) {
+        if ("text".equals(part.path("type").asText()) && part.has("text")) {
+          sb.append(part.get("text").asText());
+        }
+      }
+      return sb.toString();
+    }
+    return c.toString();
+  }
+
+  private List<Endpoint> candidates(String model) {
+    List<Endpoint> out = new ArrayList<>();
+    for (Endpoint e : endpoints.values()) {
+      String m = e.label(MODEL_LABEL);
+      if (m == null || m.equals(model)) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  private void checkOpen() {
+    if (closed.get()) {
+      throw new ConnectorException.NoAvailableEndpointException("the router is closed");
+    }
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /**
+   * Stops taking requests, waits up to the drain timeout for requests in flight, then stops event
+   * subscriptions, the metrics scraper, connectors and (when the router created it) the transport.
+   */
+  @Override
+  public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    long deadline = nanoClock.getAsLong() + drainTimeout.toNanos();
+    while (inFlight.get() > 0 && nanoClock.getAsLong() < deadline) {
+      try {
+        TimeUnit.MILLISECONDS.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    if (inFlight.get() > 0) {
+      log.warn("kvroute: closing with {} requests still in flight", inFlight.get());
+    }
+    if (eventFeed != null) {
+      eventFeed.close();
+    }
+    if (scraper != null) {
+      scraper.close();
+    }
+    pipelines.values().forEach(p -> p.connector().close());
+    if (ownsTransport) {
+      transport.close();
+    }
+    executor.shutdownNow();
+  }
+
+  /** Cancels a routed request. */
+  @FunctionalInterface
+  public interface Cancellable {
+    /** Cancels; idempotent. */
+    void cancel();
+  }
+
+  /**
+   * Receives a routed response. Called on transport threads, in order: {@code onHead}, any number
+   * of {@code onChunk}, then {@code onComplete} or {@code onError} (or only {@code onError}).
+   */
+  public interface ResponseSink {
+    /** The response head: upstream status and headers, plus the router's response headers. */
+    void onHead(int status, Map<String, List<String>> headers, Map<String, String> routerHeaders);
+
+    /** A chunk of the body, as it arrived. */
+    void onChunk(ByteBuffer chunk);
+
+    /** The body ended. */
+    void onComplete();
+
+    /** The request failed; before {@code onHead}, no bytes reached the client. */
+    void onError(ConnectorException error);
+  }
+
+  /** Builds a {@link KvRouter}; not thread-safe. */
+  public static final class Builder {
+    private Scheduler scheduler;
+    private KVConnectors connectors;
+    private ConnectorConfig defaultConnector = ConnectorConfig.of(ConnectorConfig.DEFAULT_TYPE);
+    private final Map<String, ConnectorConfig> modelConnectors = new LinkedHashMap<>();
+    private HttpTransport transport;
+    private ConnectorListener listener = ConnectorListener.NONE;
+    private LongSupplier nanoClock = System::nanoTime;
+    private KvEventFeed eventFeed;
+    private Duration metricsInterval;
+    private boolean observabilityHeaders;
+    private Duration drainTimeout = Duration.ofSeconds(30);
+    private int maxRequestBytes = 16 * 1024 * 1024;
+    private MeterRegistry meterRegistry = new SimpleMeterRegistry();
+    private PrefixCacheLookup prefixLookup;
+    private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    /** The scheduler (default: {@code Scheduler.builder().build()}, approximate prefix only). */
+    public Builder scheduler(Scheduler scheduler) {
+      this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+      return this;
+    }
+
+    /** The connector registry (default: ServiceLoader on the context class loader). */
+    public Builder connectors(KVConnectors connectors) {
+      this.connectors = Objects.requireNonNull(connectors, "connectors");
+      return this;
+    }
+
+    /** The connector of models without their own (default: {@code http} with defaults). */
+    public Builder defaultConnector(ConnectorConfig config) {
+      this.defaultConnector = Objects.requireNonNull(config, "defaultConnector");
+      return this;
+    }
+
+    /** A model's own connector configuration (the ModelServer {@code kvConnector} section). */
+    public Builder model(String model, ConnectorConfig config) {
+      Objects.requireNonNull(model, "model");
+      modelConnectors.put(model, Objects.requireNonNull(config, "config"));
+      return this;
+    }
+
+    /** The HTTP transport (default: a new {@link OkHttpTransport}, closed with the router). */
+    public Builder transport(HttpTransport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
+      return this;
+    }
+
+    /** The connector listener (e.g. a {@code MicrometerConnectorListener}). */
+    public Builder listener(ConnectorListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /** The monotonic clock. */
+    public Builder nanoClock(LongSupplier nanoClock) {
+      this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+      return this;
+    }
+
+    /** Subscribes to endpoints' KV events (see {@link KvEventFeed}). */
+    public Builder eventFeed(KvEventFeed feed) {
+      this.eventFeed = Objects.requireNonNull(feed, "eventFeed");
+      return this;
+    }
+
+    /** Scrapes every endpoint's {@code /metrics} at this interval (default: off). */
+    public Builder scrapeMetrics(Duration interval) {
+      this.metricsInterval = Objects.requireNonNull(interval, "interval");
+      return this;
+    }
+
+    /** Adds {@code x-kvroute-*} response headers (default off). */
+    public Builder observabilityHeaders(boolean on) {
+      this.observabilityHeaders = on;
+      return this;
+    }
+
+    /** How long {@link KvRouter#close()} waits for requests in flight (default 30 s). */
+    public Builder drainTimeout(Duration timeout) {
+      if (timeout == null || timeout.isNegative()) {
+        throw new IllegalArgumentException("drainTimeout must be >= 0, was " + timeout);
+      }
+      this.drainTimeout = timeout;
+      return this;
+    }
+
+    /** The largest request body accepted (default 16 MiB). */
+    public Builder maxRequestBytes(int bytes) {
+      if (bytes < 1) {
+        throw new IllegalArgumentException("maxRequestBytes must be >= 1, was " + bytes);
+      }
+      this.maxRequestBytes = bytes;
+      return this;
+    }
+
+    /**
+     * The prefix index the scheduler scores with; lets {@code x-kvroute-cached-blocks} report the
+     * blocks the chosen endpoint holds (only read when observability headers are on).
+     */
+    public Builder prefixCacheLookup(PrefixCacheLookup lookup) {
+      this.prefixLookup = Objects.requireNonNull(lookup, "prefixCacheLookup");
+      return this;
+    }
+
+    /** Where router metrics go. */
+    public Builder meterRegistry(MeterRegistry registry) {
+      this.meterRegistry = Objects.requireNonNull(registry, "meterRegistry");
+      return this;
+    }
+
+    /** A static endpoint without KV events. */
+    public Builder endpoint(Endpoint endpoint) {
+      endpoints.put(Objects.requireNonNull(endpoint, "endpoint"), null);
+      return this;
+    }
+
+    /** A static endpoint and where its KV events are published. */
+    public Builder endpoint(Endpoint endpoint, KvEventFeed.Source events) {
+      endpoints.put(Objects.requireNonNull(endpoint, "endpoint"), events);
+      return this;
+    }
+
+    /** Static endpoints without KV events. */
+    public Builder endpoints(Collection<Endpoint> all) {
+      all.forEach(this::endpoint);
+      return this;
+    }
+
+    /**
+     * The router.
+     *
+     * @throws ConnectorException.UnknownConnectorException when a configured connector type has no
+     *     provider
+     */
+    public KvRouter build() {
+      return new KvRouter(this);
+    }
+  }
+}

@@ -1,0 +1,242 @@
+package io.kvroute.router;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import mockwebserver3.MockResponse;
+import mockwebserver3.MockWebServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class KvRouterTest {
+  private final List<MockWebServer> servers = new ArrayList<>();
+  private KvRouter router;
+
+  @AfterEach
+  void tearDown() {
+    if (router != null) {
+      router.close();
+    }
+    servers.forEach(MockWebServer::close);
+  }
+
+  private Endpoint pod(String id, Endpoint.Role role, Map<String, String> labels)
+      throws IOException {
+    MockWebServer s = new MockWebServer();
+    s.start();
+    servers.add(s);
+    return new Endpoint(id, "http", "127.0.0.1", s.getPort(), role, labels);
+  }
+
+  private MockWebServer server(Endpoint e) {
+    for (MockWebServer s : servers) {
+      if (s.getPort() == e.port()) {
+        return s;
+      }
+    }
+    throw new AssertionError("no server for " + e);
+  }
+
+  private static InferenceRequest completion(String body) {
+    return InferenceRequest.of(
+        InferenceRequest.Api.COMPLETIONS,
+        body.getBytes(StandardCharsets.UTF_8),
+        Map.of("X-Request-Id", List.of("r-1")),
+        "fb");
+  }
+
+  private static MockResponse ok(String body) {
+    return new MockResponse.Builder()
+        .code(200)
+        .setHeader("Content-Type", "application/json")
+        .body(body)
+        .build();
+  }
+
+  private static String read(RoutedResponse r) throws Exception {
+    return new String(r.readAll(1 << 20).get(20, TimeUnit.SECONDS), StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void decideCountsInFlightUntilComplete() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    router = KvRouter.builder().endpoint(d).observabilityHeaders(true).build();
+    RouteDecision rd = router.decide(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    assertThat(rd.decode()).isEqualTo(d);
+    assertThat(rd.prefill()).isEmpty();
+    assertThat(router.inFlight()).isEqualTo(1);
+    assertThat(router.scheduler().inFlight("d0")).isEqualTo(1);
+    assertThat(rd.responseHeaders()).containsEntry("x-kvroute-decode", "d0");
+    rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ofMillis(5), Duration.ofMillis(1));
+    rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ofMillis(5), Duration.ofMillis(1));
+    assertThat(router.inFlight()).isZero();
+    assertThat(router.scheduler().inFlight("d0")).isZero();
+  }
+
+  @Test
+  void routeRunsTheRequestAndEndsItsAccountingWithTheStream() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    server(d).enqueue(ok("{\"choices\":[{\"text\":\"hi\"}]}"));
+    router = KvRouter.builder().endpoint(d).build();
+    RoutedResponse r =
+        router
+            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
+            .get(20, TimeUnit.SECONDS);
+    assertThat(router.inFlight()).isEqualTo(1);
+    assertThat(read(r)).isEqualTo("{\"choices\":[{\"text\":\"hi\"}]}");
+    assertThat(router.inFlight()).isZero();
+    assertThat(router.scheduler().inFlight("d0")).isZero();
+    assertThat(r.decision().decode()).isEqualTo(d);
+  }
+
+  @Test
+  void aFailingPodIsRetriedOnTheNextOne() throws Exception {
+    Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d1 = pod("d1", Endpoint.Role.DECODE, Map.of());
+    server(d0).enqueue(new MockResponse.Builder().code(503).body("busy").build());
+    server(d1).enqueue(ok("{\"ok\":1}"));
+    router =
+        KvRouter.builder()
+            .endpoints(List.of(d0, d1))
+            .defaultConnector(
+                ConnectorConfig.of("http")
+                    .withRetry(new ConnectorConfig.Retry(2, Duration.ZERO, Duration.ZERO)))
+            .build();
+    // Whichever pod the scheduler puts first, the request ends on d1.
+    RoutedResponse r =
+        router
+            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
+            .get(20, TimeUnit.SECONDS);
+    assertThat(read(r)).isEqualTo("{\"ok\":1}");
+    assertThat(r.decision().responseHeaders()).isNotNull();
+    assertThat(server(d1).getRequestCount()).isEqualTo(1);
+    assertThat(router.scheduler().inFlight("d0") + router.scheduler().inFlight("d1")).isZero();
+    assertThat(router.inFlight()).isZero();
+  }
+
+  @Test
+  void endpointsOfAnotherModelAreNotCandidates() throws Exception {
+    Endpoint a = pod("a", Endpoint.Role.DECODE, Map.of(KvRouter.MODEL_LABEL, "model-a"));
+    Endpoint b = pod("b", Endpoint.Role.DECODE, Map.of(KvRouter.MODEL_LABEL, "model-b"));
+    router = KvRouter.builder().endpoints(List.of(a, b)).build();
+    for (int i = 0; i < 10; i++) {
+      RouteDecision rd =
+          router.decide(completion("{\"model\":\"model-b\",\"prompt\":\"p" + i + "\"}"));
+      assertThat(rd.decode()).isEqualTo(b);
+      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+    }
+    assertThatThrownBy(() -> router.decide(completion("{\"model\":\"model-c\",\"prompt\":\"x\"}")))
+        .isInstanceOf(ConnectorException.NoAvailableEndpointException.class)
+        .hasMessageContaining("model-c");
+  }
+
+  @Test
+  void badRequestsAreRejectedPrecisely() throws Exception {
+    router = KvRouter.builder().endpoint(pod("d", Endpoint.Role.DECODE, Map.of())).build();
+    assertThatThrownBy(() -> router.decide(completion("{\"prompt\":\"x\"}")))
+        .hasMessageContaining("\"model\"");
+    assertThatThrownBy(() -> router.decide(completion("{\"model\":\"m\"}")))
+        .hasMessageContaining("\"prompt\" is required");
+    assertThatThrownBy(() -> router.decide(completion("{\"model\":\"m\",\"prompt\":{}}")))
+        .hasMessageContaining("must be a string");
+    assertThatThrownBy(
+            () ->
+                router.decide(
+                    InferenceRequest.of(
+                        InferenceRequest.Api.CHAT_COMPLETIONS,
+                        "{\"model\":\"m\",\"messages\":[]}".getBytes(StandardCharsets.UTF_8),
+                        Map.of(),
+                        "x")))
+        .hasMessageContaining("\"messages\" must be a non-empty array");
+    assertThatThrownBy(() -> router.decide(completion("not json")))
+        .isInstanceOf(ConnectorException.InvalidRequestException.class);
+    assertThat(router.inFlight()).isZero();
+  }
+
+  @Test
+  void tokenPromptsAreRoutedByTheirTokens() throws Exception {
+    router = KvRouter.builder().endpoint(pod("d", Endpoint.Role.DECODE, Map.of())).build();
+    RouteDecision rd = router.decide(completion("{\"model\":\"m\",\"prompt\":[1,2,3,4,5]}"));
+    assertThat(rd.scheduling().request().tokenIds())
+        .hasValueSatisfying(t -> assertThat(t).containsExactly(1, 2, 3, 4, 5));
+    rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+  }
+
+  @Test
+  void unknownConnectorTypeFailsAtBuild() {
+    assertThatThrownBy(
+            () -> KvRouter.builder().defaultConnector(ConnectorConfig.of("nixl2")).build())
+        .isInstanceOf(ConnectorException.UnknownConnectorException.class)
+        .hasMessageContaining("nixl2");
+  }
+
+  @Test
+  void sinkFormDeliversHeadChunksAndEnd() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    server(d).enqueue(ok("{\"x\":1}"));
+    router = KvRouter.builder().endpoint(d).build();
+    CompletableFuture<String> done = new CompletableFuture<>();
+    StringBuilder sb = new StringBuilder();
+    router.route(
+        completion("{\"model\":\"m\",\"prompt\":\"hello\"}"),
+        new KvRouter.ResponseSink() {
+          @Override
+          public void onHead(int status, Map<String, List<String>> h, Map<String, String> r) {
+            sb.append(status).append('|');
+          }
+
+          @Override
+          public void onChunk(ByteBuffer chunk) {
+            sb.append(StandardCharsets.UTF_8.decode(chunk));
+          }
+
+          @Override
+          public void onComplete() {
+            done.complete(sb.toString());
+          }
+
+          @Override
+          public void onError(ConnectorException error) {
+            done.completeExceptionally(error);
+          }
+        });
+    assertThat(done.get(20, TimeUnit.SECONDS)).isEqualTo("200|{\"x\":1}");
+  }
+
+  @Test
+  void closeDrainsAndThenRefuses() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    router = KvRouter.builder().endpoint(d).drainTimeout(Duration.ofMillis(50)).build();
+    router.decide(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    router.close();
+    assertThatThrownBy(() -> router.decide(completion("{\"model\":\"m\",\"prompt\":\"x\"}")))
+        .hasMessageContaining("closed");
+  }
+
+  @Test
+  void removedEndpointsAreForgotten() throws Exception {
+    Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d1 = pod("d1", Endpoint.Role.DECODE, Map.of());
+    router = KvRouter.builder().endpoints(List.of(d0, d1)).build();
+    assertThat(router.removeEndpoint("d0")).isTrue();
+    assertThat(router.removeEndpoint("d0")).isFalse();
+    for (int i = 0; i < 5; i++) {
+      RouteDecision rd = router.decide(completion("{\"model\":\"m\",\"prompt\":\"q" + i + "\"}"));
+      assertThat(rd.decode()).isEqualTo(d1);
+      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+    }
+  }
+}
