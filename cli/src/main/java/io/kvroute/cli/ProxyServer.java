@@ -43,9 +43,19 @@ final class ProxyServer implements AutoCloseable {
 
   private final HttpServer server;
   private final ExecutorService executor;
-  private final PdOrchestrator orchestrator;
-  private final Function<InferenceRequest, List<PdOrchestrator.Pair>> pairs;
+  private final Handler handler;
   private final AtomicInteger inFlight = new AtomicInteger();
+
+  /** Runs one parsed request and completes with the response to relay. */
+  @FunctionalInterface
+  interface Handler {
+    /**
+     * The upstream response; {@code extraHeaders} receives headers to add to the client response
+     * once the future completed.
+     */
+    CompletableFuture<StreamingResponse> handle(
+        InferenceRequest request, java.util.Map<String, String> extraHeaders);
+  }
 
   static {
     if (System.getProperty("sun.net.httpserver.nodelay") == null) {
@@ -59,8 +69,11 @@ final class ProxyServer implements AutoCloseable {
       PdOrchestrator orchestrator,
       Function<InferenceRequest, List<PdOrchestrator.Pair>> pairs)
       throws IOException {
-    this.orchestrator = orchestrator;
-    this.pairs = pairs;
+    this(host, port, (request, extra) -> orchestrator.execute(request, pairs.apply(request)));
+  }
+
+  ProxyServer(String host, int port, Handler handler) throws IOException {
+    this.handler = handler;
     this.server = HttpServer.create(new InetSocketAddress(host, port), 256);
     AtomicInteger n = new AtomicInteger();
     this.executor =
@@ -152,14 +165,14 @@ final class ProxyServer implements AutoCloseable {
     InferenceRequest request =
         InferenceRequest.of(
             api.get(), body, ex.getRequestHeaders(), "kvr-" + UUID.randomUUID().toString());
-    List<PdOrchestrator.Pair> candidates;
+    java.util.Map<String, String> extra = new java.util.concurrent.ConcurrentHashMap<>();
+    CompletableFuture<StreamingResponse> f;
     try {
-      candidates = pairs.apply(request);
+      f = handler.handle(request, extra);
     } catch (ConnectorException e) {
       sendError(ex, e.httpStatus(), e.getMessage(), "routing_error");
       return;
     }
-    CompletableFuture<StreamingResponse> f = orchestrator.execute(request, candidates);
     StreamingResponse response;
     try {
       response = f.get();
@@ -188,7 +201,13 @@ final class ProxyServer implements AutoCloseable {
       }
       return;
     }
+    extra.forEach((k, v) -> ex.getResponseHeaders().set(k, v));
     relay(ex, response);
+  }
+
+  /** Adds a route, e.g. {@code /metrics}, served before the OpenAI routes. */
+  void route(String path, com.sun.net.httpserver.HttpHandler h) {
+    server.createContext(path, h);
   }
 
   private static void relay(HttpExchange ex, StreamingResponse response) throws IOException {

@@ -1,0 +1,115 @@
+package io.kvroute.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import mockwebserver3.MockResponse;
+import mockwebserver3.MockWebServer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code kvroute gateway --config FILE} end to end against real HTTP pods. */
+class GatewayCommandTest {
+  private final HttpClient client = HttpClient.newHttpClient();
+
+  @Test
+  void servesCompletionsMetricsAndProbes(@TempDir Path dir) throws Exception {
+    try (MockWebServer prefill = new MockWebServer();
+        MockWebServer decode = new MockWebServer()) {
+      prefill.start();
+      decode.start();
+      Path cfg = dir.resolve("gateway.yaml");
+      Files.writeString(
+          cfg,
+          String.join(
+              "\n",
+              "listen: { host: 127.0.0.1, port: 0 }",
+              "observabilityHeaders: true",
+              "defaultConnector: { type: http, retry: { maxAttempts: 1 } }",
+              "endpoints:",
+              "  - { id: p0, url: \"http://127.0.0.1:" + prefill.getPort() + "\", role: prefill }",
+              "  - { id: d0, url: \"http://127.0.0.1:" + decode.getPort() + "\", role: decode }",
+              ""),
+          StandardCharsets.UTF_8);
+      GatewayCommand cmd = new GatewayCommand();
+      CommandLine cl = new CommandLine(cmd);
+      StringWriter out = new StringWriter();
+      cl.setOut(new PrintWriter(out));
+      CompletableFuture<Integer> exit =
+          CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString()));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (cmd.running == null) {
+        assertThat(exit).as("gateway exited early: " + out).isNotDone();
+        assertThat(System.nanoTime()).isLessThan(deadline);
+        TimeUnit.MILLISECONDS.sleep(10);
+      }
+      String base = "http://127.0.0.1:" + cmd.running.port();
+      try {
+        prefill.enqueue(new MockResponse.Builder().code(200).body("{}").build());
+        decode.enqueue(
+            new MockResponse.Builder().code(200).body("{\"choices\":[{\"text\":\"hi\"}]}").build());
+        HttpResponse<String> r =
+            client.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                    .timeout(Duration.ofSeconds(20))
+                    .POST(
+                        HttpRequest.BodyPublishers.ofString(
+                            "{\"model\":\"m\",\"prompt\":\"" + "long prompt ".repeat(50) + "\"}"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(r.body()).contains("hi");
+        assertThat(r.headers().firstValue("x-kvroute-decode")).contains("d0");
+
+        HttpResponse<String> bad =
+            client.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"no model\"}"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(bad.statusCode()).isEqualTo(400);
+        assertThat(bad.body()).contains("model");
+
+        assertThat(get(base + "/healthz").statusCode()).isEqualTo(200);
+        assertThat(get(base + "/readyz").statusCode()).isEqualTo(200);
+        HttpResponse<String> metrics = get(base + "/metrics");
+        assertThat(metrics.statusCode()).isEqualTo(200);
+        assertThat(metrics.body())
+            .contains("kvroute_route_seconds")
+            .contains("kv_connector_decode_seconds");
+      } finally {
+        cmd.shutdown();
+      }
+      assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    }
+  }
+
+  @Test
+  void invalidConfigIsReportedWithTheField(@TempDir Path dir) throws Exception {
+    Path cfg = dir.resolve("bad.yaml");
+    Files.writeString(cfg, "defaultConnector: { type: http, retry: { maxAttempts: 0 } }\n");
+    CommandLine cl = new CommandLine(new GatewayCommand());
+    StringWriter err = new StringWriter();
+    cl.setErr(new PrintWriter(err));
+    assertThat(cl.execute("--config", cfg.toString())).isEqualTo(2);
+    assertThat(err.toString()).contains("kvConnector.retry.maxAttempts must be >= 1, was 0");
+  }
+
+  private HttpResponse<String> get(String url) throws Exception {
+    return client.send(
+        HttpRequest.newBuilder(URI.create(url)).GET().build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+}
