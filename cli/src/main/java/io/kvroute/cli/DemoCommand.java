@@ -1,0 +1,436 @@
+package io.kvroute.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.cli.demo.Report;
+import io.kvroute.cli.demo.Workload;
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.KVConnectors;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.router.KvEventFeed;
+import io.kvroute.router.KvEventFeeds;
+import io.kvroute.router.KvRouter;
+import io.kvroute.scoring.BlockIndexLookup;
+import io.kvroute.scoring.Filters;
+import io.kvroute.scoring.Pickers;
+import io.kvroute.scoring.Profile;
+import io.kvroute.scoring.Scheduler;
+import io.kvroute.scoring.Scorers;
+import io.kvroute.scoring.SchedulingRequest;
+import io.kvroute.testkit.KvTransferProtocol;
+import io.kvroute.testkit.LatencyModel;
+import io.kvroute.testkit.SimStats;
+import io.kvroute.testkit.SimTokenizer;
+import io.kvroute.testkit.SimulatedCluster;
+import io.kvroute.testkit.VllmSimulator;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code kvroute demo}: a simulated prefill/decode cluster (testkit pods with real HTTP and real
+ * ZMQ KV events) routed by {@link KvRouter} through a real gateway, once per routing strategy,
+ * with a side-by-side report.
+ */
+@Command(
+    name = "demo",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Runs a simulated PD cluster (vLLM simulators publishing real ZMQ KV events) behind a",
+      "kvroute gateway, replays a multi-turn shared-prefix chat workload once per routing",
+      "strategy, and compares cache hits, TTFT and throughput."
+    })
+final class DemoCommand implements Callable<Integer> {
+  static final String MODEL = "demo-llm";
+
+  @Option(names = "--prefill", defaultValue = "2", description = "Prefill pods (default 2)")
+  int prefill;
+
+  @Option(names = "--decode", defaultValue = "4", description = "Decode pods (default 4)")
+  int decode;
+
+  @Option(names = "--tenants", defaultValue = "4", description = "Distinct system prompts")
+  int tenants;
+
+  @Option(names = "--conversations", defaultValue = "32", description = "Conversations")
+  int conversations;
+
+  @Option(names = "--turns", defaultValue = "4", description = "Turns per conversation")
+  int turns;
+
+  @Option(names = "--concurrency", defaultValue = "8", description = "Concurrent clients")
+  int concurrency;
+
+  @Option(names = "--gpu-blocks", defaultValue = "512", description = "KV blocks per pod")
+  int gpuBlocks;
+
+  @Option(names = "--block-size", defaultValue = "16", description = "Tokens per block")
+  int blockSize;
+
+  @Option(
+      names = "--strategies",
+      split = ",",
+      defaultValue = "random,load,approximate,precise",
+      description = "Strategies to compare: ${DEFAULT-VALUE}")
+  List<String> strategies;
+
+  @Option(names = "--connector", description = "Connector type (default: nixl if present, else http)")
+  String connector;
+
+  @Option(names = "--html", description = "Also write the report as an HTML page to this file")
+  Path html;
+
+  @Option(names = "--seed", defaultValue = "42", description = "Workload seed")
+  long seed;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    for (String s : strategies) {
+      if (!List.of("random", "load", "approximate", "precise").contains(s)) {
+        err.println("kvroute demo: unknown strategy \"" + s + "\"; use random, load, approximate, precise");
+        return 2;
+      }
+    }
+    String type = connector;
+    if (type == null) {
+      type = KVConnectors.discover(getClass().getClassLoader()).types().contains("nixl") ? "nixl" : "http";
+    }
+    Workload workload = new Workload(tenants, conversations, turns, 220, seed);
+    out.printf(
+        Locale.ROOT,
+        "kvroute demo: %d prefill + %d decode simulated vLLM pods (%s connector, %d-token blocks, %d"
+            + " GPU blocks each)%n"
+            + "workload: %d conversations x %d turns over %d shared system prompts, %d concurrent"
+            + " clients%n",
+        prefill,
+        decode,
+        type,
+        blockSize,
+        gpuBlocks,
+        conversations,
+        turns,
+        tenants,
+        concurrency);
+    out.flush();
+    List<Report.Result> results = new ArrayList<>();
+    for (String s : strategies) {
+      results.add(run(s, type, workload, err));
+    }
+    Report.print(results, out);
+    if (html != null) {
+      Files.writeString(html, Report.html(results), StandardCharsets.UTF_8);
+      out.println("HTML report: " + html.toAbsolutePath());
+    }
+    out.flush();
+    return 0;
+  }
+
+  private Report.Result run(String strategy, String type, Workload workload, PrintWriter err)
+      throws Exception {
+    LatencyModel latency =
+        new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(60_000), Duration.ofMillis(1));
+    try (SimulatedCluster cluster =
+        SimulatedCluster.builder()
+            .prefill(prefill)
+            .decode(decode)
+            .model(MODEL)
+            .protocol(type.equals("nixl") ? KvTransferProtocol.NIXL : KvTransferProtocol.NONE)
+            .configure(b -> b.blockSize(blockSize).gpuBlocks(gpuBlocks).latency(latency).maxRunning(4))
+            .build()
+            .start()) {
+      BlockIndex index =
+          BlockIndex.inMemory(IndexConfig.builder().blockSize(blockSize).modelName(MODEL).build());
+      boolean precise = strategy.equals("precise");
+      KvRouter.Builder rb =
+          KvRouter.builder()
+              .scheduler(scheduler(strategy, index))
+              .defaultConnector(
+                  ConnectorConfig.of(type)
+                      .withRetry(new ConnectorConfig.Retry(3, Duration.ofMillis(10), Duration.ofMillis(100))))
+              .prefixCacheLookup(BlockIndexLookup.of(index));
+      KvEventFeed feed = null;
+      if (precise) {
+        feed = KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index);
+        rb.eventFeed(feed);
+      }
+      for (VllmSimulator pod : cluster.pods()) {
+        Endpoint e =
+            new Endpoint(
+                pod.name(),
+                "http",
+                pod.baseUrl().getHost(),
+                pod.baseUrl().getPort(),
+                pod.role().producer() && !pod.role().consumer()
+                    ? Endpoint.Role.PREFILL
+                    : pod.role().consumer() && !pod.role().producer()
+                        ? Endpoint.Role.DECODE
+                        : Endpoint.Role.BOTH,
+                pod.labels());
+        rb.endpoint(
+            e,
+            pod.eventsEndpoint() == null
+                ? null
+                : new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic()));
+      }
+      try (KvRouter router = rb.build();
+          ProxyServer gateway =
+              new ProxyServer(
+                  "127.0.0.1",
+                  0,
+                  (request, extra) ->
+                      router.route(request).thenApply(r -> (StreamingResponse) r))) {
+        gateway.start();
+        return drive(strategy, describe(strategy), workload, cluster, gateway.port(), err);
+      }
+    }
+  }
+
+  private Report.Result drive(
+      String strategy,
+      String description,
+      Workload workload,
+      SimulatedCluster cluster,
+      int port,
+      PrintWriter err)
+      throws Exception {
+    HttpClient client =
+        HttpClient.newBuilder().executor(Executors.newFixedThreadPool(concurrency)).build();
+    List<Workload.Turn> turnsList = workload.turns();
+    ConcurrentLinkedQueue<Double> ttfts = new ConcurrentLinkedQueue<>();
+    AtomicInteger done = new AtomicInteger();
+    AtomicInteger errors = new AtomicInteger();
+    ExecutorService pool = Executors.newFixedThreadPool(concurrency);
+    // Turn t+1 of a conversation must follow turn t: one lane per conversation slot.
+    List<List<Workload.Turn>> lanes = new ArrayList<>();
+    for (int i = 0; i < concurrency; i++) {
+      lanes.add(new ArrayList<>());
+    }
+    for (Workload.Turn t : turnsList) {
+      lanes.get(t.conversation() % concurrency).add(t);
+    }
+    long start = System.nanoTime();
+    List<CompletableFuture<Void>> all = new ArrayList<>();
+    for (List<Workload.Turn> lane : lanes) {
+      all.add(
+          CompletableFuture.runAsync(
+              () -> {
+                for (Workload.Turn t : lane) {
+                  try {
+                    double ttft = send(client, port, t);
+                    if (ttft < 0) {
+                      errors.incrementAndGet();
+                    } else {
+                      ttfts.add(ttft);
+                    }
+                  } catch (Exception e) {
+                    errors.incrementAndGet();
+                  }
+                  done.incrementAndGet();
+                }
+              },
+              pool));
+    }
+    CompletableFuture<Void> finished = CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
+    while (!finished.isDone()) {
+      progress(err, strategy, done.get(), turnsList.size());
+      try {
+        finished.get(200, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        // keep reporting progress
+      }
+    }
+    progress(err, strategy, done.get(), turnsList.size());
+    err.println();
+    double seconds = (System.nanoTime() - start) / 1e9;
+    pool.shutdownNow();
+    long clientPrompt = 0;
+    long computed = 0;
+    List<String> perPod = new ArrayList<>();
+    for (VllmSimulator pod : cluster.pods()) {
+      SimStats s = pod.stats();
+      if (pod.role().consumer()) {
+        clientPrompt += s.promptTokens();
+      }
+      computed += s.promptTokens() - s.cachedTokens();
+      List<Double> podTtft = new ArrayList<>();
+      s.ttft().forEach(d -> podTtft.add(d.toNanos() / 1e6));
+      perPod.add(
+          String.format(
+              Locale.ROOT,
+              "%-10s %-8s requests %4d  prompt tokens %7d  cached %5.1f%%  pod TTFT mean %6.1fms",
+              pod.name(),
+              pod.role().label(),
+              s.requests(),
+              s.promptTokens(),
+              100 * s.cachedTokenRatio(),
+              s.meanTtft().toNanos() / 1e6));
+    }
+    double[] t = ttfts.stream().mapToDouble(Double::doubleValue).toArray();
+    return new Report.Result(
+        strategy,
+        description,
+        turnsList.size(),
+        errors.get(),
+        clientPrompt,
+        Math.max(0, clientPrompt - computed),
+        t,
+        seconds,
+        perPod);
+  }
+
+  private static void progress(PrintWriter err, String strategy, int done, int total) {
+    int width = 30;
+    int filled = total == 0 ? width : done * width / total;
+    err.printf(
+        Locale.ROOT,
+        "\r  %-12s [%s%s] %d/%d requests",
+        strategy,
+        "#".repeat(filled),
+        ".".repeat(width - filled),
+        done,
+        total);
+    err.flush();
+  }
+
+  /** Sends one streamed chat turn; returns the client-side TTFT in ms, or -1 on error. */
+  private double send(HttpClient client, int port, Workload.Turn turn) throws Exception {
+    ObjectNode body = JsonNodeFactory.instance.objectNode();
+    body.put("model", MODEL);
+    body.put("stream", true);
+    body.put("max_tokens", 16);
+    ArrayNode messages = body.putArray("messages");
+    for (String[] m : turn.messages()) {
+      messages.addObject().put("role", m[0]).put("content", m[1]);
+    }
+    HttpRequest req =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+            .timeout(Duration.ofSeconds(60))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body.toString()))
+            .build();
+    long start = System.nanoTime();
+    HttpResponse<InputStream> resp = client.send(req, HttpResponse.BodyHandlers.ofInputStream());
+    try (InputStream in = resp.body()) {
+      if (resp.statusCode() != 200) {
+        in.readAllBytes();
+        return -1;
+      }
+      byte[] buf = new byte[8192];
+      double ttft = -1;
+      StringBuilder all = new StringBuilder();
+      for (int n; (n = in.read(buf)) > 0; ) {
+        if (ttft < 0) {
+          ttft = (System.nanoTime() - start) / 1e6;
+        }
+        all.append(new String(buf, 0, n, StandardCharsets.UTF_8));
+      }
+      return all.indexOf("[DONE]") >= 0 ? ttft : -1;
+    }
+  }
+
+  private Scheduler scheduler(String strategy, BlockIndex index) {
+    switch (strategy) {
+      case "random":
+        return Scheduler.builder()
+            .profile(
+                Profile.builder(Scheduler.DECODE_PROFILE)
+                    .filter(Filters.decode())
+                    .picker(Pickers.random("random-picker", 3))
+                    .build())
+            .profile(
+                Profile.builder(Scheduler.PREFILL_PROFILE)
+                    .filter(Filters.prefill())
+                    .picker(Pickers.random("random-picker", 2))
+                    .build())
+            .approximateIndexing(false)
+            .tokenizer(DemoCommand::tokenize)
+            .pdEnabled(true)
+            .build();
+      case "load":
+        return Scheduler.builder()
+            .profile(
+                Profile.builder(Scheduler.DECODE_PROFILE)
+                    .filter(Filters.decode())
+                    .scorer(Scorers.activeRequests(), 1)
+                    .scorer(Scorers.queue(), 1)
+                    .picker(Pickers.topN(3))
+                    .build())
+            .profile(
+                Profile.builder(Scheduler.PREFILL_PROFILE)
+                    .filter(Filters.prefill())
+                    .scorer(Scorers.activeRequests(), 1)
+                    .picker(Pickers.topN(2))
+                    .build())
+            .approximateIndexing(false)
+            .tokenizer(DemoCommand::tokenize)
+            .pdEnabled(true)
+            .build();
+      case "approximate":
+        Scheduler.Builder ab = Scheduler.builder().tokenizer(DemoCommand::tokenize).pdEnabled(true);
+        Scheduler.defaultProfiles(false).forEach(ab::profile);
+        return ab.build();
+      default:
+        Scheduler.Builder pb =
+            Scheduler.builder()
+                .prefixCacheLookup(BlockIndexLookup.of(index))
+                .tokenizer(DemoCommand::tokenize)
+                .pdEnabled(true);
+        Scheduler.defaultProfiles(true).forEach(pb::profile);
+        return pb.build();
+    }
+  }
+
+  private static String describe(String strategy) {
+    switch (strategy) {
+      case "random":
+        return "random decode and prefill pods (no cache awareness)";
+      case "load":
+        return "least loaded pods (in-flight requests and queue)";
+      case "approximate":
+        return "the router's own prefix LRU of what it sent where (no KV events) + load";
+      default:
+        return "precise prefix scoring from the pods' real ZMQ KV events + load";
+    }
+  }
+
+  /** The engine's tokenization, in process: the simulator's chat template and tokenizer. */
+  static CompletableFuture<int[]> tokenize(SchedulingRequest request) {
+    SimTokenizer tok = SimTokenizer.get();
+    if (request.messages().isPresent()) {
+      ArrayNode arr = JsonNodeFactory.instance.arrayNode();
+      for (SchedulingRequest.ChatMessage m : request.messages().get()) {
+        arr.addObject().put("role", m.role()).put("content", m.content());
+      }
+      return CompletableFuture.completedFuture(tok.encode(tok.applyChatTemplate(arr, true)));
+    }
+    return CompletableFuture.completedFuture(tok.encode(request.prompt().orElse("")));
+  }
+}

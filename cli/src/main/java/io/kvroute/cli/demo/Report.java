@@ -1,0 +1,154 @@
+package io.kvroute.cli.demo;
+
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/** Results of one routing strategy in the demo, and the side-by-side rendering of all of them. */
+public final class Report {
+
+  /** What one strategy achieved. */
+  public record Result(
+      String strategy,
+      String description,
+      int requests,
+      int errors,
+      long promptTokens,
+      long cachedTokens,
+      double[] ttftMillis,
+      double seconds,
+      List<String> perPod) {
+
+    /** Cached prompt tokens / prompt tokens, in [0, 1]. */
+    public double hitRatio() {
+      return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
+    }
+
+    /** The p-th percentile of TTFT in ms (nearest rank). */
+    public double ttft(double p) {
+      if (ttftMillis.length == 0) {
+        return Double.NaN;
+      }
+      double[] sorted = ttftMillis.clone();
+      Arrays.sort(sorted);
+      int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+      return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+    }
+
+    /** Completed requests per second. */
+    public double throughput() {
+      return seconds <= 0 ? 0 : (requests - errors) / seconds;
+    }
+  }
+
+  private Report() {}
+
+  /** Prints the comparison table and a bar chart of TTFT p50 and cache hits. */
+  public static void print(List<Result> results, PrintWriter out) {
+    out.println();
+    out.printf(
+        Locale.ROOT,
+        "%-12s %9s %7s %11s %10s %10s %11s%n",
+        "strategy",
+        "requests",
+        "errors",
+        "cache hits",
+        "TTFT p50",
+        "TTFT p90",
+        "throughput");
+    out.println("-".repeat(76));
+    for (Result r : results) {
+      out.printf(
+          Locale.ROOT,
+          "%-12s %9d %7d %10.1f%% %8.1fms %8.1fms %8.1f/s%n",
+          r.strategy(),
+          r.requests(),
+          r.errors(),
+          100 * r.hitRatio(),
+          r.ttft(50),
+          r.ttft(90),
+          r.throughput());
+    }
+    out.println();
+    double maxTtft =
+        results.stream().mapToDouble(r -> r.ttft(50)).filter(d -> !Double.isNaN(d)).max().orElse(1);
+    out.println("             TTFT p50 (shorter is better)  cache hit ratio (longer is better)");
+    for (Result r : results) {
+      int a = (int) Math.round(28 * (Double.isNaN(r.ttft(50)) ? 0 : r.ttft(50) / maxTtft));
+      int b = (int) Math.round(28 * r.hitRatio());
+      out.printf(Locale.ROOT, "%-10s %-28s  %-28s%n", r.strategy(), "#".repeat(a), "=".repeat(b));
+    }
+    out.println();
+    for (Result r : results) {
+      out.println(r.strategy() + ": " + r.description());
+      for (String line : r.perPod()) {
+        out.println("    " + line);
+      }
+    }
+    out.flush();
+  }
+
+  /** A self-contained HTML page with the same table and bars. */
+  public static String html(List<Result> results) {
+    StringBuilder sb = new StringBuilder();
+    sb.append("<!doctype html><html><head><meta charset=\"utf-8\"><title>kvroute demo</title>")
+        .append(
+            "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;text-align:right}")
+        .append(
+            "th{background:#eee}.bar{height:12px;background:#4a7}.ttft{background:#c64}</style>")
+        .append("</head><body><h1>kvroute demo: routing strategies side by side</h1><table>")
+        .append("<tr><th>strategy</th><th>requests</th><th>errors</th><th>cache hits</th>")
+        .append(
+            "<th>TTFT p50 (ms)</th><th>TTFT p90 (ms)</th><th>throughput (req/s)</th><th></th></tr>");
+    double maxTtft =
+        results.stream().mapToDouble(r -> r.ttft(50)).filter(d -> !Double.isNaN(d)).max().orElse(1);
+    for (Result r : results) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "<tr><td style=\"text-align:left\">%s</td><td>%d</td><td>%d</td><td>%.1f%%</td>"
+                  + "<td>%.1f</td><td>%.1f</td><td>%.1f</td><td style=\"width:300px;text-align:left\">"
+                  + "<div class=\"bar\" style=\"width:%dpx\"></div>"
+                  + "<div class=\"bar ttft\" style=\"width:%dpx\"></div></td></tr>",
+              escape(r.strategy()),
+              r.requests(),
+              r.errors(),
+              100 * r.hitRatio(),
+              r.ttft(50),
+              r.ttft(90),
+              r.throughput(),
+              (int) (280 * r.hitRatio()),
+              (int) (280 * (Double.isNaN(r.ttft(50)) ? 0 : r.ttft(50) / maxTtft))));
+    }
+    sb.append("</table><p>Green: cache hit ratio. Red: TTFT p50 relative to the slowest.</p>");
+    for (Result r : results) {
+      sb.append("<h3>")
+          .append(escape(r.strategy()))
+          .append("</h3><p>")
+          .append(escape(r.description()))
+          .append("</p><pre>");
+      for (String line : r.perPod()) {
+        sb.append(escape(line)).append('\n');
+      }
+      sb.append("</pre>");
+    }
+    return sb.append("</body></html>").toString();
+  }
+
+  private static String escape(String s) {
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+  }
+
+  /** Percentiles helper for per-pod lines. */
+  static double percentile(List<Double> values, double p) {
+    if (values.isEmpty()) {
+      return Double.NaN;
+    }
+    List<Double> sorted = new ArrayList<>(values);
+    sorted.sort(Double::compare);
+    int rank = (int) Math.ceil(p / 100.0 * sorted.size());
+    return sorted.get(Math.max(0, Math.min(sorted.size() - 1, rank - 1)));
+  }
+}
