@@ -35,9 +35,7 @@ public final class KvEventFeeds {
 
       @Override
       public void remove(String endpointId) {
-        subscriber
-            .removePod(endpointId)
-            .whenComplete((v, t) -> index.removePod(endpointId));
+        subscriber.removePod(endpointId).whenComplete((v, t) -> index.removePod(endpointId));
       }
 
       @Override

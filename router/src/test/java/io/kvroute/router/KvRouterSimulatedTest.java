@@ -1,0 +1,147 @@
+package io.kvroute.router;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.scoring.BlockIndexLookup;
+import io.kvroute.scoring.Scheduler;
+import io.kvroute.scoring.SchedulingRequest;
+import io.kvroute.testkit.LatencyModel;
+import io.kvroute.testkit.SimTokenizer;
+import io.kvroute.testkit.SimulatedCluster;
+import io.kvroute.testkit.VllmSimulator;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * KvRouter against simulated vLLM pods with real HTTP and real ZMQ KV events: precise prefix
+ * routing, endpoints added and removed at run time.
+ */
+class KvRouterSimulatedTest {
+  private static final String MODEL = "sim-model";
+  private SimulatedCluster cluster;
+  private BlockIndex index;
+  private KvRouter router;
+
+  @BeforeEach
+  void start() {
+    cluster =
+        SimulatedCluster.builder()
+            .both(3)
+            .model(MODEL)
+            .configure(b -> b.blockSize(16).gpuBlocks(1024).latency(LatencyModel.ZERO))
+            .build()
+            .start();
+    index = BlockIndex.inMemory(IndexConfig.builder().blockSize(16).modelName(MODEL).build());
+    Scheduler.Builder sb =
+        Scheduler.builder()
+            .prefixCacheLookup(BlockIndexLookup.of(index))
+            .tokenizer(KvRouterSimulatedTest::tokenize);
+    Scheduler.defaultProfiles(true).forEach(sb::profile);
+    KvRouter.Builder rb =
+        KvRouter.builder()
+            .scheduler(sb.build())
+            .prefixCacheLookup(BlockIndexLookup.of(index))
+            .observabilityHeaders(true)
+            .eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
+    for (VllmSimulator pod : cluster.pods()) {
+      rb.endpoint(endpoint(pod), source(pod));
+    }
+    router = rb.build();
+  }
+
+  @AfterEach
+  void stop() {
+    router.close();
+    cluster.close();
+  }
+
+  private static Endpoint endpoint(VllmSimulator pod) {
+    return new Endpoint(
+        pod.name(),
+        "http",
+        pod.baseUrl().getHost(),
+        pod.baseUrl().getPort(),
+        Endpoint.Role.BOTH,
+        Map.of());
+  }
+
+  private static KvEventFeed.Source source(VllmSimulator pod) {
+    return new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic());
+  }
+
+  static CompletableFuture<int[]> tokenize(SchedulingRequest r) {
+    return CompletableFuture.completedFuture(SimTokenizer.get().encode(r.prompt().orElse("")));
+  }
+
+  private static InferenceRequest completion(String prompt) {
+    return InferenceRequest.of(
+        InferenceRequest.Api.COMPLETIONS,
+        ("{\"model\":\"" + MODEL + "\",\"prompt\":\"" + prompt + "\",\"max_tokens\":4}")
+            .getBytes(StandardCharsets.UTF_8),
+        Map.of(),
+        "id-" + prompt.hashCode());
+  }
+
+  private String routeAndRead(String prompt) throws Exception {
+    RoutedResponse r = router.route(completion(prompt)).get(20, TimeUnit.SECONDS);
+    r.readAll(1 << 20).get(20, TimeUnit.SECONDS);
+    return r.decision().decode().id();
+  }
+
+  private void awaitIndexed(String pod) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!index.pods().contains(pod) && System.nanoTime() < deadline) {
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    assertThat(index.pods()).as("events of " + pod + " indexed").contains(pod);
+  }
+
+  @Test
+  void repeatsOfAPromptFollowTheCacheThatHoldsIt() throws Exception {
+    String prefix = "shared system prompt about kv caches ".repeat(20);
+    String first = routeAndRead(prefix + "question one");
+    awaitIndexed(first);
+    for (int i = 0; i < 5; i++) {
+      assertThat(routeAndRead(prefix + "follow up " + i))
+          .as("turn %d goes where the prefix is cached", i)
+          .isEqualTo(first);
+    }
+    RouteDecision rd = router.decide(completion(prefix + "peek"));
+    assertThat(rd.responseHeaders().get("x-kvroute-cached-blocks")).isNotEqualTo("0");
+    rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+    assertThat(router.inFlight()).isZero();
+  }
+
+  @Test
+  void aRemovedPodIsNeitherRoutedToNorIndexed() throws Exception {
+    String prefix = "another long prefix for removal ".repeat(20);
+    String first = routeAndRead(prefix + "q");
+    awaitIndexed(first);
+    assertThat(router.removeEndpoint(first)).isTrue();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (index.pods().contains(first) && System.nanoTime() < deadline) {
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    assertThat(index.pods()).doesNotContain(first);
+    Set<String> used = new HashSet<>();
+    for (int i = 0; i < 4; i++) {
+      used.add(routeAndRead(prefix + "again " + i));
+    }
+    assertThat(used).doesNotContain(first);
+    VllmSimulator pod = cluster.pod(first).orElseThrow();
+    router.addEndpoint(endpoint(pod), source(pod));
+    assertThat(router.endpoints()).extracting(Endpoint::id).contains(first);
+  }
+}
