@@ -19,8 +19,8 @@ import io.kvroute.scoring.Filters;
 import io.kvroute.scoring.Pickers;
 import io.kvroute.scoring.Profile;
 import io.kvroute.scoring.Scheduler;
-import io.kvroute.scoring.Scorers;
 import io.kvroute.scoring.SchedulingRequest;
+import io.kvroute.scoring.Scorers;
 import io.kvroute.testkit.KvTransferProtocol;
 import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.SimStats;
@@ -53,8 +53,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code kvroute demo}: a simulated prefill/decode cluster (testkit pods with real HTTP and real
- * ZMQ KV events) routed by {@link KvRouter} through a real gateway, once per routing strategy,
- * with a side-by-side report.
+ * ZMQ KV events) routed by {@link KvRouter} through a real gateway, once per routing strategy, with
+ * a side-by-side report.
  */
 @Command(
     name = "demo",
@@ -98,7 +98,9 @@ final class DemoCommand implements Callable<Integer> {
       description = "Strategies to compare: ${DEFAULT-VALUE}")
   List<String> strategies;
 
-  @Option(names = "--connector", description = "Connector type (default: nixl if present, else http)")
+  @Option(
+      names = "--connector",
+      description = "Connector type (default: nixl if present, else http)")
   String connector;
 
   @Option(names = "--html", description = "Also write the report as an HTML page to this file")
@@ -115,13 +117,17 @@ final class DemoCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     for (String s : strategies) {
       if (!List.of("random", "load", "approximate", "precise").contains(s)) {
-        err.println("kvroute demo: unknown strategy \"" + s + "\"; use random, load, approximate, precise");
+        err.println(
+            "kvroute demo: unknown strategy \"" + s + "\"; use random, load, approximate, precise");
         return 2;
       }
     }
     String type = connector;
     if (type == null) {
-      type = KVConnectors.discover(getClass().getClassLoader()).types().contains("nixl") ? "nixl" : "http";
+      type =
+          KVConnectors.discover(getClass().getClassLoader()).types().contains("nixl")
+              ? "nixl"
+              : "http";
     }
     Workload workload = new Workload(tenants, conversations, turns, 220, seed);
     out.printf(
@@ -163,7 +169,8 @@ final class DemoCommand implements Callable<Integer> {
             .decode(decode)
             .model(MODEL)
             .protocol(type.equals("nixl") ? KvTransferProtocol.NIXL : KvTransferProtocol.NONE)
-            .configure(b -> b.blockSize(blockSize).gpuBlocks(gpuBlocks).latency(latency).maxRunning(4))
+            .configure(
+                b -> b.blockSize(blockSize).gpuBlocks(gpuBlocks).latency(latency).maxRunning(4))
             .build()
             .start()) {
       BlockIndex index =
@@ -174,8 +181,9 @@ final class DemoCommand implements Callable<Integer> {
               .scheduler(scheduler(strategy, index))
               .defaultConnector(
                   ConnectorConfig.of(type)
-                      .withRetry(new ConnectorConfig.Retry(3, Duration.ofMillis(10), Duration.ofMillis(100))))
-              .prefixCacheLookup(BlockIndexLookup.of(index));
+                      .withRetry(
+                          new ConnectorConfig.Retry(
+                              3, Duration.ofMillis(10), Duration.ofMillis(100))));
       KvEventFeed feed = null;
       if (precise) {
         feed = KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index);
@@ -258,7 +266,8 @@ final class DemoCommand implements Callable<Integer> {
               },
               pool));
     }
-    CompletableFuture<Void> finished = CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
+    CompletableFuture<Void> finished =
+        CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]));
     while (!finished.isDone()) {
       progress(err, strategy, done.get(), turnsList.size());
       try {
@@ -373,6 +382,7 @@ final class DemoCommand implements Callable<Integer> {
             .approximateIndexing(false)
             .tokenizer(DemoCommand::tokenize)
             .pdEnabled(true)
+            .prefillProfile(Scheduler.PREFILL_PROFILE)
             .build();
       case "load":
         return Scheduler.builder()
@@ -392,9 +402,14 @@ final class DemoCommand implements Callable<Integer> {
             .approximateIndexing(false)
             .tokenizer(DemoCommand::tokenize)
             .pdEnabled(true)
+            .prefillProfile(Scheduler.PREFILL_PROFILE)
             .build();
       case "approximate":
-        Scheduler.Builder ab = Scheduler.builder().tokenizer(DemoCommand::tokenize).pdEnabled(true);
+        Scheduler.Builder ab =
+            Scheduler.builder()
+                .tokenizer(DemoCommand::tokenize)
+                .pdEnabled(true)
+                .prefillProfile(Scheduler.PREFILL_PROFILE);
         Scheduler.defaultProfiles(false).forEach(ab::profile);
         return ab.build();
       default:
@@ -402,7 +417,8 @@ final class DemoCommand implements Callable<Integer> {
             Scheduler.builder()
                 .prefixCacheLookup(BlockIndexLookup.of(index))
                 .tokenizer(DemoCommand::tokenize)
-                .pdEnabled(true);
+                .pdEnabled(true)
+                .prefillProfile(Scheduler.PREFILL_PROFILE);
         Scheduler.defaultProfiles(true).forEach(pb::profile);
         return pb.build();
     }

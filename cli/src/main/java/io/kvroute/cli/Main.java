@@ -12,7 +12,13 @@ import picocli.CommandLine.Command;
     subcommands = {
       // Each command lives in its own class in this package; add new ones here.
       CommandLine.HelpCommand.class,
+      DemoCommand.class,
       ProxyCommand.class,
+      ServeCommand.class,
+      GatewayCommand.class,
+      HashCommand.class,
+      EventsCommand.class,
+      SimCommand.class,
     })
 public final class Main implements Runnable {
 

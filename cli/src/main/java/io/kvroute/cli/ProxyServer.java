@@ -19,7 +19,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
@@ -128,11 +127,28 @@ final class ProxyServer implements AutoCloseable {
 
   private void handle(HttpExchange ex) throws IOException {
     inFlight.incrementAndGet();
+    boolean aborted = false;
     try {
       serve(ex);
+    } catch (StreamAbortedException e) {
+      aborted = true;
+      // Not closing the exchange: the server drops the connection, so the client sees a broken
+      // response rather than a short one that looks complete.
+      throw e;
     } finally {
       inFlight.decrementAndGet();
-      ex.close();
+      if (!aborted) {
+        ex.close();
+      }
+    }
+  }
+
+  /** The decode stream failed after bytes reached the client. */
+  static final class StreamAbortedException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    StreamAbortedException(Throwable cause) {
+      super("upstream stream failed after the first byte: " + cause, cause);
     }
   }
 
@@ -221,7 +237,9 @@ final class ProxyServer implements AutoCloseable {
             });
     ex.sendResponseHeaders(response.status(), 0);
     OutputStream out = ex.getResponseBody();
-    CountDownLatch done = new CountDownLatch(1);
+    boolean sse =
+        response.contentType().map(ct -> ct.startsWith("text/event-stream")).orElse(false);
+    CompletableFuture<Throwable> done = new CompletableFuture<>();
     response.subscribe(
         new Flow.Subscriber<>() {
           private Flow.Subscription subscription;
@@ -243,26 +261,45 @@ final class ProxyServer implements AutoCloseable {
             } catch (IOException e) {
               // The client went away: cancel the upstream (that is how vLLM learns to abort).
               subscription.cancel();
-              done.countDown();
+              done.complete(null);
             }
           }
 
           @Override
           public void onError(Throwable t) {
-            // Bytes already reached the client: end the stream abruptly so it sees the failure.
-            done.countDown();
+            done.complete(t);
           }
 
           @Override
           public void onComplete() {
-            done.countDown();
+            done.complete(null);
           }
         });
+    Throwable failure;
     try {
-      done.await();
+      failure = done.get();
     } catch (InterruptedException e) {
       response.cancel();
       Thread.currentThread().interrupt();
+      return;
+    } catch (java.util.concurrent.ExecutionException e) {
+      failure = e.getCause();
+    }
+    if (failure != null) {
+      if (sse) {
+        // Tell SSE clients why, as vLLM does, then break the connection (no [DONE]).
+        String event =
+            "data: {\"error\":{\"message\":"
+                + Json.quote("upstream stream failed: " + failure.getMessage())
+                + ",\"type\":\"upstream_error\",\"code\":502}}\n\n";
+        try {
+          out.write(event.getBytes(StandardCharsets.UTF_8));
+          out.flush();
+        } catch (IOException ignored) {
+          // the client is gone too
+        }
+      }
+      throw new StreamAbortedException(failure);
     }
   }
 

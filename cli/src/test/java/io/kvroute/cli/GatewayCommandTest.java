@@ -14,8 +14,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import mockwebserver3.Dispatcher;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
+import mockwebserver3.RecordedRequest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -28,6 +30,9 @@ class GatewayCommandTest {
   void servesCompletionsMetricsAndProbes(@TempDir Path dir) throws Exception {
     try (MockWebServer prefill = new MockWebServer();
         MockWebServer decode = new MockWebServer()) {
+      // Pods answer by path: the gateway tokenizes with the pods' own /tokenize.
+      prefill.setDispatcher(pod("{}"));
+      decode.setDispatcher(pod("{\"choices\":[{\"text\":\"hi\"}]}"));
       prefill.start();
       decode.start();
       Path cfg = dir.resolve("gateway.yaml");
@@ -57,9 +62,6 @@ class GatewayCommandTest {
       }
       String base = "http://127.0.0.1:" + cmd.running.port();
       try {
-        prefill.enqueue(new MockResponse.Builder().code(200).body("{}").build());
-        decode.enqueue(
-            new MockResponse.Builder().code(200).body("{\"choices\":[{\"text\":\"hi\"}]}").build());
         HttpResponse<String> r =
             client.send(
                 HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
@@ -105,6 +107,21 @@ class GatewayCommandTest {
     cl.setErr(new PrintWriter(err));
     assertThat(cl.execute("--config", cfg.toString())).isEqualTo(2);
     assertThat(err.toString()).contains("kvConnector.retry.maxAttempts must be >= 1, was 0");
+  }
+
+  private static Dispatcher pod(String completion) {
+    return new Dispatcher() {
+      @Override
+      public MockResponse dispatch(RecordedRequest request) {
+        if (request.getUrl().encodedPath().equals("/tokenize")) {
+          return new MockResponse.Builder()
+              .code(200)
+              .body("{\"count\":3,\"max_model_len\":4096,\"tokens\":[1,2,3]}")
+              .build();
+        }
+        return new MockResponse.Builder().code(200).body(completion).build();
+      }
+    };
   }
 
   private HttpResponse<String> get(String url) throws Exception {

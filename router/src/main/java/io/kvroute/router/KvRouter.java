@@ -17,7 +17,6 @@ import io.kvroute.connector.http.OkHttpTransport;
 import io.kvroute.connector.http.OpenAiJson;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.MetricsScraper;
-import io.kvroute.scoring.PrefixCacheLookup;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulingRequest;
 import io.micrometer.core.instrument.Counter;
@@ -87,7 +86,6 @@ public final class KvRouter implements AutoCloseable {
   private final boolean observabilityHeaders;
   private final Duration drainTimeout;
   private final int maxRequestBytes;
-  private final PrefixCacheLookup prefixLookup;
   private final Map<String, Endpoint> endpoints = new ConcurrentHashMap<>();
   private final Map<String, Pipeline> pipelines = new ConcurrentHashMap<>();
   private final AtomicInteger inFlight = new AtomicInteger();
@@ -121,7 +119,6 @@ public final class KvRouter implements AutoCloseable {
     this.observabilityHeaders = b.observabilityHeaders;
     this.drainTimeout = b.drainTimeout;
     this.maxRequestBytes = b.maxRequestBytes;
-    this.prefixLookup = b.prefixLookup;
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
@@ -298,18 +295,14 @@ public final class KvRouter implements AutoCloseable {
     inFlight.decrementAndGet();
   }
 
-  /** Blocks of the request's prompt {@code e} holds, when a prefix lookup is configured. */
-  int cachedBlocks(Decision d, Endpoint e) {
-    Optional<int[]> tokens = d.request().tokenIds();
-    if (prefixLookup == null || tokens.isEmpty()) {
-      return -1;
-    }
-    long[] keys =
-        prefixLookup.requestKeys(
-            tokens.get(), d.request().cacheModelName(), d.request().cacheSalt().orElse(null));
-    int[] matched = new int[1];
-    prefixLookup.lookup(keys, List.of(e), matched, new double[1]);
-    return matched[0];
+  /** Prompt tokens {@code e} holds in its prefix cache, per the scheduler's prefix index. */
+  long cachedTokens(Decision d, Endpoint e) {
+    return d.prefixMatch(e).cachedTokens();
+  }
+
+  /** The prefill candidates to pair with {@code decode} (a fallback gets its own choice). */
+  List<Endpoint> prefillsFor(Decision d, Endpoint decode) {
+    return scheduler.prefillEndpointsFor(d, decode);
   }
 
   // ---------------------------------------------------------------- route
@@ -627,7 +620,6 @@ public final class KvRouter implements AutoCloseable {
     private Duration drainTimeout = Duration.ofSeconds(30);
     private int maxRequestBytes = 16 * 1024 * 1024;
     private MeterRegistry meterRegistry = new SimpleMeterRegistry();
-    private PrefixCacheLookup prefixLookup;
     private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
 
     private Builder() {}
@@ -708,15 +700,6 @@ public final class KvRouter implements AutoCloseable {
         throw new IllegalArgumentException("maxRequestBytes must be >= 1, was " + bytes);
       }
       this.maxRequestBytes = bytes;
-      return this;
-    }
-
-    /**
-     * The prefix index the scheduler scores with; lets {@code x-kvroute-cached-blocks} report the
-     * blocks the chosen endpoint holds (only read when observability headers are on).
-     */
-    public Builder prefixCacheLookup(PrefixCacheLookup lookup) {
-      this.prefixLookup = Objects.requireNonNull(lookup, "prefixCacheLookup");
       return this;
     }
 

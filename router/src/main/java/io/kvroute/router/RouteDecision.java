@@ -113,17 +113,10 @@ public final class RouteDecision {
       if (servedPrefill != null) {
         out.put("x-kvroute-prefill", servedPrefill.id());
       }
-      int cached = cachedBlocks(d);
-      if (cached >= 0) {
-        out.put("x-kvroute-cached-blocks", Integer.toString(cached));
-      }
+      out.put("x-kvroute-cached-tokens", Long.toString(router.cachedTokens(decision, d)));
       out.put("x-kvroute-scheduling-us", Long.toString(schedulingNanos / 1000));
     }
     return Collections.unmodifiableMap(out);
-  }
-
-  private int cachedBlocks(Endpoint e) {
-    return router.cachedBlocks(decision, e);
   }
 
   /** The scheduler's decision, with per-scorer scores for debugging. */

@@ -52,7 +52,6 @@ class KvRouterSimulatedTest {
     KvRouter.Builder rb =
         KvRouter.builder()
             .scheduler(sb.build())
-            .prefixCacheLookup(BlockIndexLookup.of(index))
             .observabilityHeaders(true)
             .eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
     for (VllmSimulator pod : cluster.pods()) {
@@ -119,7 +118,7 @@ class KvRouterSimulatedTest {
           .isEqualTo(first);
     }
     RouteDecision rd = router.decide(completion(prefix + "peek"));
-    assertThat(rd.responseHeaders().get("x-kvroute-cached-blocks")).isNotEqualTo("0");
+    assertThat(rd.responseHeaders().get("x-kvroute-cached-tokens")).isNotEqualTo("0");
     rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
     assertThat(router.inFlight()).isZero();
   }

@@ -1,0 +1,46 @@
+package io.kvroute.benchmarks;
+
+import io.kvroute.kvindex.BlockIndex;
+import java.util.SplittableRandom;
+
+/** Shared data generation for the index benchmarks. */
+final class IndexFixtures {
+  private IndexFixtures() {}
+
+  static int[] randomTokens(SplittableRandom rnd, int n) {
+    int[] t = new int[n];
+    for (int i = 0; i < n; i++) {
+      t[i] = rnd.nextInt(150_000);
+    }
+    return t;
+  }
+
+  static long[] randomHashes(SplittableRandom rnd, int n) {
+    long[] h = new long[n];
+    for (int i = 0; i < n; i++) {
+      h[i] = rnd.nextLong();
+    }
+    return h;
+  }
+
+  /**
+   * Stores {@code blocks} blocks of {@code tokens} (from the root) for {@code pod}, in events of at
+   * most {@code perEvent} blocks chained by parent hash, engine hashes from {@code engine}.
+   */
+  static void storeChain(
+      BlockIndex index,
+      String pod,
+      int[] tokens,
+      long[] engine,
+      int blocks,
+      int perEvent,
+      int blockSize) {
+    for (int from = 0; from < blocks; from += perEvent) {
+      int to = Math.min(blocks, from + perEvent);
+      long[] hashes = java.util.Arrays.copyOfRange(engine, from, to);
+      int[] toks = java.util.Arrays.copyOfRange(tokens, from * blockSize, to * blockSize);
+      index.blockStored(
+          pod, hashes, from > 0, from > 0 ? engine[from - 1] : 0, toks, blockSize, null, null, 0);
+    }
+  }
+}

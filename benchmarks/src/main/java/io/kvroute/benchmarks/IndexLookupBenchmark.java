@@ -1,0 +1,93 @@
+package io.kvroute.benchmarks;
+
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.PrefixMatch;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Lookup of an 8,192-token prompt (512 blocks of 16) over N pods holding prefixes of it of uniform
+ * random length, in an index that also holds {@code backgroundBlocks} unrelated blocks (so the
+ * table is larger than the caches). Request-key computation is included in {@link #lookup}.
+ *
+ * <p>Run: {@code java -cp ... org.openjdk.jmh.Main IndexLookupBenchmark -f1 -wi 2 -i 3}.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 2, time = 2)
+@Measurement(iterations = 3, time = 2)
+@Fork(1)
+public class IndexLookupBenchmark {
+  @Param({"100", "1000"})
+  int pods;
+
+  @Param({"1000000"})
+  int backgroundBlocks;
+
+  private BlockIndex index;
+  private int[] prompt;
+  private List<String> podIds;
+  private final PrefixMatch result = new PrefixMatch();
+  private long[] keys;
+
+  /** Fills the index. */
+  @Setup(Level.Trial)
+  public void setUp() {
+    SplittableRandom rnd = new SplittableRandom(42);
+    index =
+        BlockIndex.inMemory(
+            IndexConfig.builder().blockSize(16).maxKeys(4_000_000).maxPodsPerKey(2048).build());
+    prompt = IndexFixtures.randomTokens(rnd, 8192);
+    long[] engine = IndexFixtures.randomHashes(rnd, 512);
+    podIds = new ArrayList<>();
+    for (int p = 0; p < pods; p++) {
+      String pod = "10.0." + (p / 250) + "." + (p % 250) + ":8000";
+      podIds.add(pod);
+      int blocks = rnd.nextInt(513);
+      IndexFixtures.storeChain(index, pod, prompt, engine, blocks, 128, 16);
+    }
+    // unrelated blocks, spread over the pods, in 64-block chains
+    for (int done = 0; done < backgroundBlocks; done += 64) {
+      int[] t = IndexFixtures.randomTokens(rnd, 64 * 16);
+      long[] e = IndexFixtures.randomHashes(rnd, 64);
+      IndexFixtures.storeChain(index, podIds.get(rnd.nextInt(pods)), t, e, 64, 64, 16);
+    }
+    keys = index.requestKeys(prompt, (String) null);
+  }
+
+  /** Request keys + lookup over all pods. */
+  @Benchmark
+  public int lookup() {
+    long[] k = index.requestKeys(prompt, (String) null);
+    return index.lookup(k, k.length, podIds, result).maxMatchedBlocks();
+  }
+
+  /** Lookup only (keys precomputed). */
+  @Benchmark
+  public int lookupOnly() {
+    return index.lookup(keys, keys.length, podIds, result).maxMatchedBlocks();
+  }
+
+  /** Request-key computation only (512 blocks). */
+  @Benchmark
+  public long requestKeys() {
+    long[] k = index.requestKeys(prompt, (String) null);
+    return k[k.length - 1];
+  }
+}

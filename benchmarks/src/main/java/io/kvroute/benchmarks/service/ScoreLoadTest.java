@@ -1,0 +1,318 @@
+package io.kvroute.benchmarks.service;
+
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.service.KvIndexService;
+import io.kvroute.service.ServiceConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Load test of {@code POST /api/v1/score} ({@code kvroute serve}): 2,048-token prompts as {@code
+ * token_ids}, scored over 100 pods (no {@code candidate_pods}: every pod is scored and listed).
+ *
+ * <p>Phase 1 (closed loop, keep-alive connections): throughput, and the server's CPU time per
+ * request (its dispatcher and one handler thread, from {@link ThreadMXBean}), which gives the
+ * requests per second one core sustains. Phase 2 (open loop at half the one-core rate, latency
+ * measured from each request's scheduled send time, so stalls are not hidden): p50/p99/p99.9.
+ *
+ * <pre>
+ * java -cp benchmarks/target/classes:$(cat cp.txt) io.kvroute.benchmarks.service.ScoreLoadTest \
+ *     [seconds=10] [connections=4] [http.threads=0] [open-loop rate=half the one-core rate]
+ * </pre>
+ *
+ * Client and server share the JVM and the machine's cores; run it pinned ({@code taskset}) or on an
+ * otherwise idle machine, and read the CPU-per-request figure as the one-core capacity.
+ */
+public final class ScoreLoadTest {
+  static final int PODS = 100;
+  static final int PROMPT_TOKENS = 2048;
+  static final int BLOCK = 16;
+  static final int PROMPTS = 64;
+
+  private ScoreLoadTest() {}
+
+  public static void main(String[] args) throws Exception {
+    int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 10;
+    int connections = args.length > 1 ? Integer.parseInt(args[1]) : 4;
+    int threads = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+    System.setProperty("sun.net.httpserver.nodelay", "true");
+    ServiceConfig.Builder cb =
+        ServiceConfig.builder().model("bench-model").port(0).threads(threads).maxTokens(8192);
+    for (int p = 0; p < PODS; p++) {
+      cb.pod(ServiceConfig.PodSpec.of("vllm-" + p, "tcp://127.0.0.1:" + (20000 + p)));
+    }
+    try (KvIndexService service = KvIndexService.builder(cb.build()).withoutEventFeed().start()) {
+      int[][] prompts = fill(service.index());
+      byte[][] requests = new byte[PROMPTS][];
+      for (int i = 0; i < PROMPTS; i++) {
+        requests[i] = httpRequest(prompts[i]);
+      }
+      System.out.printf(
+          "cores=%d http.threads=%d pods=%d prompt=%d tokens (%d blocks) request=%d bytes%n",
+          Runtime.getRuntime().availableProcessors(),
+          threads,
+          PODS,
+          PROMPT_TOKENS,
+          PROMPT_TOKENS / BLOCK,
+          requests[0].length);
+      int port = service.port();
+      closedLoop(port, requests, connections, Math.max(2, seconds / 3), false); // warm-up
+      double[] r = closedLoop(port, requests, connections, seconds, true);
+      double oneCore = r[1];
+      System.out.printf(
+          "closed loop: %.0f req/s wall (%d connections, shared cores); server CPU %.1f us/req"
+              + " -> %.0f req/s on one core%n",
+          r[0], connections, 1e6 / oneCore, oneCore);
+      byte[][] health = {
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII)
+      };
+      double[] h = closedLoop(port, health, connections, Math.max(2, seconds / 2), true);
+      System.out.printf(
+          "baseline GET /healthz: server CPU %.1f us/req (the JDK HttpServer's own cost)%n",
+          1e6 / h[1]);
+      double rate = args.length > 3 ? Double.parseDouble(args[3]) : oneCore / 2;
+      openLoop(port, requests, connections, seconds, rate);
+    }
+  }
+
+  /** Each pod holds a random prefix of a random subset of the prompts. */
+  public static int[][] fill(BlockIndex index) {
+    SplittableRandom rnd = new SplittableRandom(42);
+    int[][] prompts = new int[PROMPTS][PROMPT_TOKENS];
+    for (int[] p : prompts) {
+      for (int i = 0; i < p.length; i++) {
+        p[i] = rnd.nextInt(150_000);
+      }
+    }
+    long engine = 1;
+    for (int pod = 0; pod < PODS; pod++) {
+      for (int i = 0; i < PROMPTS; i++) {
+        if (rnd.nextInt(4) != 0) {
+          continue;
+        }
+        int blocks = 1 + rnd.nextInt(PROMPT_TOKENS / BLOCK);
+        long[] hashes = new long[blocks];
+        for (int b = 0; b < blocks; b++) {
+          hashes[b] = engine++;
+        }
+        index.blockStored(
+            "vllm-" + pod,
+            hashes,
+            false,
+            0,
+            Arrays.copyOf(prompts[i], blocks * BLOCK),
+            BLOCK,
+            null,
+            "GPU",
+            0);
+      }
+    }
+    return prompts;
+  }
+
+  public static byte[] httpRequest(int[] tokens) {
+    StringBuilder body = new StringBuilder(tokens.length * 7 + 32).append("{\"token_ids\":[");
+    for (int i = 0; i < tokens.length; i++) {
+      if (i > 0) {
+        body.append(',');
+      }
+      body.append(tokens[i]);
+    }
+    body.append("],\"model\":\"bench-model\"}");
+    byte[] b = body.toString().getBytes(StandardCharsets.US_ASCII);
+    String head =
+        "POST /api/v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "Content-Length: "
+            + b.length
+            + "\r\n\r\n";
+    byte[] h = head.getBytes(StandardCharsets.US_ASCII);
+    byte[] out = Arrays.copyOf(h, h.length + b.length);
+    System.arraycopy(b, 0, out, h.length, b.length);
+    return out;
+  }
+
+  /** One keep-alive HTTP/1.1 connection; sends a request and reads the whole answer. */
+  static final class Conn implements AutoCloseable {
+    final Socket socket;
+    final OutputStream out;
+    final InputStream in;
+    final byte[] buf = new byte[64 << 10];
+
+    Conn(int port) throws IOException {
+      socket = new Socket("127.0.0.1", port);
+      socket.setTcpNoDelay(true);
+      out = socket.getOutputStream();
+      in = socket.getInputStream();
+    }
+
+    void exchange(byte[] request) throws IOException {
+      out.write(request);
+      out.flush();
+      int n = 0;
+      int headerEnd = -1;
+      int contentLength = -1;
+      while (true) {
+        int r = in.read(buf, n, buf.length - n);
+        if (r < 0) {
+          throw new IOException("connection closed");
+        }
+        n += r;
+        if (headerEnd < 0) {
+          for (int i = 3; i < n; i++) {
+            if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n') {
+              headerEnd = i + 1;
+              String head = new String(buf, 0, headerEnd, StandardCharsets.US_ASCII);
+              if (!head.startsWith("HTTP/1.1 200")) {
+                throw new IOException("unexpected answer: " + head.lines().findFirst().get());
+              }
+              int k = head.toLowerCase(java.util.Locale.ROOT).indexOf("content-length:");
+              int e = head.indexOf('\r', k);
+              contentLength = Integer.parseInt(head.substring(k + 15, e).trim());
+              break;
+            }
+          }
+        }
+        if (headerEnd >= 0 && n >= headerEnd + contentLength) {
+          return;
+        }
+        if (n == buf.length) {
+          throw new IOException("answer larger than the buffer");
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      socket.close();
+    }
+  }
+
+  static long serverCpuNanos() {
+    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+    long sum = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      String n = t.getName();
+      if (n.startsWith("kvservice-http-") || n.startsWith("HTTP-Dispatcher")) {
+        long c = mx.getThreadCpuTime(t.getId());
+        if (c > 0) {
+          sum += c;
+        }
+      }
+    }
+    return sum;
+  }
+
+  /** Returns {wall req/s, one-core req/s}. */
+  static double[] closedLoop(
+      int port, byte[][] requests, int connections, int seconds, boolean report) throws Exception {
+    AtomicBoolean stop = new AtomicBoolean();
+    LongAdder done = new LongAdder();
+    List<Thread> threads = new ArrayList<>();
+    CountDownLatch ready = new CountDownLatch(connections);
+    for (int c = 0; c < connections; c++) {
+      int id = c;
+      Thread t =
+          new Thread(
+              () -> {
+                try (Conn conn = new Conn(port)) {
+                  ready.countDown();
+                  int i = id;
+                  while (!stop.get()) {
+                    conn.exchange(requests[i++ % requests.length]);
+                    done.increment();
+                  }
+                } catch (IOException e) {
+                  throw new IllegalStateException(e);
+                }
+              },
+              "load-" + c);
+      threads.add(t);
+      t.start();
+    }
+    ready.await();
+    long cpu0 = serverCpuNanos();
+    long n0 = done.sum();
+    long t0 = System.nanoTime();
+    Thread.sleep(seconds * 1000L);
+    long n1 = done.sum();
+    long t1 = System.nanoTime();
+    long cpu1 = serverCpuNanos();
+    stop.set(true);
+    for (Thread t : threads) {
+      t.join();
+    }
+    long n = n1 - n0;
+    double wall = n * 1e9 / (t1 - t0);
+    double perReq = (double) (cpu1 - cpu0) / n;
+    return new double[] {wall, 1e9 / perReq};
+  }
+
+  static void openLoop(int port, byte[][] requests, int connections, int seconds, double rate)
+      throws Exception {
+    double perConn = rate / connections;
+    long interval = (long) (1e9 / perConn);
+    int perThread = (int) (perConn * seconds);
+    long[][] lat = new long[connections][perThread];
+    List<Thread> threads = new ArrayList<>();
+    long start = System.nanoTime() + 50_000_000L;
+    for (int c = 0; c < connections; c++) {
+      int id = c;
+      Thread t =
+          new Thread(
+              () -> {
+                try (Conn conn = new Conn(port)) {
+                  long first = start + id * interval / connections;
+                  for (int i = 0; i < perThread; i++) {
+                    long due = first + i * interval;
+                    long now;
+                    while ((now = System.nanoTime()) < due) {
+                      long wait = due - now;
+                      if (wait > 200_000) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(wait - 100_000);
+                      } else {
+                        Thread.onSpinWait();
+                      }
+                    }
+                    conn.exchange(requests[(id + i) % requests.length]);
+                    lat[id][i] = System.nanoTime() - due;
+                  }
+                } catch (IOException e) {
+                  throw new IllegalStateException(e);
+                }
+              },
+              "open-" + c);
+      threads.add(t);
+      t.start();
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    long[] all = new long[connections * perThread];
+    for (int c = 0; c < connections; c++) {
+      System.arraycopy(lat[c], 0, all, c * perThread, perThread);
+    }
+    Arrays.sort(all);
+    System.out.printf(
+        "open loop at %.0f req/s (%d connections, %d requests): p50 %.3f ms, p99 %.3f ms,"
+            + " p99.9 %.3f ms, max %.3f ms%n",
+        rate,
+        connections,
+        all.length,
+        all[all.length / 2] / 1e6,
+        all[(int) (all.length * 0.99)] / 1e6,
+        all[(int) (all.length * 0.999)] / 1e6,
+        all[all.length - 1] / 1e6);
+  }
+}

@@ -1,0 +1,107 @@
+package io.kvroute.cli;
+
+import io.kvroute.service.KvIndexService;
+import io.kvroute.service.ServiceConfig;
+import io.kvroute.service.ServiceConfigException;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code kvroute serve}: the KV-cache manager as a service. */
+@Command(
+    name = "serve",
+    mixinStandardHelpOptions = true,
+    description = {
+      "The KV-cache manager as a service: follows every configured pod's vLLM KV events over ZMQ",
+      "and serves POST /api/v1/score, GET /api/v1/cache/state, GET /api/v1/cache/pod/{id},",
+      "/healthz, /readyz, /metrics (Prometheus) and a dashboard at /."
+    })
+final class ServeCommand implements Callable<Integer> {
+
+  @Option(
+      names = "--config",
+      required = true,
+      paramLabel = "FILE",
+      description = "JSON configuration (model, pods or pods_file, index, tokenizer, http)")
+  Path config;
+
+  @Option(names = "--port", description = "Overrides http.port (0: any free port)")
+  Integer port;
+
+  @Option(names = "--host", description = "Overrides http.host")
+  String host;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  /** Set once serving, for tests. */
+  volatile KvIndexService running;
+
+  private final CountDownLatch stop = new CountDownLatch(1);
+
+  @Override
+  public Integer call() throws Exception {
+    ServiceConfig cfg;
+    try {
+      cfg = ServiceConfig.load(config);
+      if (port != null || host != null) {
+        ServiceConfig.Builder b = cfg.toBuilder();
+        if (port != null) {
+          b.port(port);
+        }
+        if (host != null) {
+          b.host(host);
+        }
+        cfg = b.build();
+      }
+    } catch (ServiceConfigException e) {
+      spec.commandLine()
+          .getErr()
+          .println("kvroute serve: invalid configuration: " + e.getMessage());
+      return 2;
+    }
+    KvIndexService service;
+    try {
+      service = KvIndexService.start(cfg);
+    } catch (ServiceConfigException e) {
+      spec.commandLine()
+          .getErr()
+          .println("kvroute serve: invalid configuration: " + e.getMessage());
+      return 2;
+    }
+    running = service;
+    Thread hook =
+        new Thread(
+            () -> {
+              service.close();
+              stop.countDown();
+            },
+            "kvroute-serve-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+    spec.commandLine()
+        .getOut()
+        .printf(
+            "kvroute serve listening on %s  model=%s pods=%d%n",
+            service.baseUri(), cfg.model(), service.pods().size())
+        .flush();
+    stop.await();
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException e) {
+      // already shutting down
+    }
+    service.close();
+    return 0;
+  }
+
+  /** Stops a service started by {@link #call()} (tests). */
+  void shutdown() {
+    KvIndexService s = running;
+    if (s != null) {
+      s.close();
+    }
+    stop.countDown();
+  }
+}

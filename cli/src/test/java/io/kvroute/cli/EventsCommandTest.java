@@ -1,0 +1,148 @@
+package io.kvroute.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvroute.kvindex.event.EngineHashes;
+import io.kvroute.kvindex.event.KvEvent;
+import io.kvroute.kvindex.event.KvEventBatch;
+import io.kvroute.kvindex.zmq.KvEventPublisher;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code kvroute events decode|tail} with real payloads and a real PUB socket on loopback. */
+class EventsCommandTest {
+
+  // vector A5_mixed of kv_events_msgpack.json (store with parent, removal, clear; DP rank 3)
+  private static final String A5_MIXED =
+      "93cb41daa8dbe0359fe7939cab426c6f636b53746f72656491cfeb39fa245f597ab5cfc946505e6431e0d7dc0010"
+          + "ce00013689ce00015578ce00017467ce00019356ce0001b245ce0001d134ce0001f023ce00020f12ce00022e01"
+          + "ce00024cf0cd1a5fcd394ecd583dcd772ccd961bcdb50a10c0a3475055c091c000ae66756c6c5f617474656e74"
+          + "696f6ec094ac426c6f636b52656d6f76656491cf83331e93f9f605bda34750550091b0416c6c426c6f636b7343"
+          + "6c656172656403";
+
+  private final StringWriter out = new StringWriter();
+  private final StringWriter err = new StringWriter();
+
+  private CommandLine cli() {
+    CommandLine cl = new CommandLine(new Main());
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    return cl;
+  }
+
+  @Test
+  void decodePrintsJsonWithUnsignedHashes(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("payload.hex");
+    Files.writeString(f, A5_MIXED + "\n");
+    assertThat(cli().execute("events", "decode", f.toString())).isZero();
+    String json = out.toString().trim();
+    assertThat(json)
+        .startsWith(
+            "{\"schema\":\"A5\",\"unknown_events\":0,\"ts\":1789095808.8378847,\"dp_rank\":3,")
+        .contains("\"block_hashes\":[\"16949853706711038645\"]")
+        .contains("\"parent_block_hash\":\"14503368016331399383\"")
+        .contains(
+            "{\"type\":\"BlockRemoved\",\"block_hashes\":[\"9453933663683478973\"],\"medium\":\"GPU\",\"group_idx\":0}")
+        .endsWith("{\"type\":\"AllBlocksCleared\"}]}");
+  }
+
+  @Test
+  void decodeRawAndMalformedInput(@TempDir Path dir) throws Exception {
+    Path rawFile = dir.resolve("payload.bin");
+    Files.write(rawFile, hex(A5_MIXED));
+    assertThat(cli().execute("events", "decode", "--raw", rawFile.toString())).isZero();
+    assertThat(out.toString()).contains("\"dp_rank\":3");
+
+    Path bad = dir.resolve("bad.hex");
+    Files.writeString(bad, "93cb41da");
+    assertThat(cli().execute("events", "decode", bad.toString())).isEqualTo(1);
+    assertThat(err.toString()).contains("malformed payload").contains("byte offset");
+
+    Path notHex = dir.resolve("nothex.txt");
+    Files.writeString(notHex, "zz");
+    assertThat(cli().execute("events", "decode", notHex.toString())).isEqualTo(2);
+  }
+
+  @Test
+  void tailPrintsEachBatchAsAJsonLineAndNotesGaps() throws Exception {
+    try (KvEventPublisher pub =
+        KvEventPublisher.builder()
+            .endpoint("tcp://127.0.0.1:0")
+            .bind(true)
+            .replayEndpoint("tcp://127.0.0.1:0")
+            .topic("kv@pod-x@m")
+            .build()) {
+      CommandLine cl = cli();
+      EventsCommand.Tail tail =
+          cl.getSubcommands().get("events").getSubcommands().get("tail").getCommand();
+      CompletableFuture<Integer> exit =
+          CompletableFuture.supplyAsync(
+              () ->
+                  cl.execute(
+                      "events",
+                      "tail",
+                      "--endpoint",
+                      pub.endpoint(),
+                      "--replay",
+                      pub.replayEndpoint(),
+                      "--topic",
+                      "kv@",
+                      "--pod",
+                      "pod-x"));
+      await(
+          () -> {
+            pub.publish(KvEventBatch.of(1.0, List.of()));
+            return out.toString().contains("\"seq\":");
+          });
+      pub.dropSequence(pub.nextSequence());
+      pub.publish(stored(5));
+      long last = pub.publish(stored(6));
+      await(() -> out.toString().contains("\"seq\":" + last + ","));
+      tail.stop();
+      assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+
+      String[] lines = out.toString().split("\n");
+      assertThat(lines[lines.length - 1])
+          .startsWith("{\"seq\":" + last + ",\"topic\":\"kv@pod-x@m\",\"pod\":\"pod-x\",\"ts\":1.5")
+          .contains("\"dp_rank\":0,\"events\":[{\"type\":\"BlockStored\",\"block_hashes\":[\"6\"]");
+      assertThat(out.toString())
+          .contains("\"seq\":" + (last - 1) + ",")
+          .contains("\"replayed\":true");
+      assertThat(err.toString())
+          .contains("gap: pod-x missed seq " + (last - 1) + ".." + (last - 1));
+      assertThat(err.toString()).contains("replay: pod-x").contains("complete");
+    }
+  }
+
+  private static KvEventBatch stored(long h) {
+    return KvEventBatch.of(
+        1.5,
+        List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(h), null, new int[] {1, 2, 3, 4}, 4)));
+  }
+
+  private static void await(BooleanSupplier condition) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (!condition.getAsBoolean()) {
+      assertThat(System.nanoTime()).as("condition within 15 s").isLessThan(deadline);
+      LockSupport.parkNanos(5_000_000);
+    }
+  }
+
+  private static byte[] hex(String s) {
+    byte[] b = new byte[s.length() / 2];
+    for (int i = 0; i < b.length; i++) {
+      b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+    }
+    return b;
+  }
+}

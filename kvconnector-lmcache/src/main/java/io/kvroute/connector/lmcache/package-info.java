@@ -1,0 +1,2 @@
+/** The lmcache KV connector. */
+package io.kvroute.connector.lmcache;

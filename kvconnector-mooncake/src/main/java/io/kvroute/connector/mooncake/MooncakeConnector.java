@@ -1,0 +1,511 @@
+package io.kvroute.connector.mooncake;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.OpenAiJson;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.Dispatcher;
+import okhttp3.OkHttpClient;
+import okhttp3.Request;
+import okhttp3.Response;
+import okhttp3.ResponseBody;
+
+/**
+ * The {@code mooncake} connector: upstream vLLM's {@code MooncakeConnector} (transfer-id rendezvous
+ * with both legs in flight together), as vLLM's reference proxy ({@code
+ * examples/disaggregated/mooncake_connector/mooncake_connector_proxy.py}) and llm-d's {@code
+ * mooncake} sidecar connector speak it (spec §2.3(a)).
+ *
+ * <ol>
+ *   <li><b>Bootstrap.</b> {@code GET http://<prefill host>:<bootstrap port>/query} on the
+ *       prefiller's Mooncake bootstrap server returns {@code {"<dp_rank>": {"engine_id": ...},
+ *       ...}}. The answer is cached per prefill endpoint for {@code bootstrapCacheTtl} and dropped
+ *       when a prefill leg to that endpoint fails (a restarted prefiller has a new engine id). The
+ *       rank is the endpoint's {@code kvroute.io/dp-rank} label when present, else the ranks are
+ *       used round robin (the reference proxy cycles over them too).
+ *   <li><b>Prefill leg</b> (headers {@code X-Request-Id} and {@code X-data-parallel-rank: <rank>}):
+ *       the client's body with {@code kv_transfer_params = {do_remote_decode: true,
+ *       do_remote_prefill: false, transfer_id: "xfer-<uuid>"}}, {@code stream=false}, {@code
+ *       max_tokens=1}, {@code max_completion_tokens=1} only when present, and without {@code
+ *       stream_options}, {@code min_tokens}, {@code min_completion_tokens} (vLLM rejects {@code
+ *       min_tokens > max_tokens}; the reference proxy forgets this). Its answer carries no transfer
+ *       parameters and is only checked for success.
+ *   <li><b>Decode leg</b>, sent <em>at the same time</em>: the client's body with {@code
+ *       kv_transfer_params = {do_remote_decode: false, do_remote_prefill: true,
+ *       remote_bootstrap_addr: "http://<prefill host>:<bootstrap port>", remote_engine_id: <engine
+ *       id of the rank>, transfer_id: <the same id>}}.
+ * </ol>
+ *
+ * <p>The transfer id is fresh for every call (so a retry on another pair never reuses one, and two
+ * client requests with the same {@code X-Request-Id} never collide). {@link #proxy} hands out the
+ * decode stream only once the prefill leg has succeeded as well: a prefill failure cancels decode
+ * and fails with a {@link UpstreamException} naming {@link Leg#PREFILL} (retryable on another
+ * pair); a decode failure cancels the prefill. Cancelling cancels both legs. A bootstrap failure is
+ * a retryable {@code UpstreamException} on the prefill leg (the gateway answers 502 when no pair is
+ * left). {@link #prepareDecode} runs the bootstrap, <em>starts</em> the prefill leg (detached: it
+ * is bounded by the prefill timeout and reported to the listener, as llm-d does) and returns the
+ * decode request for the gateway to send at once.
+ *
+ * <p>Not Kthena's {@code mooncake} (a copy of its NIXL connector, fitting vllm-ascend's Mooncake
+ * connector, which returns {@code kv_transfer_params} like NIXL: use type {@code nixl} for that)
+ * and not MooncakeStore: for vLLM behind a shared Mooncake <em>store</em> use {@link
+ * MooncakeStoreConnector} ({@code mooncake-store}), the plain two-step flow. A bootstrap failure's
+ * message says so, so that a configuration written for the store fails loudly here instead of
+ * changing meaning silently.
+ *
+ * <p>Parameters (the {@code config:} block):
+ *
+ * <ul>
+ *   <li>{@code bootstrapPort} (default 8998, vLLM's {@code VLLM_MOONCAKE_BOOTSTRAP_PORT}): the
+ *       prefillers' bootstrap port; an endpoint label {@code kvroute.io/mooncake-bootstrap-port}
+ *       overrides it per endpoint.
+ *   <li>{@code bootstrapTimeout} (default {@code 5s}): one {@code /query} call.
+ *   <li>{@code bootstrapCacheTtl} (default {@code 60s}): how long a {@code /query} answer is
+ *       reused.
+ *   <li>{@code bootstrapCacheSize} (default 1024): the most prefill endpoints cached; the least
+ *       recently used is evicted (reported as {@code connectorEvent("mooncake",
+ *       "bootstrap_cache_evicted")}).
+ *   <li>{@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes} (default 4 MiB).
+ * </ul>
+ *
+ * <p>Thread-safe: the bootstrap cache is a synchronized bounded map; requests share nothing else.
+ * The {@code /query} call uses this connector's own small OkHttp client (the {@link
+ * io.kvroute.connector.HttpTransport} SPI only sends POSTs), closed by {@link #close()}.
+ */
+public final class MooncakeConnector extends AbstractHttpConnector {
+
+  /** The type name. */
+  public static final String TYPE = "mooncake";
+
+  /** Endpoint label pinning the prefill data-parallel rank. */
+  public static final String DP_RANK_LABEL = "kvroute.io/dp-rank";
+
+  /** Endpoint label overriding {@code bootstrapPort}. */
+  public static final String BOOTSTRAP_PORT_LABEL = "kvroute.io/mooncake-bootstrap-port";
+
+  private static final ThreadFactory DAEMON =
+      r -> {
+        Thread t = new Thread(r, "kvroute-mooncake-bootstrap");
+        t.setDaemon(true);
+        return t;
+      };
+
+  private final int bootstrapPort;
+  private final int maxPrefillResponseBytes;
+  private final Duration bootstrapTimeout;
+  private final long cacheTtlNanos;
+  private final int cacheSize;
+  private final Supplier<String> transferIds;
+  private final OkHttpClient http;
+  private final Map<String, Bootstrap> cache;
+  private final AtomicInteger roundRobin = new AtomicInteger();
+
+  /** A connector in {@code context}; reads the parameters listed above. */
+  public MooncakeConnector(KVConnectorProvider.Context context) {
+    this(context, () -> "xfer-" + UUID.randomUUID());
+  }
+
+  MooncakeConnector(KVConnectorProvider.Context context, Supplier<String> transferIds) {
+    super(context);
+    this.transferIds = transferIds;
+    this.maxPrefillResponseBytes =
+        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
+    this.bootstrapPort = context.config().intParam("bootstrapPort", 8998);
+    if (bootstrapPort < 1 || bootstrapPort > 65535) {
+      throw new ConnectorConfigException(
+          "kvConnector.config.bootstrapPort", "must be in 1..65535, was " + bootstrapPort);
+    }
+    this.bootstrapTimeout =
+        context.config().durationParam("bootstrapTimeout", Duration.ofSeconds(5));
+    if (bootstrapTimeout.isZero() || bootstrapTimeout.isNegative()) {
+      throw new ConnectorConfigException(
+          "kvConnector.config.bootstrapTimeout", "must be > 0, was " + bootstrapTimeout);
+    }
+    Duration ttl = context.config().durationParam("bootstrapCacheTtl", Duration.ofSeconds(60));
+    if (ttl.isNegative()) {
+      throw new ConnectorConfigException(
+          "kvConnector.config.bootstrapCacheTtl", "must be >= 0, was " + ttl);
+    }
+    this.cacheTtlNanos = ttl.toNanos();
+    this.cacheSize = context.config().intParam("bootstrapCacheSize", 1024);
+    if (cacheSize < 1) {
+      throw new ConnectorConfigException(
+          "kvConnector.config.bootstrapCacheSize", "must be >= 1, was " + cacheSize);
+    }
+    this.http =
+        new OkHttpClient.Builder()
+            .dispatcher(new Dispatcher(Executors.newCachedThreadPool(DAEMON)))
+            .callTimeout(bootstrapTimeout)
+            .followRedirects(false)
+            .retryOnConnectionFailure(false)
+            .build();
+    this.cache =
+        new LinkedHashMap<>(16, 0.75f, true) {
+          private static final long serialVersionUID = 1L;
+
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<String, Bootstrap> eldest) {
+            if (size() > cacheSize) {
+              listener.connectorEvent(TYPE, "bootstrap_cache_evicted");
+              return true;
+            }
+            return false;
+          }
+        };
+  }
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  /** One prefiller's bootstrap answer: its address and the engine id of each DP rank, by rank. */
+  private record Bootstrap(String address, Map<Integer, String> engineIds, long expiresNanos) {}
+
+  /** The legs of one attempt. */
+  private record Legs(
+      Endpoint prefill,
+      Map<String, List<String>> prefillHeaders,
+      ObjectNode prefillBody,
+      DecodeRequest decode) {}
+
+  private int bootstrapPort(Endpoint prefill) {
+    String label = prefill.label(BOOTSTRAP_PORT_LABEL);
+    if (label == null) {
+      return bootstrapPort;
+    }
+    try {
+      return Integer.parseInt(label.trim());
+    } catch (NumberFormatException e) {
+      throw new ConnectorConfigException(
+          "endpoint " + prefill.id() + " label " + BOOTSTRAP_PORT_LABEL,
+          "must be a port number, was \"" + label + "\"");
+    }
+  }
+
+  private CompletableFuture<Bootstrap> bootstrap(Endpoint prefill) {
+    long now = context.nanoClock().getAsLong();
+    synchronized (cache) {
+      Bootstrap b = cache.get(prefill.id());
+      if (b != null && now - b.expiresNanos() < 0) {
+        return CompletableFuture.completedFuture(b);
+      }
+    }
+    int port;
+    try {
+      port = bootstrapPort(prefill);
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    String host = prefill.host().indexOf(':') >= 0 ? "[" + prefill.host() + "]" : prefill.host();
+    String address = "http://" + host + ":" + port;
+    CompletableFuture<Bootstrap> result = new CompletableFuture<>();
+    Call call = http.newCall(new Request.Builder().url(address + "/query").get().build());
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            call.cancel();
+          }
+        });
+    call.enqueue(
+        new Callback() {
+          @Override
+          public void onFailure(Call c, IOException e) {
+            boolean timeout = e instanceof InterruptedIOException;
+            result.completeExceptionally(
+                bootstrapError(
+                    prefill,
+                    timeout ? UpstreamException.Kind.TIMEOUT : UpstreamException.Kind.IO,
+                    0,
+                    address + "/query " + (timeout ? "timed out" : "failed: " + e),
+                    e));
+          }
+
+          @Override
+          public void onResponse(Call c, Response response) {
+            try (ResponseBody body = response.body()) {
+              if (!response.isSuccessful()) {
+                result.completeExceptionally(
+                    bootstrapError(
+                        prefill,
+                        UpstreamException.Kind.STATUS,
+                        response.code(),
+                        address + "/query answered HTTP " + response.code(),
+                        null));
+                return;
+              }
+              Bootstrap b = parse(address, body.bytes());
+              if (b == null) {
+                result.completeExceptionally(
+                    bootstrapError(
+                        prefill,
+                        UpstreamException.Kind.PROTOCOL,
+                        0,
+                        address
+                            + "/query did not answer {\"<dp_rank>\": {\"engine_id\": ...}, ...}",
+                        null));
+                return;
+              }
+              synchronized (cache) {
+                cache.put(prefill.id(), b);
+              }
+              result.complete(b);
+            } catch (IOException | RuntimeException e) {
+              result.completeExceptionally(
+                  bootstrapError(
+                      prefill, UpstreamException.Kind.IO, 0, address + "/query failed: " + e, e));
+            }
+          }
+        });
+    return result;
+  }
+
+  private Bootstrap parse(String address, byte[] bytes) {
+    JsonNode n;
+    try {
+      n = OpenAiJson.MAPPER.readTree(bytes);
+    } catch (IOException e) {
+      return null;
+    }
+    if (n == null || !n.isObject() || n.size() == 0) {
+      return null;
+    }
+    Map<Integer, String> ids = new TreeMap<>();
+    for (Map.Entry<String, JsonNode> e : n.properties()) {
+      JsonNode id = e.getValue().get("engine_id");
+      if (id == null || id.isNull() || id.isContainerNode()) {
+        return null;
+      }
+      try {
+        ids.put(Integer.parseInt(e.getKey().trim()), id.asText());
+      } catch (NumberFormatException ex) {
+        return null;
+      }
+    }
+    return new Bootstrap(
+        address,
+        java.util.Collections.unmodifiableMap(ids),
+        context.nanoClock().getAsLong() + cacheTtlNanos);
+  }
+
+  private UpstreamException bootstrapError(
+      Endpoint prefill, UpstreamException.Kind kind, int status, String what, Throwable cause) {
+    listener.connectorEvent(TYPE, "bootstrap_failed");
+    return new UpstreamException(
+        Leg.PREFILL,
+        prefill.id(),
+        kind,
+        status,
+        null,
+        null,
+        "mooncake bootstrap query to "
+            + what
+            + " (type mooncake speaks vLLM's MooncakeConnector; a MooncakeStore deployment needs"
+            + " type mooncake-store)",
+        cause);
+  }
+
+  private int rank(Endpoint prefill, Bootstrap b) {
+    String pinned = prefill.label(DP_RANK_LABEL);
+    if (pinned != null) {
+      try {
+        int r = Integer.parseInt(pinned.trim());
+        if (b.engineIds().containsKey(r)) {
+          return r;
+        }
+      } catch (NumberFormatException e) {
+        // fall through to the error below
+      }
+      throw new UpstreamException(
+          Leg.PREFILL,
+          prefill.id(),
+          UpstreamException.Kind.PROTOCOL,
+          0,
+          null,
+          null,
+          "endpoint "
+              + prefill.id()
+              + " label "
+              + DP_RANK_LABEL
+              + "=\""
+              + pinned
+              + "\" names no rank its bootstrap server reports "
+              + b.engineIds().keySet(),
+          null);
+    }
+    List<Integer> ranks = new ArrayList<>(b.engineIds().keySet());
+    return ranks.get(Math.floorMod(roundRobin.getAndIncrement(), ranks.size()));
+  }
+
+  private Legs legs(PdRequest pd, ObjectNode body, Bootstrap b) {
+    int rank = rank(pd.prefill(), b);
+    String transferId = transferIds.get();
+    ObjectNode prefill = body.deepCopy();
+    ObjectNode pp = JsonNodeFactory.instance.objectNode();
+    pp.put("do_remote_decode", true);
+    pp.put("do_remote_prefill", false);
+    pp.put("transfer_id", transferId);
+    prefill.set("kv_transfer_params", pp);
+    prefill.put("stream", false);
+    prefill.put("max_tokens", 1);
+    if (prefill.has("max_completion_tokens")) {
+      prefill.put("max_completion_tokens", 1);
+    }
+    prefill.remove("stream_options");
+    prefill.remove("min_tokens");
+    prefill.remove("min_completion_tokens");
+    Map<String, List<String>> prefillHeaders = legHeaders(pd.request());
+    prefillHeaders.put("X-data-parallel-rank", List.of(Integer.toString(rank)));
+
+    ObjectNode dp = JsonNodeFactory.instance.objectNode();
+    dp.put("do_remote_decode", false);
+    dp.put("do_remote_prefill", true);
+    dp.put("remote_bootstrap_addr", b.address());
+    dp.put("remote_engine_id", b.engineIds().get(rank));
+    dp.put("transfer_id", transferId);
+    body.set("kv_transfer_params", dp);
+    Map<String, String> attrs = new LinkedHashMap<>();
+    attrs.put("mode", "prefill_decode");
+    attrs.put("transfer_id", transferId);
+    attrs.put("dp_rank", Integer.toString(rank));
+    return new Legs(
+        pd.prefill(),
+        prefillHeaders,
+        prefill,
+        decodeRequest(pd.request(), pd.decode(), body, attrs));
+  }
+
+  private ConcurrentLegs.PrefillLeg sendPrefill(PdRequest pd, Legs legs) {
+    Endpoint prefill = legs.prefill();
+    long start = context.nanoClock().getAsLong();
+    return ConcurrentLegs.PrefillLeg.send(
+        transport,
+        new HttpTransport.Outbound(
+            Leg.PREFILL,
+            prefill,
+            pd.request().api().path(),
+            legs.prefillHeaders(),
+            OpenAiJson.toBytes(legs.prefillBody()),
+            context.prefillTimeout(),
+            false),
+        maxPrefillResponseBytes,
+        resp -> errorFrom(Leg.PREFILL, prefill, resp),
+        (answer, t) -> {
+          listener.prefillEnded(
+              TYPE,
+              prefill.id(),
+              ConnectorListener.outcome(t),
+              context.nanoClock().getAsLong() - start);
+          if (t != null) {
+            // A restarted prefiller has a new engine id: ask its bootstrap server again next time.
+            synchronized (cache) {
+              cache.remove(prefill.id());
+            }
+          }
+        });
+  }
+
+  @Override
+  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    ObjectNode body;
+    try {
+      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    if (!pd.disaggregated()) {
+      return CompletableFuture.completedFuture(
+          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
+    }
+    return cancellable(
+        bootstrap(pd.prefill()),
+        b -> {
+          Legs legs = legs(pd, body, b);
+          sendPrefill(
+              pd, legs); // detached: bounded by the prefill timeout, reported to the listener
+          return CompletableFuture.completedFuture(legs.decode());
+        });
+  }
+
+  @Override
+  public CompletableFuture<StreamingResponse> proxy(PdRequest pd) {
+    if (!pd.disaggregated()) {
+      return super.proxy(pd);
+    }
+    ObjectNode body;
+    try {
+      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    return cancellable(
+        bootstrap(pd.prefill()),
+        b -> {
+          Legs legs = legs(pd, body, b);
+          return ConcurrentLegs.join(sendPrefill(pd, legs), sendDecode(legs.decode()));
+        });
+  }
+
+  /** Prefill endpoints whose bootstrap answer is cached; for tests and diagnostics. */
+  public int cachedBootstraps() {
+    synchronized (cache) {
+      return cache.size();
+    }
+  }
+
+  @Override
+  public void close() {
+    http.dispatcher().cancelAll();
+    http.dispatcher().executorService().shutdown();
+    http.connectionPool().evictAll();
+  }
+
+  /** The ServiceLoader provider of {@code mooncake}. */
+  public static final class Provider implements KVConnectorProvider {
+    /** For ServiceLoader. */
+    public Provider() {}
+
+    @Override
+    public String type() {
+      return TYPE;
+    }
+
+    @Override
+    public String description() {
+      return "vLLM MooncakeConnector: bootstrap /query, then prefill and decode together with a"
+          + " shared transfer_id";
+    }
+
+    @Override
+    public KVConnector create(Context context) {
+      return new MooncakeConnector(context);
+    }
+  }
+}

@@ -1,0 +1,103 @@
+package io.kvroute.connector.mooncake;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.OpenAiJson;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The {@code mooncake-store} connector: vLLM in front of a shared MooncakeStore (a distributed KV
+ * store, like LMCache with a store backend). There is no per-request rendezvous, so the gateway
+ * speaks the plain sequential two-step protocol, exactly as the {@code http} connector does (spec
+ * §2.3(b)):
+ *
+ * <ol>
+ *   <li><b>Prefill leg</b>, blocking: the client's body with {@code stream=false}, {@code
+ *       max_tokens=1} (for chat also {@code max_completion_tokens=1}), without {@code
+ *       stream_options}, {@code min_tokens}, {@code min_completion_tokens}; the answer is checked
+ *       and discarded.
+ *   <li><b>Decode leg</b>: the client's original body, streamed; the decoder loads the KV the
+ *       prefill stored.
+ * </ol>
+ *
+ * <p><b>Why a separate type.</b> Early kvroute design notes used {@code mooncake} for this
+ * MooncakeStore flow, and Kthena's {@code mooncake} is a NIXL-style copy. In kvroute, {@code
+ * mooncake} is upstream vLLM's {@code MooncakeConnector} (bootstrap {@code /query}, shared {@code
+ * transfer_id}, both legs in flight together; see {@link MooncakeConnector}). A configuration
+ * written for the store must say {@code mooncake-store}, so that no configuration silently changes
+ * meaning: pointed at a MooncakeConnector deployment, this connector still works, but every decode
+ * prefills locally.
+ *
+ * <p>Both legs carry the same {@code X-Request-Id}; client-supplied transfer fields are removed.
+ * Parameters (the {@code config:} block): {@code maxRequestBytes} (default 16 MiB; 413 above it),
+ * {@code maxPrefillResponseBytes} (default 4 MiB).
+ *
+ * <p>Thread-safe and stateless per request.
+ */
+public final class MooncakeStoreConnector extends AbstractHttpConnector {
+
+  /** The type name. */
+  public static final String TYPE = "mooncake-store";
+
+  /** A connector in {@code context}. */
+  public MooncakeStoreConnector(KVConnectorProvider.Context context) {
+    super(context);
+  }
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  @Override
+  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    ObjectNode body;
+    try {
+      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    if (!pd.disaggregated()) {
+      return CompletableFuture.completedFuture(
+          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
+    }
+    return cancellable(
+        sendJson(
+            Leg.PREFILL,
+            pd.prefill(),
+            pd.request().api().path(),
+            legHeaders(pd.request()),
+            OpenAiJson.prefillBody(body, pd.request().api()),
+            context.prefillTimeout()),
+        ignored ->
+            CompletableFuture.completedFuture(
+                decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "prefill_decode"))));
+  }
+
+  /** The ServiceLoader provider of {@code mooncake-store}. */
+  public static final class Provider implements KVConnectorProvider {
+    /** For ServiceLoader. */
+    public Provider() {}
+
+    @Override
+    public String type() {
+      return TYPE;
+    }
+
+    @Override
+    public String description() {
+      return "vLLM with a shared MooncakeStore: prefill (max_tokens=1) then the original body to"
+          + " decode (the plain two-step flow)";
+    }
+
+    @Override
+    public KVConnector create(Context context) {
+      return new MooncakeStoreConnector(context);
+    }
+  }
+}

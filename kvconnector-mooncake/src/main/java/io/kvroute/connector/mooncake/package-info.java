@@ -1,0 +1,2 @@
+/** The mooncake KV connector. */
+package io.kvroute.connector.mooncake;

@@ -1,0 +1,341 @@
+package io.kvroute.connector.nixl;
+
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.KVConnectors;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.internal.Futures;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The {@code fallback} connector: a chain of connectors tried in order for a prefill endpoint, in
+ * the spirit of vLLM's {@code MultiConnector}, typically {@code chain: [nixl, http]}: speak NIXL to
+ * prefillers that run vLLM's {@code NixlConnector}, and the plain two-step protocol to those that
+ * do not.
+ *
+ * <p><b>"Does not speak it"</b>, precisely. A chain member is skipped for a prefill endpoint when,
+ * on that endpoint,
+ *
+ * <ol>
+ *   <li>the member's prefill leg was answered with HTTP 400 or 422 whose body mentions {@code
+ *       kv_transfer_params} (a server that validates fields strictly and does not know the field):
+ *       the <em>same request</em> is then retried at once with the next member on the same pair; or
+ *   <li>the member's prefill answered 2xx with {@code finish_reason "length"} (the one-token cap
+ *       was hit, so a NIXL prefiller would have kept the KV and returned parameters) but
+ *       <em>without</em> {@code kv_transfer_params} (decode attributes {@code
+ *       kv_transfer_params=absent} and {@code prefill_finish_reason=length}, as {@link
+ *       NixlConnector} reports them). The request goes on to decode without parameters, exactly as
+ *       the next member would have sent it (the prefill already ran, so a shared store such as
+ *       LMCache holds its KV), and later requests to that prefill endpoint use the next member
+ *       directly.
+ * </ol>
+ *
+ * A prefill that ends with EOS or a stop string ({@code finish_reason "stop"}) without parameters
+ * is normal NIXL behaviour and marks nothing. A marked (endpoint, member) pair is remembered for
+ * {@code fallbackTtl}, then the member is tried again (pods restart with new configurations). Each
+ * fallback is reported as {@code connectorEvent("fallback", "fallback")}; evictions from the full
+ * memory as {@code "fallback_memory_evicted"}. The last member is never skipped. Decode-only
+ * requests go to the first member. Every {@link KVConnector.DecodeRequest} carries the attribute
+ * {@code connector=<member type>}.
+ *
+ * <p>Parameters (the {@code config:} block):
+ *
+ * <ul>
+ *   <li>{@code chain} (default {@code [nixl, http]}): the member types in order, as a list or a
+ *       comma-separated string. At least one; {@code fallback} itself and the concurrent types
+ *       {@code mooncake} and {@code sglang} are not allowed (a member's decode leg is sent by this
+ *       connector after the member's prefill finished). Members are found with {@link
+ *       KVConnectors#discover} on this class's class loader and created with the same context; they
+ *       receive this block's other parameters.
+ *   <li>{@code fallbackTtl} (default {@code 5m}): how long a prefill endpoint stays marked as not
+ *       speaking a member's protocol.
+ *   <li>{@code fallbackMemorySize} (default 4096): the most (endpoint, member) marks kept; the
+ *       least recently used is evicted beyond that.
+ *   <li>{@code maxRequestBytes}, {@code maxPrefillResponseBytes}: as for every HTTP connector.
+ * </ul>
+ *
+ * <p>Thread-safe: the marks live in a synchronized bounded map.
+ */
+public final class FallbackConnector extends AbstractHttpConnector {
+
+  /** The type name. */
+  public static final String TYPE = "fallback";
+
+  /** The event reported when a member is skipped or marked for a prefill endpoint. */
+  public static final String EVENT_FALLBACK = "fallback";
+
+  private static final Set<String> NOT_CHAINABLE = Set.of(TYPE, "mooncake", "sglang");
+
+  private final List<KVConnector> members;
+  private final long ttlNanos;
+  private final int memorySize;
+  private final Map<String, Long> marks;
+
+  /** A chain built from {@code context.config().params()}, members found by ServiceLoader. */
+  public FallbackConnector(KVConnectorProvider.Context context) {
+    this(context, KVConnectors.discover(FallbackConnector.class.getClassLoader()));
+  }
+
+  /** A chain whose members come from {@code registry}. */
+  public FallbackConnector(KVConnectorProvider.Context context, KVConnectors registry) {
+    super(context);
+    List<String> chain = chain(context.config().params().get("chain"));
+    Duration ttl = context.config().durationParam("fallbackTtl", Duration.ofMinutes(5));
+    if (ttl.isNegative()) {
+      throw new ConnectorConfigException(
+          "kvConnector.config.fallbackTtl", "must be >= 0, was " + ttl);
+    }
+    this.ttlNanos = ttl.toNanos();
+    this.memorySize = context.config().intParam("fallbackMemorySize", 4096);
+    if (memorySize < 1) {
+      throw new ConnectorConfigException(
+          "kvConnector.config.fallbackMemorySize", "must be >= 1, was " + memorySize);
+    }
+    Map<String, Object> memberParams = new LinkedHashMap<>(context.config().params());
+    memberParams.remove("chain");
+    memberParams.remove("fallbackTtl");
+    memberParams.remove("fallbackMemorySize");
+    List<KVConnector> built = new ArrayList<>();
+    for (String type : chain) {
+      built.add(
+          registry.create(
+              new KVConnectorProvider.Context(
+                  context.config().withType(type).withParams(memberParams),
+                  context.transport(),
+                  context.listener(),
+                  context.scheduler(),
+                  context.nanoClock())));
+    }
+    this.members = List.copyOf(built);
+    this.marks =
+        new LinkedHashMap<>(16, 0.75f, true) {
+          private static final long serialVersionUID = 1L;
+
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+            if (size() > memorySize) {
+              listener.connectorEvent(TYPE, "fallback_memory_evicted");
+              return true;
+            }
+            return false;
+          }
+        };
+  }
+
+  private static List<String> chain(Object value) {
+    String field = "kvConnector.config.chain";
+    if (value == null) {
+      return List.of(NixlConnector.TYPE, "http");
+    }
+    List<String> types = new ArrayList<>();
+    if (value instanceof Collection) {
+      for (Object o : (Collection<?>) value) {
+        types.add(String.valueOf(o));
+      }
+    } else {
+      String s = String.valueOf(value).trim();
+      if (s.startsWith("[") && s.endsWith("]")) {
+        s = s.substring(1, s.length() - 1);
+      }
+      for (String part : s.split(",")) {
+        types.add(part);
+      }
+    }
+    List<String> out = new ArrayList<>();
+    for (String t : types) {
+      String type = t.trim().toLowerCase(Locale.ROOT);
+      if (type.isEmpty()) {
+        continue;
+      }
+      if (NOT_CHAINABLE.contains(type)) {
+        throw new ConnectorConfigException(
+            field,
+            "must not contain \""
+                + type
+                + "\" (fallback chains hold sequential connectors such as nixl, lmcache, http)");
+      }
+      out.add(type);
+    }
+    if (out.isEmpty()) {
+      throw new ConnectorConfigException(
+          field, "must name at least one connector type, e.g. [nixl, http]; was " + value);
+    }
+    return out;
+  }
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  /** The member connectors' types, in chain order. */
+  public List<String> chainTypes() {
+    List<String> t = new ArrayList<>();
+    for (KVConnector m : members) {
+      t.add(m.type());
+    }
+    return t;
+  }
+
+  @Override
+  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    CompletableFuture<DecodeRequest> result = new CompletableFuture<>();
+    AtomicReference<CompletableFuture<DecodeRequest>> current = new AtomicReference<>();
+    result.whenComplete(
+        (r, t) -> {
+          CompletableFuture<DecodeRequest> c = current.get();
+          if (result.isCancelled() && c != null) {
+            c.cancel(true);
+          }
+        });
+    attempt(pd, firstUsable(pd, 0), result, current);
+    return result;
+  }
+
+  private int firstUsable(PdRequest pd, int from) {
+    if (!pd.disaggregated()) {
+      return from;
+    }
+    for (int i = from; i < members.size() - 1; i++) {
+      if (!isMarked(pd.prefill().id(), i)) {
+        return i;
+      }
+    }
+    return members.size() - 1;
+  }
+
+  private void attempt(
+      PdRequest pd,
+      int index,
+      CompletableFuture<DecodeRequest> result,
+      AtomicReference<CompletableFuture<DecodeRequest>> current) {
+    KVConnector member = members.get(index);
+    CompletableFuture<DecodeRequest> f;
+    try {
+      f = member.prepareDecode(pd);
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+      return;
+    }
+    current.set(f);
+    if (result.isCancelled()) {
+      f.cancel(true);
+      return;
+    }
+    f.whenComplete(
+        (d, t) -> {
+          if (t != null) {
+            Throwable cause = Futures.unwrap(t);
+            if (pd.disaggregated()
+                && index < members.size() - 1
+                && doesNotSpeak(cause)
+                && !result.isDone()) {
+              mark(pd.prefill().id(), index);
+              attempt(pd, firstUsable(pd, index + 1), result, current);
+            } else {
+              result.completeExceptionally(cause);
+            }
+            return;
+          }
+          if (pd.disaggregated()
+              && index < members.size() - 1
+              && "absent".equals(d.attributes().get("kv_transfer_params"))
+              && "length".equals(d.attributes().get("prefill_finish_reason"))) {
+            mark(pd.prefill().id(), index);
+          }
+          Map<String, String> attrs = new LinkedHashMap<>(d.attributes());
+          attrs.put("connector", member.type());
+          result.complete(new DecodeRequest(d.endpoint(), d.path(), d.headers(), d.body(), attrs));
+        });
+  }
+
+  /** A prefill answered 400/422 naming {@code kv_transfer_params}: the field is not understood. */
+  static boolean doesNotSpeak(Throwable t) {
+    if (!(t instanceof UpstreamException)) {
+      return false;
+    }
+    UpstreamException u = (UpstreamException) t;
+    return u.leg() == Leg.PREFILL
+        && u.kind() == UpstreamException.Kind.STATUS
+        && (u.upstreamStatus() == 400 || u.upstreamStatus() == 422)
+        && u.upstreamBody().map(b -> b.contains("kv_transfer_params")).orElse(false);
+  }
+
+  private boolean isMarked(String endpointId, int member) {
+    String key = key(endpointId, member);
+    synchronized (marks) {
+      Long until = marks.get(key);
+      if (until == null) {
+        return false;
+      }
+      if (context.nanoClock().getAsLong() - until >= 0) {
+        marks.remove(key);
+        return false;
+      }
+      return true;
+    }
+  }
+
+  private void mark(String endpointId, int member) {
+    synchronized (marks) {
+      marks.put(key(endpointId, member), context.nanoClock().getAsLong() + ttlNanos);
+    }
+    listener.connectorEvent(TYPE, EVENT_FALLBACK);
+  }
+
+  private String key(String endpointId, int member) {
+    return members.get(member).type() + "@" + endpointId;
+  }
+
+  /** The (endpoint, member) marks currently remembered; for tests and diagnostics. */
+  public int rememberedFallbacks() {
+    synchronized (marks) {
+      return marks.size();
+    }
+  }
+
+  @Override
+  public void close() {
+    for (KVConnector m : members) {
+      try {
+        m.close();
+      } catch (RuntimeException e) {
+        // closing the others matters more
+      }
+    }
+  }
+
+  /** The ServiceLoader provider of {@code fallback}. */
+  public static final class Provider implements KVConnectorProvider {
+    /** For ServiceLoader. */
+    public Provider() {}
+
+    @Override
+    public String type() {
+      return TYPE;
+    }
+
+    @Override
+    public String description() {
+      return "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
+          + " speak the previous one";
+    }
+
+    @Override
+    public KVConnector create(Context context) {
+      return new FallbackConnector(context);
+    }
+  }
+}

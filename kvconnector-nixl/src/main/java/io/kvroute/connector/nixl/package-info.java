@@ -1,0 +1,2 @@
+/** The nixl KV connector. */
+package io.kvroute.connector.nixl;

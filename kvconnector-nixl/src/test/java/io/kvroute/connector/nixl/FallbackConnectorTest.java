@@ -1,0 +1,184 @@
+package io.kvroute.connector.nixl;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnector.PdRequest;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.KVConnectors;
+import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.http.OpenAiJson;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import mockwebserver3.MockResponse;
+import org.junit.jupiter.api.Test;
+
+/** The {@code fallback} connector (default chain {@code [nixl, http]}) and its fallback rules. */
+class FallbackConnectorTest extends KVConnectorContract {
+
+  private final AtomicLong clock = new AtomicLong();
+
+  @Override
+  protected String type() {
+    return "fallback";
+  }
+
+  @Override
+  protected MockResponse prefillAnswer(InferenceRequest.Api api) {
+    return NixlConnectorTest.answer(NixlConnectorTest.PARAMS, "length");
+  }
+
+  private FallbackConnector chain(Map<String, Object> params) {
+    ConnectorListener l =
+        new ConnectorListener() {
+          @Override
+          public void connectorEvent(String connectorType, String event) {
+            events.add(connectorType + ":" + event);
+          }
+        };
+    return new FallbackConnector(
+        new KVConnectorProvider.Context(
+            config().withParams(params), transport, l, scheduler, clock::get),
+        KVConnectors.discover(getClass().getClassLoader()));
+  }
+
+  private KVConnector.DecodeRequest prepare(KVConnector c) throws Exception {
+    return c.prepareDecode(
+            new PdRequest(
+                request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":7}"),
+                prefillEndpoint(),
+                decodeEndpoint()))
+        .get(30, TimeUnit.SECONDS);
+  }
+
+  private JsonNode lastPrefillBody() throws Exception {
+    return body(prefillServer.takeRequest(5, TimeUnit.SECONDS));
+  }
+
+  @Test
+  void nixlPrefillerStaysOnNixl() throws Exception {
+    FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http")));
+    assertThat(c.chainTypes()).containsExactly("nixl", "http");
+    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
+    KVConnector.DecodeRequest d = prepare(c);
+    assertThat(d.attributes()).containsEntry("connector", "nixl");
+    assertThat(lastPrefillBody().has("kv_transfer_params")).isTrue();
+    assertThat(c.rememberedFallbacks()).isZero();
+  }
+
+  @Test
+  void strictServerRejectingTheFieldIsRetriedWithTheNextMemberAndRemembered() throws Exception {
+    FallbackConnector c = chain(Map.of("chain", "nixl, http"));
+    prefillServer.enqueue(
+        json(400, "{\"error\":{\"message\":\"unknown field: kv_transfer_params\"}}"));
+    prefillServer.enqueue(json(200, "{\"choices\":[{\"finish_reason\":\"length\"}]}"));
+    KVConnector.DecodeRequest d = prepare(c);
+    assertThat(d.attributes()).containsEntry("connector", "http");
+    assertThat(lastPrefillBody().has("kv_transfer_params")).isTrue();
+    assertThat(lastPrefillBody().has("kv_transfer_params")).as("http prefill").isFalse();
+    assertThat(OpenAiJson.MAPPER.readTree(d.body()).path("max_tokens").asInt()).isEqualTo(7);
+    assertThat(events).containsExactly("fallback:fallback");
+
+    // The next request goes to http directly: one prefill call, no NIXL fields.
+    prefillServer.enqueue(json(200, "{\"choices\":[{\"finish_reason\":\"length\"}]}"));
+    assertThat(prepare(c).attributes()).containsEntry("connector", "http");
+    assertThat(lastPrefillBody().has("kv_transfer_params")).isFalse();
+    assertThat(prefillServer.getRequestCount()).isEqualTo(3);
+
+    // After the TTL, NIXL is tried again.
+    clock.addAndGet(Duration.ofMinutes(5).toNanos());
+    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
+    assertThat(prepare(c).attributes()).containsEntry("connector", "nixl");
+    assertThat(lastPrefillBody().has("kv_transfer_params")).isTrue();
+  }
+
+  @Test
+  void lengthCappedPrefillWithoutParamsMarksTheEndpoint() throws Exception {
+    FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http")));
+    prefillServer.enqueue(NixlConnectorTest.answer(null, "length"));
+    KVConnector.DecodeRequest d = prepare(c);
+    assertThat(d.attributes())
+        .containsEntry("connector", "nixl")
+        .containsEntry("kv_transfer_params", "absent");
+    assertThat(OpenAiJson.MAPPER.readTree(d.body()).has("kv_transfer_params")).isFalse();
+    assertThat(c.rememberedFallbacks()).isEqualTo(1);
+    assertThat(events).contains("fallback:fallback", "nixl:prefill_without_kv_transfer_params");
+    lastPrefillBody();
+    prefillServer.enqueue(json(200, "{\"choices\":[{\"finish_reason\":\"length\"}]}"));
+    assertThat(prepare(c).attributes()).containsEntry("connector", "http");
+    assertThat(lastPrefillBody().has("kv_transfer_params")).isFalse();
+  }
+
+  @Test
+  void eosOnTheSingleTokenMarksNothing() throws Exception {
+    FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http")));
+    prefillServer.enqueue(NixlConnectorTest.answer(null, "stop"));
+    prepare(c);
+    assertThat(c.rememberedFallbacks()).isZero();
+    assertThat(events).doesNotContain("fallback:fallback");
+  }
+
+  @Test
+  void otherPrefillErrorsAreNotFallbacks() throws Exception {
+    FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http")));
+    prefillServer.enqueue(json(400, "{\"error\":\"prompt too long\"}"));
+    Throwable t =
+        failure(
+            c.prepareDecode(
+                new PdRequest(
+                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
+                    prefillEndpoint(),
+                    decodeEndpoint())));
+    assertThat(t).isInstanceOf(UpstreamException.class);
+    assertThat(((UpstreamException) t).upstreamStatus()).isEqualTo(400);
+    assertThat(prefillServer.getRequestCount()).isEqualTo(1);
+    assertThat(c.rememberedFallbacks()).isZero();
+  }
+
+  @Test
+  void memoryIsBounded() throws Exception {
+    FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http"), "fallbackMemorySize", 1));
+    for (String id : List.of("p1", "p2")) {
+      prefillServer.enqueue(NixlConnectorTest.answer(null, "length"));
+      c.prepareDecode(
+              new PdRequest(
+                  request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
+                  prefillEndpoint().withId(id),
+                  decodeEndpoint()))
+          .get(30, TimeUnit.SECONDS);
+    }
+    assertThat(c.rememberedFallbacks()).isEqualTo(1);
+    assertThat(events).contains("fallback:fallback_memory_evicted");
+  }
+
+  @Test
+  void invalidChainsAreConfigurationErrors() {
+    for (Object bad : List.of(List.of(), "", List.of("nixl", "sglang"), List.of("fallback"))) {
+      assertThatThrownBy(() -> chain(Map.of("chain", bad)))
+          .as(String.valueOf(bad))
+          .isInstanceOf(ConnectorConfigException.class)
+          .hasMessageContaining("kvConnector.config.chain");
+    }
+    assertThatThrownBy(() -> chain(Map.of("chain", List.of("nixl2"))))
+        .hasMessageContaining("nixl2");
+    assertThatThrownBy(() -> chain(Map.of("fallbackMemorySize", 0)))
+        .hasMessageContaining("fallbackMemorySize");
+  }
+
+  @Test
+  void defaultChainIsNixlThenHttp() {
+    assertThat(chain(Map.of()).chainTypes()).containsExactly("nixl", "http");
+    ConnectorConfig cfg = config();
+    assertThat(cfg.params()).isEmpty();
+  }
+}

@@ -1,0 +1,195 @@
+package io.kvroute.connector.sglang;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.connector.internal.Futures;
+import java.io.IOException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
+
+/**
+ * (A copy of the same helper in kvconnector-mooncake: the two modules do not depend on each other.)
+ *
+ * <p>Runs a prefill and a decode leg at the same time. The joined result is the decode response,
+ * handed out only once the prefill has succeeded too (as the SGLang model gateway does: a dead
+ * prefill is seen before any decode byte reaches the client, so the pair can still be retried). A
+ * failure of either leg cancels the other and fails the result with that leg's error; cancelling
+ * the result cancels both. The prefill leg keeps its upstream response so that cancelling it
+ * releases the connection at once, whatever stage it is in. Stateless; callbacks run on the
+ * completing leg's thread.
+ */
+final class ConcurrentLegs {
+  private ConcurrentLegs() {}
+
+  /** A prefill leg whose upstream call can be cancelled at any stage. */
+  static final class PrefillLeg {
+    final CompletableFuture<ObjectNode> result = new CompletableFuture<>();
+    private final AtomicReference<StreamingResponse> response = new AtomicReference<>();
+    private volatile CompletableFuture<StreamingResponse> head;
+
+    /**
+     * Sends {@code out} and parses its 2xx JSON answer (at most {@code maxBytes}); a non-2xx answer
+     * becomes {@code errorFrom(response)}. {@code settled} runs once with the outcome before {@code
+     * result} completes.
+     */
+    static PrefillLeg send(
+        HttpTransport transport,
+        HttpTransport.Outbound out,
+        int maxBytes,
+        Function<StreamingResponse, CompletableFuture<UpstreamException>> errorFrom,
+        BiConsumer<ObjectNode, Throwable> settled) {
+      PrefillLeg leg = new PrefillLeg();
+      leg.head = transport.send(out);
+      leg.head.whenComplete(
+          (resp, t) -> {
+            if (t != null) {
+              leg.finish(null, Futures.unwrap(t), settled);
+              return;
+            }
+            leg.response.set(resp);
+            if (leg.result.isDone()) {
+              resp.cancel();
+              return;
+            }
+            if (resp.status() / 100 != 2) {
+              errorFrom
+                  .apply(resp)
+                  .whenComplete((e, t2) -> leg.finish(null, e != null ? e : t2, settled));
+              return;
+            }
+            resp.readAll(maxBytes)
+                .whenComplete(
+                    (bytes, t2) -> {
+                      if (t2 != null) {
+                        Throwable cause = Futures.unwrap(t2);
+                        leg.finish(
+                            null,
+                            cause instanceof UpstreamException
+                                ? cause
+                                : new UpstreamException(
+                                    Leg.PREFILL,
+                                    out.endpoint().id(),
+                                    UpstreamException.Kind.IO,
+                                    0,
+                                    null,
+                                    null,
+                                    "prefill response from "
+                                        + out.endpoint().baseUrl()
+                                        + " failed: "
+                                        + cause.getMessage(),
+                                    cause),
+                            settled);
+                        return;
+                      }
+                      leg.finish(parse(out, bytes), null, settled);
+                    });
+          });
+      return leg;
+    }
+
+    private static Object parse(HttpTransport.Outbound out, byte[] bytes) {
+      try {
+        JsonNode n = OpenAiJson.MAPPER.readTree(bytes);
+        if (n != null && n.isObject()) {
+          return n;
+        }
+      } catch (IOException e) {
+        // reported below
+      }
+      return new UpstreamException(
+          Leg.PREFILL,
+          out.endpoint().id(),
+          UpstreamException.Kind.PROTOCOL,
+          0,
+          null,
+          null,
+          "prefill response from " + out.endpoint().baseUrl() + " is not a JSON object",
+          null);
+    }
+
+    private void finish(Object value, Throwable error, BiConsumer<ObjectNode, Throwable> settled) {
+      if (value instanceof ConnectorException) {
+        error = (ConnectorException) value;
+        value = null;
+      }
+      if (result.isDone()) {
+        return;
+      }
+      ObjectNode node = (ObjectNode) value;
+      try {
+        settled.accept(node, error);
+      } finally {
+        if (error != null) {
+          result.completeExceptionally(error);
+        } else {
+          result.complete(node);
+        }
+      }
+    }
+
+    /** Cancels the leg and releases its upstream call, whatever stage it is in. */
+    void cancel() {
+      result.cancel(true);
+      CompletableFuture<StreamingResponse> h = head;
+      if (h != null) {
+        h.cancel(true);
+      }
+      StreamingResponse r = response.get();
+      if (r != null) {
+        r.cancel();
+      }
+    }
+  }
+
+  static CompletableFuture<StreamingResponse> join(
+      PrefillLeg prefill, CompletableFuture<StreamingResponse> decode) {
+    CompletableFuture<StreamingResponse> result = new CompletableFuture<>();
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            prefill.cancel();
+            cancelDecode(decode);
+          }
+        });
+    decode.whenComplete(
+        (d, t) -> {
+          // A decode cancelled by this class is not a decode failure.
+          if (t != null && !decode.isCancelled() && !result.isDone()) {
+            prefill.cancel();
+            result.completeExceptionally(Futures.unwrap(t));
+          }
+        });
+    prefill.result.whenComplete(
+        (p, t) -> {
+          if (t != null) {
+            // A prefill cancelled by this class: the decode failure or the caller decides.
+            if (!prefill.result.isCancelled() && !result.isDone()) {
+              cancelDecode(decode);
+              result.completeExceptionally(Futures.unwrap(t));
+            }
+            return;
+          }
+          decode.whenComplete(
+              (d, t2) -> {
+                if (t2 == null && !result.complete(d)) {
+                  d.cancel();
+                }
+              });
+        });
+    return result;
+  }
+
+  private static void cancelDecode(CompletableFuture<StreamingResponse> decode) {
+    if (!decode.cancel(true)) {
+      decode.thenAccept(StreamingResponse::cancel);
+    }
+  }
+}

@@ -1,0 +1,266 @@
+package io.kvroute.connector.sglang;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.OpenAiJson;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.LongSupplier;
+
+/**
+ * The {@code sglang} connector: SGLang's prefill/decode disaggregation with its bootstrap
+ * rendezvous, as SGLang's {@code mini_lb} and {@code sgl-model-gateway}, llm-d's {@code sglang},
+ * Kthena's and AIBrix's SGLang connectors speak it (spec §2.7).
+ *
+ * <ol>
+ *   <li><b>Decode leg</b>: the client's body (client transfer fields removed) plus the top-level
+ *       {@code bootstrap_host} (the prefill endpoint's host, IPv6 in brackets), {@code
+ *       bootstrap_port} (see below; JSON {@code null} lets the receiving server use its own {@code
+ *       --disaggregation-bootstrap-port}) and {@code bootstrap_room} (a random integer in [0,
+ *       2<sup>63</sup>−1], drawn anew for every call, so a retry on another pair never reuses a
+ *       room). A completions request whose {@code prompt} is a batch (an array of strings or of
+ *       token arrays) gets one list entry per prompt, each with its own room.
+ *   <li><b>Prefill leg</b>: the same body with {@code stream=false}, {@code max_tokens=1}, {@code
+ *       max_completion_tokens=1} only when present, and without {@code stream_options}, {@code
+ *       min_tokens}, {@code min_completion_tokens} (as AIBrix and Kthena send it; {@code mini_lb}
+ *       sends the decode body unchanged, which a disaggregated prefill server handles the same
+ *       way). The answer is only checked for success.
+ *   <li>Both legs are sent <b>at the same time</b>: SGLang's decode receiver contacts the prefill's
+ *       bootstrap server keyed by the room, so neither can finish alone.
+ * </ol>
+ *
+ * <p>{@link #proxy} hands out the decode stream once the prefill has succeeded as well (as {@code
+ * sgl-model-gateway} does): a prefill failure cancels decode and fails with a retryable {@link
+ * io.kvroute.connector.UpstreamException} naming {@link Leg#PREFILL}; a decode failure cancels the
+ * prefill; cancelling cancels both. {@link #prepareDecode} <em>starts</em> the prefill (detached,
+ * bounded by the prefill timeout, reported to the listener) and returns the decode request, which
+ * the gateway must send at once. Both legs carry the same {@code X-Request-Id}.
+ *
+ * <p>Parameters (the {@code config:} block):
+ *
+ * <ul>
+ *   <li>{@code bootstrapPort} (default: unset, sent as {@code null}): the prefill servers' {@code
+ *       --disaggregation-bootstrap-port} (SGLang's default is 8998). An endpoint label {@code
+ *       kvroute.io/sglang-bootstrap-port} overrides it per prefill endpoint (AIBrix reads the same
+ *       fact from a pod annotation).
+ *   <li>{@code maxRequestBytes} (default 16 MiB; larger bodies get 413), {@code
+ *       maxPrefillResponseBytes} (default 4 MiB).
+ * </ul>
+ *
+ * <p>Not handled: merging prefill {@code input_token_logprobs} into the decode answer ({@code
+ * return_logprob}), and per-item lists for {@code n > 1} (both untested in every reference, spec
+ * §8.13–14).
+ *
+ * <p>Thread-safe; the room source is {@link ThreadLocalRandom} unless a test injects one.
+ */
+public final class SglangConnector extends AbstractHttpConnector {
+
+  /** The type name. */
+  public static final String TYPE = "sglang";
+
+  /** Endpoint label overriding {@code bootstrapPort}. */
+  public static final String BOOTSTRAP_PORT_LABEL = "kvroute.io/sglang-bootstrap-port";
+
+  private final Integer bootstrapPort;
+  private final int maxPrefillResponseBytes;
+  private final LongSupplier rooms;
+
+  /** A connector in {@code context}; reads the parameters listed above. */
+  public SglangConnector(KVConnectorProvider.Context context) {
+    this(context, () -> ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+  }
+
+  SglangConnector(KVConnectorProvider.Context context, LongSupplier rooms) {
+    super(context);
+    this.rooms = rooms;
+    this.maxPrefillResponseBytes =
+        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
+    if (context.config().params().get("bootstrapPort") == null) {
+      this.bootstrapPort = null;
+    } else {
+      int p = context.config().intParam("bootstrapPort", 8998);
+      if (p < 1 || p > 65535) {
+        throw new ConnectorConfigException(
+            "kvConnector.config.bootstrapPort", "must be in 1..65535, was " + p);
+      }
+      this.bootstrapPort = p;
+    }
+  }
+
+  @Override
+  public String type() {
+    return TYPE;
+  }
+
+  private Integer bootstrapPort(Endpoint prefill) {
+    String label = prefill.label(BOOTSTRAP_PORT_LABEL);
+    if (label == null) {
+      return bootstrapPort;
+    }
+    try {
+      return Integer.valueOf(label.trim());
+    } catch (NumberFormatException e) {
+      throw new ConnectorConfigException(
+          "endpoint " + prefill.id() + " label " + BOOTSTRAP_PORT_LABEL,
+          "must be a port number, was \"" + label + "\"");
+    }
+  }
+
+  /** The batch size of a completions prompt array, or 0 for a single prompt. */
+  private static int batchSize(ObjectNode body) {
+    JsonNode prompt = body.get("prompt");
+    if (prompt == null || !prompt.isArray() || prompt.size() == 0) {
+      return 0;
+    }
+    JsonNode first = prompt.get(0);
+    return first.isTextual() || first.isArray() ? prompt.size() : 0;
+  }
+
+  /** Adds the bootstrap fields to {@code body} in place; returns the (first) room. */
+  private long addBootstrap(ObjectNode body, Endpoint prefill) {
+    Integer port = bootstrapPort(prefill);
+    String host = prefill.host().indexOf(':') >= 0 ? "[" + prefill.host() + "]" : prefill.host();
+    int n = batchSize(body);
+    if (n == 0) {
+      long room = rooms.getAsLong();
+      body.put("bootstrap_host", host);
+      if (port == null) {
+        body.putNull("bootstrap_port");
+      } else {
+        body.put("bootstrap_port", port.intValue());
+      }
+      body.put("bootstrap_room", room);
+      return room;
+    }
+    ArrayNode hosts = body.putArray("bootstrap_host");
+    ArrayNode ports = body.putArray("bootstrap_port");
+    ArrayNode roomList = body.putArray("bootstrap_room");
+    long first = 0;
+    for (int i = 0; i < n; i++) {
+      hosts.add(host);
+      if (port == null) {
+        ports.addNull();
+      } else {
+        ports.add(port.intValue());
+      }
+      long room = rooms.getAsLong();
+      if (i == 0) {
+        first = room;
+      }
+      roomList.add(room);
+    }
+    return first;
+  }
+
+  private static ObjectNode prefillBody(ObjectNode decodeBody) {
+    ObjectNode p = decodeBody.deepCopy();
+    p.put("stream", false);
+    p.put("max_tokens", 1);
+    if (p.has("max_completion_tokens")) {
+      p.put("max_completion_tokens", 1);
+    }
+    p.remove("stream_options");
+    p.remove("min_tokens");
+    p.remove("min_completion_tokens");
+    return p;
+  }
+
+  private record Legs(ObjectNode prefill, DecodeRequest decode) {}
+
+  private Legs legs(PdRequest pd, ObjectNode body) {
+    long room = addBootstrap(body, pd.prefill());
+    Map<String, String> attrs = new LinkedHashMap<>();
+    attrs.put("mode", "prefill_decode");
+    attrs.put("bootstrap_room", Long.toString(room));
+    return new Legs(prefillBody(body), decodeRequest(pd.request(), pd.decode(), body, attrs));
+  }
+
+  private ConcurrentLegs.PrefillLeg sendPrefill(PdRequest pd, ObjectNode prefill) {
+    Endpoint endpoint = pd.prefill();
+    long start = context.nanoClock().getAsLong();
+    return ConcurrentLegs.PrefillLeg.send(
+        transport,
+        new HttpTransport.Outbound(
+            Leg.PREFILL,
+            endpoint,
+            pd.request().api().path(),
+            legHeaders(pd.request()),
+            OpenAiJson.toBytes(prefill),
+            context.prefillTimeout(),
+            false),
+        maxPrefillResponseBytes,
+        resp -> errorFrom(Leg.PREFILL, endpoint, resp),
+        (answer, t) ->
+            listener.prefillEnded(
+                TYPE,
+                endpoint.id(),
+                ConnectorListener.outcome(t),
+                context.nanoClock().getAsLong() - start));
+  }
+
+  @Override
+  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    ObjectNode body;
+    Legs legs;
+    try {
+      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
+      if (!pd.disaggregated()) {
+        return CompletableFuture.completedFuture(
+            decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
+      }
+      legs = legs(pd, body);
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    sendPrefill(pd, legs.prefill()); // detached: bounded by the prefill timeout, reported
+    return CompletableFuture.completedFuture(legs.decode());
+  }
+
+  @Override
+  public CompletableFuture<StreamingResponse> proxy(PdRequest pd) {
+    if (!pd.disaggregated()) {
+      return super.proxy(pd);
+    }
+    Legs legs;
+    try {
+      legs = legs(pd, OpenAiJson.stripTransferFields(parseBody(pd.request())));
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+    return ConcurrentLegs.join(sendPrefill(pd, legs.prefill()), sendDecode(legs.decode()));
+  }
+
+  /** The ServiceLoader provider of {@code sglang}. */
+  public static final class Provider implements KVConnectorProvider {
+    /** For ServiceLoader. */
+    public Provider() {}
+
+    @Override
+    public String type() {
+      return TYPE;
+    }
+
+    @Override
+    public String description() {
+      return "SGLang PD: bootstrap_host/port/room on both legs, prefill and decode together";
+    }
+
+    @Override
+    public KVConnector create(Context context) {
+      return new SglangConnector(context);
+    }
+  }
+}

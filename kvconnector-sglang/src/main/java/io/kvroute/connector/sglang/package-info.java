@@ -1,0 +1,2 @@
+/** The sglang KV connector. */
+package io.kvroute.connector.sglang;

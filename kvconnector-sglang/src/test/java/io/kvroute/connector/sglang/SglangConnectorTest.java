@@ -1,0 +1,257 @@
+package io.kvroute.connector.sglang;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnector.PdRequest;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.http.OpenAiJson;
+import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import mockwebserver3.Dispatcher;
+import mockwebserver3.MockResponse;
+import mockwebserver3.RecordedRequest;
+import org.junit.jupiter.api.Test;
+
+/** The {@code sglang} connector against the contract and SGLang's bootstrap protocol. */
+class SglangConnectorTest extends KVConnectorContract {
+
+  @Override
+  protected String type() {
+    return "sglang";
+  }
+
+  @Override
+  protected boolean sequential() {
+    return false;
+  }
+
+  @Override
+  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
+    super.checkPrefillBody(prefill, original, api);
+    assertThat(prefill.get("bootstrap_host").asText()).isEqualTo("127.0.0.1");
+    assertThat(prefill.get("bootstrap_port").isNull()).isTrue();
+    assertThat(prefill.get("bootstrap_room").isIntegralNumber()).isTrue();
+  }
+
+  @Override
+  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
+    super.checkDecodeBody(decode, original);
+    assertThat(decode.get("bootstrap_room").asLong()).isNotNegative();
+  }
+
+  private SglangConnector fixedRooms(ConnectorConfig cfg, long firstRoom) {
+    AtomicLong next = new AtomicLong(firstRoom);
+    return new SglangConnector(
+        new KVConnectorProvider.Context(
+            cfg, transport, ConnectorListener.NONE, scheduler, System::nanoTime),
+        next::getAndIncrement);
+  }
+
+  private String[] run(KVConnector c, Endpoint prefill, String original) throws Exception {
+    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
+    decodeServer.enqueue(json(200, "{}"));
+    StreamingResponse r =
+        c.proxy(
+                new PdRequest(
+                    request(InferenceRequest.Api.COMPLETIONS, original), prefill, decodeEndpoint()))
+            .get(30, TimeUnit.SECONDS);
+    r.readAll(1 << 16).get(30, TimeUnit.SECONDS);
+    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
+    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
+    assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo(d.getHeaders().get("X-Request-Id"));
+    return new String[] {p.getBody().utf8(), d.getBody().utf8()};
+  }
+
+  @Test
+  void exactBodies() throws Exception {
+    long room = Long.MAX_VALUE - 5; // above 2^53: must survive as an exact integer
+    String[] legs =
+        run(
+            fixedRooms(config(), room),
+            prefillEndpoint(),
+            "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":20,\"min_tokens\":2,\"stream\":true,"
+                + "\"stream_options\":{\"include_usage\":true},\"bootstrap_room\":1}");
+    String bootstrap =
+        "\"bootstrap_host\":\"127.0.0.1\",\"bootstrap_port\":null,\"bootstrap_room\":" + room;
+    assertThat(legs[1])
+        .isEqualTo(
+            "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":20,\"min_tokens\":2,\"stream\":true,"
+                + "\"stream_options\":{\"include_usage\":true},"
+                + bootstrap
+                + "}");
+    assertThat(legs[0])
+        .isEqualTo(
+            "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":1,\"stream\":false,"
+                + bootstrap
+                + "}");
+  }
+
+  @Test
+  void roomsAreFreshPerCallAndSharedByBothLegs() throws Exception {
+    KVConnector c = connector();
+    Set<Long> rooms = new HashSet<>();
+    for (int i = 0; i < 3; i++) {
+      String[] legs = run(c, prefillEndpoint(), "{\"prompt\":\"x\"}");
+      long p = OpenAiJson.MAPPER.readTree(legs[0]).get("bootstrap_room").asLong();
+      long d = OpenAiJson.MAPPER.readTree(legs[1]).get("bootstrap_room").asLong();
+      assertThat(p).isEqualTo(d).isNotNegative();
+      rooms.add(p);
+    }
+    assertThat(rooms).hasSize(3);
+  }
+
+  @Test
+  void batchPromptsGetPerItemLists() throws Exception {
+    String[] legs =
+        run(
+            fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 7),
+            prefillEndpoint(),
+            "{\"prompt\":[\"a\",\"b\"]}");
+    assertThat(legs[1])
+        .isEqualTo(
+            "{\"prompt\":[\"a\",\"b\"],\"bootstrap_host\":[\"127.0.0.1\",\"127.0.0.1\"],"
+                + "\"bootstrap_port\":[8998,8998],\"bootstrap_room\":[7,8]}");
+    String[] tokens = run(fixedRooms(config(), 1), prefillEndpoint(), "{\"prompt\":[1,2,3]}");
+    assertThat(OpenAiJson.MAPPER.readTree(tokens[1]).get("bootstrap_room").isNumber()).isTrue();
+  }
+
+  @Test
+  void labelPortAndIpv6Host() throws Exception {
+    Endpoint v6 =
+        new Endpoint(
+            "p6",
+            "http",
+            "::1",
+            prefillServer.getPort(),
+            Endpoint.Role.PREFILL,
+            Map.of(SglangConnector.BOOTSTRAP_PORT_LABEL, "9100"));
+    KVConnector.DecodeRequest d =
+        fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 3)
+            .prepareDecode(
+                new PdRequest(
+                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
+                    v6,
+                    decodeEndpoint()))
+            .get(30, TimeUnit.SECONDS);
+    assertThat(new String(d.body(), StandardCharsets.UTF_8))
+        .isEqualTo(
+            "{\"prompt\":\"x\",\"bootstrap_host\":\"[::1]\",\"bootstrap_port\":9100,"
+                + "\"bootstrap_room\":3}");
+    assertThat(d.attributes()).containsEntry("bootstrap_room", "3");
+    assertThatThrownBy(() -> connector(config().withParams(Map.of("bootstrapPort", 0))))
+        .isInstanceOf(ConnectorConfigException.class)
+        .hasMessageContaining("bootstrapPort");
+  }
+
+  @Test
+  void bothLegsAreInFlightTogether() throws Exception {
+    CountDownLatch decodeArrived = new CountDownLatch(1);
+    decodeServer.setDispatcher(
+        new Dispatcher() {
+          @Override
+          public MockResponse dispatch(RecordedRequest r) {
+            decodeArrived.countDown();
+            return json(200, "{\"ok\":true}");
+          }
+        });
+    prefillServer.setDispatcher(
+        new Dispatcher() {
+          @Override
+          public MockResponse dispatch(RecordedRequest r) throws InterruptedException {
+            return decodeArrived.await(10, TimeUnit.SECONDS)
+                ? json(200, "{\"choices\":[]}")
+                : json(500, "{\"error\":\"decode never came\"}");
+          }
+        });
+    StreamingResponse r =
+        connector()
+            .proxy(
+                new PdRequest(
+                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
+                    prefillEndpoint(),
+                    decodeEndpoint()))
+            .get(30, TimeUnit.SECONDS);
+    assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8))
+        .contains("ok");
+  }
+
+  @Test
+  void decodeFailureCancelsThePrefill() throws Exception {
+    prefillServer.enqueue(
+        new MockResponse.Builder()
+            .onResponseStart(mockwebserver3.SocketEffect.Stall.INSTANCE)
+            .build());
+    decodeServer.enqueue(json(503, "{\"error\":\"busy\"}"));
+    Throwable t =
+        failure(
+            connector()
+                .proxy(
+                    new PdRequest(
+                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
+                        prefillEndpoint(),
+                        decodeEndpoint())));
+    assertThat(((io.kvroute.connector.UpstreamException) t).leg())
+        .isEqualTo(io.kvroute.connector.Leg.DECODE);
+    await("prefill call cancelled", () -> transport.callsAwaitingHead() == 0);
+  }
+
+  @Test
+  void aRetryOnAnotherPairGetsANewRoom() throws Exception {
+    try (mockwebserver3.MockWebServer failing = new mockwebserver3.MockWebServer()) {
+      failing.enqueue(json(503, "{\"error\":\"busy\"}"));
+      failing.start();
+      prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
+      decodeServer.setDispatcher(
+          new Dispatcher() {
+            @Override
+            public MockResponse dispatch(RecordedRequest r) {
+              return json(200, "{\"ok\":true}");
+            }
+          });
+      Endpoint p1 =
+          new Endpoint("p1", "http", "127.0.0.1", failing.getPort(), Endpoint.Role.PREFILL, null);
+      StreamingResponse r =
+          io.kvroute.connector.PdOrchestrator.builder(connector(), scheduler)
+              .retryBudget(io.kvroute.connector.RetryBudget.unlimited())
+              .retry(
+                  new ConnectorConfig.Retry(
+                      3, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(10)))
+              .build()
+              .execute(
+                  request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
+                  java.util.List.of(
+                      new io.kvroute.connector.PdOrchestrator.Pair(p1, decodeEndpoint()),
+                      new io.kvroute.connector.PdOrchestrator.Pair(
+                          prefillEndpoint(), decodeEndpoint())))
+              .get(30, TimeUnit.SECONDS);
+      assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8))
+          .contains("ok");
+      long first = body(failing.takeRequest(5, TimeUnit.SECONDS)).get("bootstrap_room").asLong();
+      long second =
+          body(prefillServer.takeRequest(5, TimeUnit.SECONDS)).get("bootstrap_room").asLong();
+      assertThat(second).isNotEqualTo(first);
+      Set<Long> decodeRooms = new HashSet<>();
+      for (RecordedRequest d = decodeServer.takeRequest(1, TimeUnit.SECONDS);
+          d != null;
+          d = decodeServer.takeRequest(100, TimeUnit.MILLISECONDS)) {
+        decodeRooms.add(body(d).get("bootstrap_room").asLong());
+      }
+      assertThat(decodeRooms).contains(second);
+    }
+  }
+}

@@ -1,0 +1,171 @@
+package io.kvroute.connector.sidecar;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnector;
+import io.kvroute.connector.KVConnector.PdRequest;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.KVConnectors;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.OkHttpTransport;
+import java.nio.charset.StandardCharsets;
+import java.security.KeyStore;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import mockwebserver3.MockResponse;
+import mockwebserver3.MockWebServer;
+import mockwebserver3.RecordedRequest;
+import okhttp3.tls.HandshakeCertificates;
+import okhttp3.tls.HeldCertificate;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Per-leg TLS: an HTTPS prefill pod with a self-signed certificate and a plain-HTTP decode pod,
+ * with the prefill-target header checked by the allowlist first, as a sidecar runs them.
+ */
+class PerLegTransportTest {
+  private static final HeldCertificate CERT =
+      new HeldCertificate.Builder().addSubjectAlternativeName("127.0.0.1").build();
+
+  private MockWebServer prefill;
+  private MockWebServer decode;
+  private ScheduledExecutorService scheduler;
+
+  @BeforeEach
+  void start() throws Exception {
+    prefill = new MockWebServer();
+    prefill.useHttps(
+        new HandshakeCertificates.Builder().heldCertificate(CERT).build().sslSocketFactory());
+    prefill.start();
+    decode = new MockWebServer();
+    decode.start();
+    scheduler = Executors.newSingleThreadScheduledExecutor();
+  }
+
+  @AfterEach
+  void stop() {
+    scheduler.shutdownNow();
+    prefill.close();
+    decode.close();
+  }
+
+  private static KeyStore trusting(HeldCertificate cert) throws Exception {
+    KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
+    ks.load(null, null);
+    ks.setCertificateEntry("prefill-ca", cert.certificate());
+    return ks;
+  }
+
+  private KVConnector http(PerLegTransport t) {
+    return KVConnectors.discover(getClass().getClassLoader())
+        .create(
+            new KVConnectorProvider.Context(
+                ConnectorConfig.of("http"),
+                t,
+                ConnectorListener.NONE,
+                scheduler,
+                System::nanoTime));
+  }
+
+  private PdRequest pd(PrefillTargetAllowlist allow) {
+    InferenceRequest req =
+        InferenceRequest.of(
+            InferenceRequest.Api.COMPLETIONS,
+            "{\"prompt\":\"x\"}".getBytes(StandardCharsets.UTF_8),
+            Map.of("x-prefiller-host-port", List.of("https://127.0.0.1:" + prefill.getPort())),
+            "id-1");
+    Endpoint p = allow.prefillTarget(req.headers()).orElseThrow();
+    return new PdRequest(req, p, Endpoint.of(decode.url("/").toString(), Endpoint.Role.DECODE));
+  }
+
+  private static MockResponse ok(String body) {
+    return new MockResponse.Builder()
+        .code(200)
+        .setHeader("Content-Type", "application/json")
+        .body(body)
+        .build();
+  }
+
+  @Test
+  void prefillOverTlsDecodeInPlainText() throws Exception {
+    PrefillTargetAllowlist allow = PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
+    prefill.enqueue(ok("{\"choices\":[]}"));
+    decode.enqueue(ok("{\"done\":true}"));
+    try (PerLegTransport t =
+        PerLegTransport.of(
+            OkHttpTransport.builder().trustStore(trusting(CERT)).build(),
+            OkHttpTransport.create())) {
+      byte[] body =
+          http(t)
+              .proxy(pd(allow))
+              .get(30, TimeUnit.SECONDS)
+              .readAll(1 << 16)
+              .get(30, TimeUnit.SECONDS);
+      assertThat(new String(body, StandardCharsets.UTF_8)).isEqualTo("{\"done\":true}");
+      RecordedRequest p = prefill.takeRequest(5, TimeUnit.SECONDS);
+      assertThat(p.getHandshake()).as("prefill leg used TLS").isNotNull();
+      assertThat(decode.takeRequest(5, TimeUnit.SECONDS).getHandshake()).isNull();
+      assertThat(t.forLeg(Leg.PREFILL)).isNotSameAs(t.forLeg(Leg.DECODE));
+    }
+  }
+
+  @Test
+  void untrustedCertificateFailsThePrefillLeg() throws Exception {
+    PrefillTargetAllowlist allow = PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
+    decode.enqueue(ok("{}"));
+    HeldCertificate other =
+        new HeldCertificate.Builder().addSubjectAlternativeName("127.0.0.1").build();
+    try (PerLegTransport t =
+        PerLegTransport.of(
+            OkHttpTransport.builder().trustStore(trusting(other)).build(),
+            OkHttpTransport.create())) {
+      try {
+        http(t).proxy(pd(allow)).get(30, TimeUnit.SECONDS);
+        throw new AssertionError("expected a TLS failure");
+      } catch (ExecutionException e) {
+        assertThat(e.getCause()).isInstanceOf(UpstreamException.class);
+        UpstreamException u = (UpstreamException) e.getCause();
+        assertThat(u.leg()).isEqualTo(Leg.PREFILL);
+        assertThat(u.kind()).isEqualTo(UpstreamException.Kind.IO);
+      }
+      assertThat(decode.getRequestCount()).isZero();
+    }
+  }
+
+  @Test
+  void insecureSkipVerifyOnThePrefillLegOnly() throws Exception {
+    PrefillTargetAllowlist allow = PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
+    prefill.enqueue(ok("{}"));
+    decode.enqueue(ok("{\"ok\":1}"));
+    try (PerLegTransport t =
+        PerLegTransport.of(
+            OkHttpTransport.builder().insecureSkipVerifyForTestsOnly().build(),
+            OkHttpTransport.create())) {
+      assertThat(http(t).proxy(pd(allow)).get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
+    }
+  }
+
+  @Test
+  void probeGoesThroughTheRoleTransport() throws Exception {
+    prefill.enqueue(new MockResponse.Builder().code(200).build());
+    try (PerLegTransport t =
+        PerLegTransport.of(
+            OkHttpTransport.builder().trustStore(trusting(CERT)).build(),
+            OkHttpTransport.create())) {
+      Endpoint p = Endpoint.of("https://127.0.0.1:" + prefill.getPort(), Endpoint.Role.PREFILL);
+      assertThat(t.probe(p, "/health", java.time.Duration.ofSeconds(5)).get(30, TimeUnit.SECONDS))
+          .isEqualTo(200);
+    }
+  }
+}

@@ -1,0 +1,807 @@
+package io.kvroute.service.internal;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParseException;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.exc.InputCoercionException;
+import io.kvroute.kvindex.PrefixMatch;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+
+/**
+ * Streaming (tree-free) parsing of {@code POST /api/v1/score} bodies and writing of its answers.
+ * Each field error is an {@link ApiException} naming the field ({@code token_ids[3]}).
+ *
+ * <p>A {@link Parsed} is reused by one thread across requests; not thread-safe.
+ */
+final class ScoreCodec {
+  static final JsonFactory JSON = new JsonFactory();
+  private static final BigInteger U64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
+  static final String KNOWN_FIELDS =
+      "prompt, token_ids, prompt_blocks, model, lora, candidate_pods";
+
+  private ScoreCodec() {}
+
+  /** A parsed request; buffers are reused. */
+  static final class Parsed {
+    String prompt;
+    int[] tokens = new int[4096];
+    int numTokens = -1;
+    long[] blocks = new long[256];
+    int numBlocks = -1;
+    String model;
+    String lora;
+    final ArrayList<String> candidates = new ArrayList<>();
+    boolean hasCandidates;
+    final HashSet<String> seen = new HashSet<>();
+
+    void reset() {
+      prompt = null;
+      numTokens = -1;
+      numBlocks = -1;
+      model = null;
+      lora = null;
+      candidates.clear();
+      hasCandidates = false;
+    }
+
+    /** The name whose chain roots the request keys (LoRA, else the model, else null = base). */
+    String keyRoot() {
+      return lora != null ? lora : model;
+    }
+
+    /** A copy safe to hand to another thread (for the asynchronous tokenizer path). */
+    Parsed detach() {
+      Parsed p = new Parsed();
+      p.prompt = prompt;
+      p.model = model;
+      p.lora = lora;
+      p.candidates.addAll(candidates);
+      p.hasCandidates = hasCandidates;
+      p.tokens = new int[0];
+      p.blocks = new long[0];
+      return p;
+    }
+  }
+
+  /**
+   * Parses a score request: a fast scanner for the common well-formed shapes, falling back to a
+   * Jackson streaming parse (which produces the precise field errors) on anything else.
+   */
+  static void parse(
+      byte[] body, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+    out.reset();
+    if (new Fast(body, len, out, maxTokens, maxBlocks, maxCandidates).parse()) {
+      if (out.prompt == null && out.numTokens < 0 && out.numBlocks < 0) {
+        throw ApiException.badRequest(
+            "prompt", "one of prompt, token_ids or prompt_blocks is required");
+      }
+      return;
+    }
+    out.reset();
+    parseSlow(body, len, out, maxTokens, maxBlocks, maxCandidates);
+  }
+
+  static void parseSlow(
+      byte[] body, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+    try (JsonParser p = JSON.createParser(body, 0, len)) {
+      JsonToken t = p.nextToken();
+      if (t != JsonToken.START_OBJECT) {
+        throw ApiException.badRequest("body", "the body must be a JSON object");
+      }
+      while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        t = p.nextToken();
+        switch (name) {
+          case "prompt":
+            out.prompt = optionalString(p, t, "prompt");
+            break;
+          case "model":
+            out.model = optionalString(p, t, "model");
+            if (out.model != null && out.model.isEmpty()) {
+              out.model = null;
+            }
+            break;
+          case "lora":
+            out.lora = optionalString(p, t, "lora");
+            if (out.lora != null && out.lora.isEmpty()) {
+              out.lora = null;
+            }
+            break;
+          case "token_ids":
+            if (t != JsonToken.VALUE_NULL) {
+              parseTokens(p, t, out, maxTokens);
+            }
+            break;
+          case "prompt_blocks":
+            if (t != JsonToken.VALUE_NULL) {
+              parseBlocks(p, t, out, maxBlocks);
+            }
+            break;
+          case "candidate_pods":
+            if (t != JsonToken.VALUE_NULL) {
+              parseCandidates(p, t, out, maxCandidates);
+            }
+            break;
+          default:
+            throw ApiException.badRequest(
+                name, "unknown field \"" + name + "\" (known: " + KNOWN_FIELDS + ")");
+        }
+      }
+      if (p.nextToken() != null) {
+        throw ApiException.badRequest("body", "unexpected content after the JSON object");
+      }
+    } catch (InputCoercionException e) {
+      throw ApiException.badRequest("body", "number out of range: " + e.getOriginalMessage());
+    } catch (JsonParseException e) {
+      throw ApiException.badRequest(
+          "body",
+          "invalid JSON at line "
+              + e.getLocation().getLineNr()
+              + ", column "
+              + e.getLocation().getColumnNr()
+              + ": "
+              + e.getOriginalMessage());
+    } catch (IOException e) {
+      throw ApiException.badRequest("body", "unreadable body: " + e.getMessage());
+    }
+    if (out.prompt == null && out.numTokens < 0 && out.numBlocks < 0) {
+      throw ApiException.badRequest(
+          "prompt", "one of prompt, token_ids or prompt_blocks is required");
+    }
+  }
+
+  /**
+   * A scanner for well-formed requests without string escapes: {@code parse()} returns false as
+   * soon as anything unusual appears (escapes, non-integer tokens, limits exceeded, nulls, syntax
+   * errors), and the caller re-parses with Jackson for the precise error.
+   */
+  private static final class Fast {
+    private final byte[] b;
+    private final int end;
+    private final Parsed out;
+    private final int maxTokens;
+    private final int maxBlocks;
+    private final int maxCandidates;
+    private int i;
+
+    Fast(byte[] b, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+      this.b = b;
+      this.end = len;
+      this.out = out;
+      this.maxTokens = maxTokens;
+      this.maxBlocks = maxBlocks;
+      this.maxCandidates = maxCandidates;
+    }
+
+    private int peek() {
+      while (i < end) {
+        byte c = b[i];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+          i++;
+        } else {
+          return c;
+        }
+      }
+      return -1;
+    }
+
+    private boolean expect(char c) {
+      if (peek() != c) {
+        return false;
+      }
+      i++;
+      return true;
+    }
+
+    /** Returns [start, end) of a string without escapes or control bytes, or -1. */
+    private int stringEnd() {
+      if (peek() != '"') {
+        return -1;
+      }
+      int j = ++i;
+      while (j < end) {
+        byte c = b[j];
+        if (c == '"') {
+          return j;
+        }
+        if (c == '\\' || c < 0x20) {
+          return -1; // escapes, control bytes and non-ASCII (negative) bytes: the slow path
+        }
+        j++;
+      }
+      return -1;
+    }
+
+    private String string() {
+      int start = i;
+      int e = stringEnd();
+      if (e < 0) {
+        return null;
+      }
+      start = i;
+      i = e + 1;
+      return new String(b, start, e - start, StandardCharsets.UTF_8);
+    }
+
+    boolean parse() {
+      if (!expect('{')) {
+        return false;
+      }
+      if (peek() == '}') {
+        i++;
+        return peek() == -1;
+      }
+      while (true) {
+        int ks = i;
+        int ke = stringEnd();
+        if (ke < 0) {
+          return false;
+        }
+        ks = i;
+        i = ke + 1;
+        if (!expect(':')) {
+          return false;
+        }
+        boolean ok;
+        switch (keyOf(ks, ke)) {
+          case 1:
+            ok = tokens();
+            break;
+          case 2:
+            ok = blocks();
+            break;
+          case 3:
+            ok = (out.prompt = string()) != null;
+            break;
+          case 4:
+            ok = (out.model = string()) != null && !out.model.isEmpty();
+            break;
+          case 5:
+            ok = (out.lora = string()) != null && !out.lora.isEmpty();
+            break;
+          case 6:
+            ok = candidates();
+            break;
+          default:
+            return false;
+        }
+        if (!ok) {
+          return false;
+        }
+        int c = peek();
+        i++;
+        if (c == '}') {
+          return peek() == -1;
+        }
+        if (c != ',') {
+          return false;
+        }
+        peek();
+      }
+    }
+
+    private int keyOf(int s, int e) {
+      int n = e - s;
+      if (n == 9 && eq(s, "token_ids")) {
+        return 1;
+      }
+      if (n == 13 && eq(s, "prompt_blocks")) {
+        return 2;
+      }
+      if (n == 6 && eq(s, "prompt")) {
+        return 3;
+      }
+      if (n == 5 && eq(s, "model")) {
+        return 4;
+      }
+      if (n == 4 && eq(s, "lora")) {
+        return 5;
+      }
+      if (n == 14 && eq(s, "candidate_pods")) {
+        return 6;
+      }
+      return 0;
+    }
+
+    private boolean eq(int s, String k) {
+      for (int j = 0; j < k.length(); j++) {
+        if (b[s + j] != k.charAt(j)) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private boolean tokens() {
+      if (out.numTokens >= 0 || !expect('[')) {
+        return false;
+      }
+      final byte[] a = b;
+      final int e = end;
+      int j = i;
+      int n = 0;
+      int[] buf = out.tokens;
+      while (j < e && isSpace(a[j])) {
+        j++;
+      }
+      if (j < e && a[j] == ']') {
+        i = j + 1;
+        out.numTokens = 0;
+        return true;
+      }
+      while (true) {
+        while (j < e && isSpace(a[j])) {
+          j++;
+        }
+        int start = j;
+        long v = 0;
+        while (j < e) {
+          int d = a[j] - '0';
+          if (d < 0 || d > 9) {
+            break;
+          }
+          v = v * 10 + d;
+          j++;
+        }
+        int digits = j - start;
+        if (digits == 0
+            || digits > 10
+            || v > Integer.MAX_VALUE
+            || (digits > 1 && a[start] == '0')) {
+          return false; // not a plain non-negative int: the slow path explains
+        }
+        if (n == maxTokens) {
+          return false;
+        }
+        if (n == buf.length) {
+          buf = Arrays.copyOf(buf, Math.min(maxTokens, n * 2));
+          out.tokens = buf;
+        }
+        buf[n++] = (int) v;
+        while (j < e && isSpace(a[j])) {
+          j++;
+        }
+        if (j >= e) {
+          return false;
+        }
+        byte c = a[j++];
+        if (c == ',') {
+          continue;
+        }
+        if (c == ']') {
+          i = j;
+          out.numTokens = n;
+          return true;
+        }
+        return false;
+      }
+    }
+
+    private static boolean isSpace(byte c) {
+      return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+    }
+
+    private boolean blocks() {
+      if (out.numBlocks >= 0 || !expect('[')) {
+        return false;
+      }
+      int n = 0;
+      long[] buf = out.blocks;
+      if (peek() == ']') {
+        i++;
+        out.numBlocks = 0;
+        return true;
+      }
+      while (true) {
+        int e = stringEnd();
+        if (e < 0) {
+          return false;
+        }
+        int s = i;
+        if (e - s > 1 && b[s] == '0' && (b[s + 1] == 'x' || b[s + 1] == 'X')) {
+          s += 2;
+        }
+        if (e - s < 1 || e - s > 16) {
+          return false;
+        }
+        long v = 0;
+        for (int j = s; j < e; j++) {
+          int d = Character.digit(b[j], 16);
+          if (d < 0) {
+            return false;
+          }
+          v = (v << 4) | d;
+        }
+        i = e + 1;
+        if (n == maxBlocks) {
+          return false;
+        }
+        if (n == buf.length) {
+          buf = Arrays.copyOf(buf, Math.min(maxBlocks, n * 2));
+          out.blocks = buf;
+        }
+        buf[n++] = v;
+        int c = peek();
+        i++;
+        if (c == ']') {
+          out.numBlocks = n;
+          return true;
+        }
+        if (c != ',') {
+          return false;
+        }
+      }
+    }
+
+    private boolean candidates() {
+      if (out.hasCandidates || !expect('[')) {
+        return false;
+      }
+      out.hasCandidates = true;
+      HashSet<String> seen = out.seen;
+      seen.clear();
+      if (peek() == ']') {
+        i++;
+        return true;
+      }
+      try {
+        while (true) {
+          String id = string();
+          if (id == null
+              || id.isEmpty()
+              || id.length() > 253
+              || out.candidates.size() == maxCandidates
+              || !seen.add(id)) {
+            return false;
+          }
+          out.candidates.add(id);
+          int c = peek();
+          i++;
+          if (c == ']') {
+            return true;
+          }
+          if (c != ',') {
+            return false;
+          }
+        }
+      } finally {
+        seen.clear();
+      }
+    }
+  }
+
+  private static String optionalString(JsonParser p, JsonToken t, String field) throws IOException {
+    if (t == JsonToken.VALUE_NULL) {
+      return null;
+    }
+    if (t != JsonToken.VALUE_STRING) {
+      p.skipChildren();
+      throw ApiException.badRequest(field, field + " must be a string, was " + describe(t));
+    }
+    return p.getText();
+  }
+
+  private static void parseTokens(JsonParser p, JsonToken t, Parsed out, int maxTokens)
+      throws IOException {
+    if (t != JsonToken.START_ARRAY) {
+      throw ApiException.badRequest(
+          "token_ids", "token_ids must be an array of integers, was " + describe(t));
+    }
+    int n = 0;
+    int[] buf = out.tokens;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+      if (t != JsonToken.VALUE_NUMBER_INT) {
+        throw ApiException.badRequest(
+            "token_ids[" + n + "]", "token_ids[" + n + "] must be an integer, was " + describe(t));
+      }
+      if (p.getNumberType() != JsonParser.NumberType.INT || p.getIntValue() < 0) {
+        throw ApiException.badRequest(
+            "token_ids[" + n + "]",
+            "token_ids[" + n + "] must be in [0, 2147483647], was " + p.getText());
+      }
+      if (n == maxTokens) {
+        throw ApiException.badRequest(
+            "token_ids", "token_ids has more than limits.max_tokens = " + maxTokens + " tokens");
+      }
+      if (n == buf.length) {
+        buf = Arrays.copyOf(buf, Math.min(maxTokens, n * 2));
+        out.tokens = buf;
+      }
+      buf[n++] = p.getIntValue();
+    }
+    out.numTokens = n;
+  }
+
+  private static void parseBlocks(JsonParser p, JsonToken t, Parsed out, int maxBlocks)
+      throws IOException {
+    if (t != JsonToken.START_ARRAY) {
+      throw ApiException.badRequest(
+          "prompt_blocks", "prompt_blocks must be an array of block keys, was " + describe(t));
+    }
+    int n = 0;
+    long[] buf = out.blocks;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+      String field = "prompt_blocks[" + n + "]";
+      long key;
+      if (t == JsonToken.VALUE_STRING) {
+        key = parseHexKey(p.getText(), field);
+      } else if (t == JsonToken.VALUE_NUMBER_INT) {
+        BigInteger v = p.getBigIntegerValue();
+        if (v.signum() < 0 || v.compareTo(U64_MAX) > 0) {
+          throw ApiException.badRequest(
+              field, field + " must be an unsigned 64-bit integer, was " + v);
+        }
+        key = v.longValue();
+      } else {
+        throw ApiException.badRequest(
+            field,
+            field
+                + " must be a block key (16 hex digits or an unsigned integer), was "
+                + describe(t));
+      }
+      if (n == maxBlocks) {
+        throw ApiException.badRequest(
+            "prompt_blocks",
+            "prompt_blocks has more than "
+                + maxBlocks
+                + " blocks (limits.max_tokens / block size)");
+      }
+      if (n == buf.length) {
+        buf = Arrays.copyOf(buf, Math.min(maxBlocks, n * 2));
+        out.blocks = buf;
+      }
+      buf[n++] = key;
+    }
+    out.numBlocks = n;
+  }
+
+  static long parseHexKey(String s, String field) {
+    int from = s.startsWith("0x") || s.startsWith("0X") ? 2 : 0;
+    int len = s.length() - from;
+    if (s.indexOf(':') >= 0) {
+      throw ApiException.badRequest(
+          field,
+          field
+              + " looks like an engine hash (\""
+              + abbreviate(s)
+              + "\"); send the index's request keys (16 hex digits, see"
+              + " RequestKeyHasher) or token_ids instead");
+    }
+    if (len < 1 || len > 16) {
+      throw ApiException.badRequest(
+          field, field + " must be 1-16 hex digits, was \"" + abbreviate(s) + "\"");
+    }
+    long v = 0;
+    for (int i = from; i < s.length(); i++) {
+      int d = Character.digit(s.charAt(i), 16);
+      if (d < 0) {
+        throw ApiException.badRequest(
+            field, field + " must be 1-16 hex digits, was \"" + abbreviate(s) + "\"");
+      }
+      v = (v << 4) | d;
+    }
+    return v;
+  }
+
+  private static void parseCandidates(JsonParser p, JsonToken t, Parsed out, int maxCandidates)
+      throws IOException {
+    if (t != JsonToken.START_ARRAY) {
+      throw ApiException.badRequest(
+          "candidate_pods", "candidate_pods must be an array of pod ids, was " + describe(t));
+    }
+    out.hasCandidates = true;
+    HashSet<String> seen = out.seen;
+    seen.clear();
+    int n = 0;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+      String field = "candidate_pods[" + n + "]";
+      if (t != JsonToken.VALUE_STRING) {
+        throw ApiException.badRequest(field, field + " must be a string, was " + describe(t));
+      }
+      String id = p.getText();
+      if (id.isEmpty() || id.length() > 253) {
+        throw ApiException.badRequest(field, field + " must be 1-253 characters");
+      }
+      if (n == maxCandidates) {
+        throw ApiException.badRequest(
+            "candidate_pods",
+            "candidate_pods has more than limits.max_candidate_pods = " + maxCandidates);
+      }
+      if (!seen.add(id)) {
+        throw ApiException.badRequest(field, field + " \"" + id + "\" is listed twice");
+      }
+      out.candidates.add(id);
+      n++;
+    }
+    seen.clear();
+  }
+
+  private static String describe(JsonToken t) {
+    switch (t) {
+      case START_OBJECT:
+        return "an object";
+      case START_ARRAY:
+        return "an array";
+      case VALUE_STRING:
+        return "a string";
+      case VALUE_NUMBER_INT:
+      case VALUE_NUMBER_FLOAT:
+        return "a number";
+      case VALUE_TRUE:
+      case VALUE_FALSE:
+        return "a boolean";
+      case VALUE_NULL:
+        return "null";
+      default:
+        return t.toString();
+    }
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 40 ? s : s.substring(0, 37) + "...";
+  }
+
+  /** A growable byte buffer (unsynchronised, unlike {@code ByteArrayOutputStream}). */
+  static final class Bytes {
+    byte[] buf = new byte[16 << 10];
+    int size;
+
+    void reset() {
+      size = 0;
+    }
+
+    private void ensure(int extra) {
+      if (size + extra > buf.length) {
+        buf = Arrays.copyOf(buf, Math.max(buf.length * 2, size + extra));
+      }
+    }
+
+    Bytes ascii(String s) {
+      int n = s.length();
+      ensure(n);
+      for (int j = 0; j < n; j++) {
+        buf[size++] = (byte) s.charAt(j);
+      }
+      return this;
+    }
+
+    Bytes jsonString(String s) {
+      int n = s.length();
+      ensure(n * 6 + 2);
+      buf[size++] = '"';
+      for (int j = 0; j < n; j++) {
+        char c = s.charAt(j);
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+          buf[size++] = (byte) c;
+        } else if (c < 0x80) {
+          buf[size++] = '\\';
+          buf[size++] = 'u';
+          buf[size++] = '0';
+          buf[size++] = '0';
+          buf[size++] = (byte) Character.forDigit(c >> 4, 16);
+          buf[size++] = (byte) Character.forDigit(c & 15, 16);
+        } else {
+          // Non-ASCII: escape as UTF-16 code units (valid JSON, ASCII output).
+          buf[size++] = '\\';
+          buf[size++] = 'u';
+          for (int shift = 12; shift >= 0; shift -= 4) {
+            buf[size++] = (byte) Character.forDigit((c >> shift) & 15, 16);
+          }
+        }
+      }
+      buf[size++] = '"';
+      return this;
+    }
+
+    Bytes number(long v) {
+      ensure(20);
+      if (v < 0) {
+        buf[size++] = '-';
+        v = -v;
+      }
+      int digits = 1;
+      for (long t = v; t >= 10; t /= 10) {
+        digits++;
+      }
+      int pos = size + digits;
+      size = pos;
+      do {
+        buf[--pos] = (byte) ('0' + v % 10);
+        v /= 10;
+      } while (v > 0);
+      return this;
+    }
+
+    /** Writes {@code units / 10^decimals} as a JSON number with at least one fraction digit. */
+    Bytes fixed(long units, int decimals) {
+      long scale = decimals == 2 ? 100 : 10_000;
+      number(units / scale);
+      long frac = units % scale;
+      int digits = decimals;
+      while (digits > 1 && frac % 10 == 0) {
+        frac /= 10;
+        digits--;
+      }
+      ensure(digits + 1);
+      buf[size++] = '.';
+      int pos = size + digits;
+      size = pos;
+      for (int d = 0; d < digits; d++) {
+        buf[--pos] = (byte) ('0' + frac % 10);
+        frac /= 10;
+      }
+      return this;
+    }
+  }
+
+  /**
+   * Writes the score answer.
+   *
+   * @param match the lookup result (pods in request order)
+   * @param total full blocks in the prompt
+   * @param gpuWeight the weight of a GPU block (scores are relative to it)
+   */
+  static void writeScores(Bytes o, PrefixMatch match, int total, double gpuWeight, int blockSize) {
+    o.ascii("{\"scores\":{");
+    List<String> tiers = match.tierNames();
+    int best = -1;
+    long bestScore = 0;
+    for (int i = 0; i < match.size(); i++) {
+      int present = match.matchedBlocks(i);
+      long score =
+          total == 0
+              ? 0
+              : Math.min(10_000, Math.round(10_000.0 * match.score(i) / (gpuWeight * total)));
+      long rate = total == 0 ? 0 : Math.round(10_000.0 * present / total);
+      if (score > bestScore) {
+        bestScore = score;
+        best = i;
+      }
+      if (i > 0) {
+        o.ascii(",");
+      }
+      o.jsonString(match.podId(i)).ascii(":{\"cache_hit_rate\":").fixed(rate, 4);
+      o.ascii(",\"blocks_present\":").number(present);
+      o.ascii(",\"blocks_total\":").number(total);
+      o.ascii(",\"score\":").fixed(score, 2);
+      o.ascii(",\"blocks_by_tier\":{");
+      if (present > 0) {
+        boolean first = true;
+        for (int t = 0; t < tiers.size(); t++) {
+          int c = match.blocksOnTier(i, t);
+          if (c > 0) {
+            if (!first) {
+              o.ascii(",");
+            }
+            first = false;
+            o.jsonString(tiers.get(t)).ascii(":").number(c);
+          }
+        }
+      }
+      o.ascii("}}");
+    }
+    o.ascii("},\"recommendation\":");
+    if (best < 0) {
+      o.ascii("null");
+    } else {
+      o.jsonString(match.podId(best));
+    }
+    o.ascii(",\"blocks_total\":").number(total);
+    o.ascii(",\"block_size\":").number(blockSize).ascii("}");
+  }
+
+  static double round2(double v) {
+    return Math.round(v * 100.0) / 100.0;
+  }
+
+  static double round4(double v) {
+    return Math.round(v * 10_000.0) / 10_000.0;
+  }
+}

@@ -1,0 +1,1209 @@
+package io.kvroute.kvindex.internal;
+
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.IndexStats;
+import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.hash.BlockExtraKeys;
+import io.kvroute.kvindex.hash.RequestKeyHasher;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.StampedLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The in-memory {@link BlockIndex}.
+ *
+ * <p><b>Layout.</b> One open-addressing table (linear probing, backward-shift deletion) of request
+ * keys in parallel arrays: {@code keys[]}, {@code inline[]} (up to two packed entries), {@code
+ * ext[]} (a {@link PodSet} once a key has more than two entries) and {@code stamps[]} (last access,
+ * for eviction). An entry is an int: {@code pod << 12 | group << 4 | tier}, pods being small dense
+ * ids. A {@code PodSet} with many entries also keeps two pod bitsets (any tier, GPU) so a lookup
+ * intersects 64 pods per instruction. Engine keys live in a second table ({@link EngineKeyMap}).
+ *
+ * <p><b>Lookup.</b> All keys of the request are resolved to slots first (independent probes the CPU
+ * overlaps), then the blocks are scanned in order with an "active pods" bitset; a pod drops out at
+ * its first missing block; the scan stops when none is left.
+ *
+ * <p><b>Bounds.</b> {@code maxKeys}: when full, an insert evicts the least recently used of 8
+ * randomly sampled keys (approximate LRU, like Redis); stamps are refreshed by stores and by lookup
+ * hits. {@code maxPodsPerKey}: the oldest entry of the key is dropped. {@code maxEngineKeys}: the
+ * same sampled LRU. {@code allBlocksCleared}/{@code removePod} sweep the table: O(capacity) under
+ * the write lock (about 30 ms per 10 million keys).
+ *
+ * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
+ * per call, lookups take the read lock and run concurrently.
+ */
+public final class InMemoryBlockIndex implements BlockIndex {
+  private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
+  private static final int EMPTY = -1;
+  private static final long EMPTY_INLINE = -1L;
+  private static final int MAX_TIERS = 16;
+  private static final int SAMPLES = 8;
+  private static final int MAX_SIDE_ENTRIES = 1 << 16;
+  private static final long GROUP_MIX = 0x9E3779B97F4A7C15L;
+
+  private final IndexConfig config;
+  private final RequestKeyHasher hasher;
+  private final StampedLock lock = new StampedLock();
+  private final MatchWriter writer = MatchWriter.get();
+  private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
+
+  // tiers (GPU is id 0)
+  private final String[] tierNames = new String[MAX_TIERS];
+  private final double[] tierWeights = new double[MAX_TIERS];
+  private final Map<String, Integer> tierIds = new HashMap<>();
+  private volatile List<String> tierNameList;
+  private int tierCount;
+
+  // pods
+  private final PodIds podIds = new PodIds();
+  private String[] podNames = new String[64];
+  private long[] podTierCounts = new long[64 * MAX_TIERS];
+  private int podHigh; // 1 + highest pod id ever handed out
+  private int[] freePods = new int[16];
+  private int freeCount;
+
+  // request-key table
+  private long[] keys;
+  private long[] inline;
+  private Object[] ext;
+  private int[] stamps;
+  private int mask;
+  private int size;
+  private long entries;
+  private final int maxCapacity;
+  private long rnd = 0x9E3779B97F4A7C15L;
+  private int clock;
+
+  // engine keys
+  private final EngineKeyMap engine;
+  private final LinkedHashMap<Long, long[]> multi = boundedMap();
+  private final LinkedHashMap<Long, Partial> partials = boundedMap();
+
+  // counters
+  private final LongAdder evStored = new LongAdder();
+  private final LongAdder evRemoved = new LongAdder();
+  private final LongAdder evCleared = new LongAdder();
+  private final LongAdder evPodRemoved = new LongAdder();
+  private final LongAdder blocksStored = new LongAdder();
+  private final LongAdder blocksRemoved = new LongAdder();
+  private final LongAdder lookups = new LongAdder();
+  private final Map<String, LongAdder> evictions = new TreeMap<>();
+  private final Map<String, LongAdder> dropped = new TreeMap<>();
+  private final Set<String> warned = Collections.synchronizedSet(new TreeSet<>());
+
+  /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
+  public InMemoryBlockIndex(IndexConfig config) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.hasher =
+        RequestKeyHasher.create(config.blockSize(), config.hashSeed(), config.modelName());
+    for (Map.Entry<String, Double> e : config.tierWeights().entrySet()) {
+      addTier(e.getKey(), e.getValue());
+    }
+    this.maxCapacity = tableCapacity(config.maxKeys());
+    allocTable(Math.min(1024, maxCapacity));
+    this.engine = new EngineKeyMap(config.maxEngineKeys());
+    for (String r : List.of("max_keys", "max_pods_per_key", "max_engine_keys")) {
+      evictions.put(r, new LongAdder());
+    }
+    for (String r :
+        List.of(
+            "unknown_parent",
+            "unknown_engine_key",
+            "unknown_pod",
+            "non_dense",
+            "block_size",
+            "max_pods",
+            "group_idx",
+            "partial_parent")) {
+      dropped.put(r, new LongAdder());
+    }
+    config.meterRegistry().ifPresent(this::bindMeters);
+  }
+
+  static int tableCapacity(int maxEntries) {
+    long need = (long) Math.ceil(maxEntries / 0.75) + 1;
+    int cap = 1;
+    while (cap < need) {
+      cap <<= 1;
+    }
+    return Math.max(cap, 16);
+  }
+
+  static int spread(long k) {
+    long h = k * 0x9E3779B97F4A7C15L;
+    return (int) (h >>> 32) ^ (int) h;
+  }
+
+  private static <V> LinkedHashMap<Long, V> boundedMap() {
+    return new LinkedHashMap<>(256, 0.75f, true) {
+      private static final long serialVersionUID = 1L;
+
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<Long, V> eldest) {
+        return size() > MAX_SIDE_ENTRIES;
+      }
+    };
+  }
+
+  private int addTier(String name, double weight) {
+    int id = tierCount++;
+    tierNames[id] = name;
+    tierWeights[id] = weight;
+    tierIds.put(name, id);
+    tierNameList = List.copyOf(Arrays.asList(tierNames).subList(0, id + 1));
+    return id;
+  }
+
+  private int tierId(String medium) {
+    String m = medium == null || medium.isEmpty() ? IndexConfig.GPU : medium;
+    Integer id = tierIds.get(m);
+    if (id != null) {
+      return id;
+    }
+    String up = m.toUpperCase(Locale.ROOT);
+    id = tierIds.get(up);
+    if (id != null) {
+      tierIds.put(m, id);
+      return id;
+    }
+    if (tierCount >= MAX_TIERS) {
+      warnOnce("tiers", "more than " + MAX_TIERS + " media; counting " + up + " as the last one");
+      return MAX_TIERS - 1;
+    }
+    return addTier(up, config.tierWeight(up));
+  }
+
+  // ------------------------------------------------------------------ pods
+
+  private int podIndex(String pod, boolean create) {
+    int id = podIds.get(pod);
+    if (id >= 0 || !create) {
+      return id;
+    }
+    int p;
+    if (freeCount > 0) {
+      p = freePods[--freeCount];
+    } else {
+      if (podHigh >= config.maxPods()) {
+        warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
+        return -1;
+      }
+      p = podHigh++;
+      if (p >= podNames.length) {
+        podNames = Arrays.copyOf(podNames, podNames.length * 2);
+        podTierCounts = Arrays.copyOf(podTierCounts, podNames.length * MAX_TIERS);
+      }
+    }
+    podIds.put(pod, p);
+    podNames[p] = pod;
+    return p;
+  }
+
+  private static int entry(int pod, int group, int tier) {
+    return pod << 12 | group << 4 | tier;
+  }
+
+  private static int podOf(int e) {
+    return e >>> 12;
+  }
+
+  private static int tierOf(int e) {
+    return e & 0xF;
+  }
+
+  private static long engineKey(long hash, int group) {
+    long k = hash + group * GROUP_MIX;
+    return k == 0 ? 1 : k;
+  }
+
+  // ------------------------------------------------------------------ write path
+
+  @Override
+  public void blockStored(
+      String podId,
+      long[] engineHashes,
+      boolean hasParent,
+      long parentEngineHash,
+      int[] tokenIds,
+      int blockSize,
+      String loraName,
+      String medium,
+      int groupIdx) {
+    blockStored(
+        podId,
+        engineHashes,
+        hasParent,
+        parentEngineHash,
+        tokenIds,
+        blockSize,
+        loraName,
+        medium,
+        groupIdx,
+        null);
+  }
+
+  @Override
+  public void blockStored(
+      String podId,
+      long[] engineHashes,
+      boolean hasParent,
+      long parentEngineHash,
+      int[] tokenIds,
+      int blockSize,
+      String loraName,
+      String medium,
+      int groupIdx,
+      List<?> extraKeys) {
+    Objects.requireNonNull(podId, "podId");
+    Objects.requireNonNull(engineHashes, "engineHashes");
+    evStored.increment();
+    int n = engineHashes.length;
+    if (n == 0) {
+      return;
+    }
+    if (groupIdx < 0 || groupIdx > 255) {
+      drop("group_idx", n);
+      return;
+    }
+    long stamp = lock.writeLock();
+    try {
+      int pod = podIndex(podId, true);
+      if (pod < 0) {
+        drop("max_pods", n);
+        return;
+      }
+      int tier = tierId(medium);
+      int now = ++clock;
+      if (tokenIds == null || tokenIds.length == 0 || blockSize <= 0) {
+        tierUpdate(pod, engineHashes, tier, groupIdx, now);
+        return;
+      }
+      storeWithTokens(
+          pod,
+          engineHashes,
+          hasParent,
+          parentEngineHash,
+          tokenIds,
+          blockSize,
+          loraName,
+          tier,
+          groupIdx,
+          extraKeys,
+          now);
+    } finally {
+      lock.unlockWrite(stamp);
+    }
+  }
+
+  private void tierUpdate(int pod, long[] hashes, int tier, int group, int now) {
+    for (long h : hashes) {
+      long ek = engineKey(h, group);
+      int es = engine.find(ek);
+      if (es < 0) {
+        drop("unknown_engine_key", 1);
+        continue;
+      }
+      engine.touch(es, now);
+      if (engine.meta(es) == EngineKeyMap.MULTI) {
+        long[] rks = multi.get(ek);
+        if (rks == null) {
+          drop("unknown_engine_key", 1);
+          continue;
+        }
+        for (long rk : rks) {
+          addEntry(rk, entry(pod, group, tier), now);
+        }
+      } else {
+        addEntry(engine.value(es), entry(pod, group, tier), now);
+      }
+      blocksStored.increment();
+    }
+  }
+
+  private void storeWithTokens(
+      int pod,
+      long[] hashes,
+      boolean hasParent,
+      long parentHash,
+      int[] tokens,
+      int bs,
+      String lora,
+      int tier,
+      int group,
+      List<?> extraKeys,
+      int now) {
+    int n = hashes.length;
+    int ibs = config.blockSize();
+    if (bs % ibs != 0 && ibs % bs != 0) {
+      drop("block_size", n);
+      warnOnce(
+          "block_size:" + bs,
+          "engine block size " + bs + " is not a multiple or divisor of index.blockSize " + ibs);
+      return;
+    }
+    int m = tokens.length / bs; // engine blocks covered by the tokens
+    int hashed = Math.min(n, m);
+    if (m != n || tokens.length % bs != 0) {
+      drop("non_dense", Math.max(0, n - m));
+    }
+    if (hashed == 0) {
+      return;
+    }
+    int firstHashed = m - hashed; // hashes are the last blocks of the span
+    // resolve the parent
+    long parentKey;
+    int[] pending = null;
+    if (!hasParent) {
+      parentKey = hasher.root(lora);
+    } else {
+      long pek = engineKey(parentHash, group);
+      Partial pp = partials.get(pek);
+      if (pp != null) {
+        parentKey = pp.parentKey;
+        pending = pp.tokens;
+      } else {
+        int es = engine.find(pek);
+        if (es < 0) {
+          drop("unknown_parent", n);
+          return;
+        }
+        if (engine.meta(es) == EngineKeyMap.MID) {
+          drop("partial_parent", n);
+          return;
+        }
+        parentKey = engine.value(es);
+        engine.touch(es, now);
+      }
+    }
+    int p = pending == null ? 0 : pending.length;
+    int spanTokens = m * bs;
+    int[] stream = tokens;
+    if (p > 0) {
+      stream = new int[p + spanTokens];
+      System.arraycopy(pending, 0, stream, 0, p);
+      System.arraycopy(tokens, 0, stream, p, spanTokens);
+    }
+    int total = p + spanTokens;
+    int nIdx = total / ibs;
+    Scratch s = scratch.get();
+    long[] rk = s.keys(nIdx);
+    boolean useExtras = extraKeys != null && ibs == bs && p == 0 && extraKeys.size() == n && n == m;
+    long parent = parentKey;
+    for (int j = 0; j < nIdx; j++) {
+      long extraHash = 0;
+      if (useExtras) {
+        extraHash = extraHash(extraKeys.get(j), lora);
+      }
+      parent = hasher.chain(parent, stream, j * ibs, (j + 1) * ibs, extraHash);
+      rk[j] = parent;
+    }
+    for (int e = firstHashed; e < m; e++) {
+      int start = p + e * bs;
+      int end = start + bs;
+      int jFrom = start / ibs;
+      int jTo = Math.min((end - 1) / ibs, nIdx - 1);
+      long ek = engineKey(hashes[e - firstHashed], group);
+      if (jFrom > jTo) {
+        continue; // its index block is not complete yet (pending below)
+      }
+      for (int j = jFrom; j <= jTo; j++) {
+        addEntry(rk[j], entry(pod, group, tier), now);
+      }
+      long evicted;
+      if (jFrom == jTo) {
+        evicted =
+            engine.put(ek, rk[jTo], end % ibs == 0 ? EngineKeyMap.BOUNDARY : EngineKeyMap.MID, now);
+      } else {
+        evicted = engine.put(ek, rk[jTo], EngineKeyMap.MULTI, now);
+        multi.put(ek, Arrays.copyOfRange(rk, jFrom, jTo + 1));
+      }
+      if (evicted != 0) {
+        evictions.get("max_engine_keys").increment();
+        multi.remove(evicted);
+      }
+      blocksStored.increment();
+    }
+    if (total % ibs != 0) {
+      long lastEk = engineKey(hashes[n - 1], group);
+      long base = nIdx > 0 ? rk[nIdx - 1] : parentKey;
+      partials.put(lastEk, new Partial(base, Arrays.copyOfRange(stream, nIdx * ibs, total)));
+    }
+  }
+
+  private static long extraHash(Object tuple, String lora) {
+    if (!(tuple instanceof List)) {
+      return 0;
+    }
+    List<?> keys = (List<?>) tuple;
+    if (lora != null && !keys.isEmpty() && lora.equals(keys.get(0))) {
+      keys = keys.subList(1, keys.size());
+    }
+    return keys.isEmpty() ? 0 : RequestKeyHasher.extraKeysHash(keys);
+  }
+
+  @Override
+  public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
+    Objects.requireNonNull(podId, "podId");
+    Objects.requireNonNull(engineHashes, "engineHashes");
+    evRemoved.increment();
+    if (groupIdx < 0 || groupIdx > 255) {
+      drop("group_idx", engineHashes.length);
+      return;
+    }
+    long stamp = lock.writeLock();
+    try {
+      int pod = podIndex(podId, false);
+      if (pod < 0) {
+        drop("unknown_pod", engineHashes.length);
+        return;
+      }
+      int tier = tierId(medium);
+      clock++;
+      int e = entry(pod, groupIdx, tier);
+      for (long h : engineHashes) {
+        long ek = engineKey(h, groupIdx);
+        int es = engine.find(ek);
+        if (es < 0) {
+          if (partials.get(ek) == null) {
+            drop("unknown_engine_key", 1);
+          }
+          continue;
+        }
+        if (engine.meta(es) == EngineKeyMap.MULTI) {
+          long[] rks = multi.get(ek);
+          if (rks != null) {
+            for (long rk : rks) {
+              removeEntry(rk, e);
+            }
+          }
+        } else {
+          removeEntry(engine.value(es), e);
+        }
+        blocksRemoved.increment();
+      }
+    } finally {
+      lock.unlockWrite(stamp);
+    }
+  }
+
+  @Override
+  public void allBlocksCleared(String podId) {
+    Objects.requireNonNull(podId, "podId");
+    evCleared.increment();
+    long stamp = lock.writeLock();
+    try {
+      int pod = podIndex(podId, false);
+      if (pod >= 0) {
+        sweepPod(pod);
+      }
+    } finally {
+      lock.unlockWrite(stamp);
+    }
+  }
+
+  @Override
+  public void removePod(String podId) {
+    Objects.requireNonNull(podId, "podId");
+    evPodRemoved.increment();
+    long stamp = lock.writeLock();
+    try {
+      int pod = podIndex(podId, false);
+      if (pod < 0) {
+        return;
+      }
+      sweepPod(pod);
+      podIds.remove(podId);
+      podNames[pod] = null;
+      if (freeCount == freePods.length) {
+        freePods = Arrays.copyOf(freePods, freeCount * 2);
+      }
+      freePods[freeCount++] = pod;
+    } finally {
+      lock.unlockWrite(stamp);
+    }
+  }
+
+  // ------------------------------------------------------------------ table
+
+  private void allocTable(int cap) {
+    keys = new long[cap];
+    inline = new long[cap];
+    Arrays.fill(inline, EMPTY_INLINE);
+    ext = new Object[cap];
+    stamps = new int[cap];
+    mask = cap - 1;
+  }
+
+  private int find(long k) {
+    long[] ks = keys;
+    int m = mask;
+    int i = spread(k) & m;
+    while (true) {
+      long x = ks[i];
+      if (x == k) {
+        return i;
+      }
+      if (x == 0) {
+        return -1;
+      }
+      i = (i + 1) & m;
+    }
+  }
+
+  private int insert(long k, int now) {
+    if (size >= config.maxKeys()) {
+      evictKey(now);
+    } else if (size + 1 > (keys.length >> 2) * 3 && keys.length < maxCapacity) {
+      rehash(keys.length * 2);
+    }
+    int i = spread(k) & mask;
+    while (keys[i] != 0) {
+      i = (i + 1) & mask;
+    }
+    keys[i] = k;
+    inline[i] = EMPTY_INLINE;
+    ext[i] = null;
+    stamps[i] = now;
+    size++;
+    return i;
+  }
+
+  private void evictKey(int now) {
+    int best = -1;
+    int bestAge = -1;
+    for (int n = 0; n < SAMPLES; n++) {
+      rnd ^= rnd << 13;
+      rnd ^= rnd >>> 7;
+      rnd ^= rnd << 17;
+      int i = (int) rnd & mask;
+      while (keys[i] == 0) {
+        i = (i + 1) & mask;
+      }
+      int age = now - stamps[i];
+      if (age > bestAge) {
+        bestAge = age;
+        best = i;
+      }
+    }
+    dropAllEntries(best);
+    deleteSlot(best);
+    evictions.get("max_keys").increment();
+  }
+
+  private void dropAllEntries(int slot) {
+    Object x = ext[slot];
+    if (x == null) {
+      long v = inline[slot];
+      countRemoved((int) (v >>> 32));
+      countRemoved((int) v);
+    } else {
+      PodSet ps = (PodSet) x;
+      for (int i = 0; i < ps.n; i++) {
+        countRemoved(ps.e[i]);
+      }
+    }
+  }
+
+  private void countRemoved(int e) {
+    if (e != EMPTY) {
+      podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]--;
+      entries--;
+    }
+  }
+
+  private void countAdded(int e) {
+    podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]++;
+    entries++;
+  }
+
+  private void deleteSlot(int i) {
+    int j = i;
+    while (true) {
+      j = (j + 1) & mask;
+      long k = keys[j];
+      if (k == 0) {
+        break;
+      }
+      int home = spread(k) & mask;
+      if (((j - home) & mask) >= ((j - i) & mask)) {
+        keys[i] = k;
+        inline[i] = inline[j];
+        ext[i] = ext[j];
+        stamps[i] = stamps[j];
+        i = j;
+      }
+    }
+    keys[i] = 0;
+    inline[i] = EMPTY_INLINE;
+    ext[i] = null;
+    size--;
+  }
+
+  private void rehash(int cap) {
+    long[] ok = keys;
+    long[] oi = inline;
+    Object[] oe = ext;
+    int[] os = stamps;
+    allocTable(cap);
+    for (int s = 0; s < ok.length; s++) {
+      long k = ok[s];
+      if (k != 0) {
+        int i = spread(k) & mask;
+        while (keys[i] != 0) {
+          i = (i + 1) & mask;
+        }
+        keys[i] = k;
+        inline[i] = oi[s];
+        ext[i] = oe[s];
+        stamps[i] = os[s];
+      }
+    }
+  }
+
+  private void addEntry(long rk, int e, int now) {
+    int slot = find(rk);
+    if (slot < 0) {
+      slot = insert(rk, now);
+    } else {
+      stamps[slot] = now;
+    }
+    Object x = ext[slot];
+    if (x == null) {
+      long v = inline[slot];
+      int a = (int) (v >>> 32);
+      int b = (int) v;
+      if (a == e || b == e) {
+        return;
+      }
+      int count = (a != EMPTY ? 1 : 0) + (b != EMPTY ? 1 : 0);
+      if (count >= config.maxPodsPerKey()) {
+        // drop the oldest (a), shift b into a
+        countRemoved(a);
+        evictions.get("max_pods_per_key").increment();
+        a = b;
+        b = EMPTY;
+        count--;
+      }
+      if (a == EMPTY) {
+        inline[slot] = pack(e, b);
+      } else if (b == EMPTY) {
+        inline[slot] = pack(a, e);
+      } else {
+        PodSet ps = new PodSet();
+        ps.add(a, podHigh);
+        ps.add(b, podHigh);
+        ps.add(e, podHigh);
+        ext[slot] = ps;
+        inline[slot] = EMPTY_INLINE;
+      }
+      countAdded(e);
+    } else {
+      PodSet ps = (PodSet) x;
+      if (ps.indexOf(e) >= 0) {
+        return;
+      }
+      if (ps.n >= config.maxPodsPerKey()) {
+        int old = ps.e[0];
+        ps.removeAt(0);
+        countRemoved(old);
+        evictions.get("max_pods_per_key").increment();
+      }
+      ps.add(e, podHigh);
+      countAdded(e);
+    }
+  }
+
+  private static long pack(int a, int b) {
+    return ((long) a << 32) | (b & 0xFFFFFFFFL);
+  }
+
+  private void removeEntry(long rk, int e) {
+    int slot = find(rk);
+    if (slot < 0) {
+      return;
+    }
+    Object x = ext[slot];
+    boolean empty;
+    if (x == null) {
+      long v = inline[slot];
+      int a = (int) (v >>> 32);
+      int b = (int) v;
+      if (a == e) {
+        a = b;
+        b = EMPTY;
+      } else if (b == e) {
+        b = EMPTY;
+      } else {
+        return;
+      }
+      inline[slot] = pack(a, b);
+      empty = a == EMPTY;
+    } else {
+      PodSet ps = (PodSet) x;
+      int i = ps.indexOf(e);
+      if (i < 0) {
+        return;
+      }
+      ps.removeAt(i);
+      empty = ps.n == 0;
+    }
+    countRemoved(e);
+    if (empty) {
+      deleteSlot(slot);
+    }
+  }
+
+  private void sweepPod(int pod) {
+    int i = 0;
+    while (i < keys.length) {
+      if (keys[i] == 0) {
+        i++;
+        continue;
+      }
+      boolean empty;
+      Object x = ext[i];
+      if (x == null) {
+        long v = inline[i];
+        int a = (int) (v >>> 32);
+        int b = (int) v;
+        if (b != EMPTY && podOf(b) == pod) {
+          countRemoved(b);
+          b = EMPTY;
+        }
+        if (a != EMPTY && podOf(a) == pod) {
+          countRemoved(a);
+          a = b;
+          b = EMPTY;
+        }
+        inline[i] = pack(a, b);
+        empty = a == EMPTY;
+      } else {
+        PodSet ps = (PodSet) x;
+        for (int k = ps.n - 1; k >= 0; k--) {
+          if (podOf(ps.e[k]) == pod) {
+            countRemoved(ps.e[k]);
+            ps.removeAt(k);
+          }
+        }
+        empty = ps.n == 0;
+      }
+      if (empty) {
+        deleteSlot(i); // re-examine i: a later key may have moved into it
+      } else {
+        i++;
+      }
+    }
+    Arrays.fill(podTierCounts, pod * MAX_TIERS, (pod + 1) * MAX_TIERS, 0);
+  }
+
+  // ------------------------------------------------------------------ read path
+
+  @Override
+  public RequestKeyHasher keyHasher() {
+    return hasher;
+  }
+
+  @Override
+  public long[] requestKeys(int[] tokens, String loraOrModelName) {
+    return hasher.requestKeys(tokens, loraOrModelName);
+  }
+
+  @Override
+  public long[] requestKeys(int[] tokens, BlockExtraKeys extras) {
+    return hasher.requestKeys(tokens, extras);
+  }
+
+  @Override
+  public PrefixMatch lookup(long[] requestKeys, Collection<String> podIds) {
+    List<String> pods = podIds instanceof List ? (List<String>) podIds : new ArrayList<>(podIds);
+    return lookup(requestKeys, requestKeys.length, pods, new PrefixMatch());
+  }
+
+  @Override
+  public PrefixMatch lookup(long[] requestKeys, int numKeys, List<String> pods, PrefixMatch into) {
+    Objects.requireNonNull(requestKeys, "requestKeys");
+    Objects.requireNonNull(pods, "podIds");
+    Objects.requireNonNull(into, "into");
+    Objects.checkFromIndexSize(0, numKeys, requestKeys.length);
+    lookups.increment();
+    int podCount = pods.size();
+    Scratch s = scratch.get();
+    long stamp = lock.readLock();
+    try {
+      writer.reset(into, podCount, numKeys, tierNameList);
+      int high = podHigh;
+      int words = (high + 63) >>> 6;
+      s.ensure(words, numKeys, high);
+      long[] active = s.active;
+      long[] next = s.next;
+      long[] gnext = s.gnext;
+      int[] posOf = s.posOf;
+      int[] podOfPos = s.podOfPos(podCount);
+      int activeCount = 0;
+      for (int i = 0; i < podCount; i++) {
+        String pod = pods.get(i);
+        writer.set(into, i, pod, 0, 0);
+        int p = podIds.get(pod);
+        podOfPos[i] = p;
+        if (p >= 0 && posOf[p] < 0) {
+          posOf[p] = i;
+          active[p >>> 6] |= 1L << p;
+          activeCount++;
+        }
+      }
+      int scanned = 0;
+      if (activeCount > 0) {
+        // phase 1: resolve every key to its slot before scanning
+        int[] slots = s.slots;
+        int n = 0;
+        long[] ks = keys;
+        Object[] ex = ext;
+        int touch = 0;
+        while (n < numKeys) {
+          int sl = find(requestKeys[n]);
+          if (sl < 0) {
+            break;
+          }
+          slots[n++] = sl;
+          Object x = ex[sl];
+          if (x != null) {
+            touch += ((PodSet) x).n;
+          }
+        }
+        s.sink = touch;
+        // phase 2: scan in order; [lo, hi) bounds the non-zero words of active
+        int now = clock;
+        int lo = 0;
+        int hi = words;
+        int b = 0;
+        for (; b < n && activeCount > 0; b++) {
+          int sl = slots[b];
+          stamps[sl] = now;
+          Object x = ex[sl];
+          PodSet ps = x == null ? null : (PodSet) x;
+          long[] any;
+          long[] gpu;
+          int lim;
+          if (ps != null && ps.any != null) {
+            any = ps.any;
+            gpu = ps.gpu;
+            lim = Math.min(hi, any.length);
+          } else {
+            any = next;
+            gpu = gnext;
+            lim = hi;
+            Arrays.fill(next, lo, hi, 0);
+            Arrays.fill(gnext, lo, hi, 0);
+            if (ps == null) {
+              long v = inline[sl];
+              mark((int) (v >>> 32), active, next, gnext);
+              mark((int) v, active, next, gnext);
+            } else {
+              for (int k = 0; k < ps.n; k++) {
+                mark(ps.e[k], active, next, gnext);
+              }
+            }
+          }
+          int newLo = -1;
+          int newHi = lo;
+          for (int w = lo; w < hi; w++) {
+            long a = active[w];
+            if (a == 0) {
+              continue;
+            }
+            long nx = w < lim ? a & any[w] : 0;
+            long gone = a & ~nx;
+            while (gone != 0) {
+              int p = (w << 6) + Long.numberOfTrailingZeros(gone);
+              writer.set(into, posOf[p], podNames[p], b, 0);
+              activeCount--;
+              gone &= gone - 1;
+            }
+            if (nx != 0) {
+              long nonGpu = nx & ~gpu[w];
+              while (nonGpu != 0) {
+                int p = (w << 6) + Long.numberOfTrailingZeros(nonGpu);
+                writer.addTierBlocks(into, posOf[p], bestTier(sl, ps, p), 1);
+                nonGpu &= nonGpu - 1;
+              }
+              if (newLo < 0) {
+                newLo = w;
+              }
+              newHi = w + 1;
+            }
+            active[w] = nx;
+          }
+          lo = newLo < 0 ? 0 : newLo;
+          hi = newLo < 0 ? 0 : newHi;
+        }
+        scanned = b;
+        for (int w = 0; w < words; w++) {
+          long a = active[w];
+          while (a != 0) {
+            int p = (w << 6) + Long.numberOfTrailingZeros(a);
+            writer.set(into, posOf[p], podNames[p], scanned, 0);
+            a &= a - 1;
+          }
+          active[w] = 0;
+        }
+      }
+      // scores, duplicates, scratch reset
+      int tiers = tierNameList.size();
+      for (int i = 0; i < podCount; i++) {
+        int p = podOfPos[i];
+        if (p < 0) {
+          continue;
+        }
+        int src = posOf[p];
+        int matched = writer.matched(into, src);
+        if (matched == 0 && src == i) {
+          continue;
+        }
+        double score = 0;
+        int nonGpuBlocks = 0;
+        for (int t = 1; t < tiers; t++) {
+          int c = writer.tierBlocks(into, src, t);
+          nonGpuBlocks += c;
+          score += c * tierWeights[t];
+        }
+        if (src == i) {
+          writer.addTierBlocks(into, i, 0, matched - nonGpuBlocks);
+        } else {
+          for (int t = 1; t < tiers; t++) {
+            writer.addTierBlocks(into, i, t, writer.tierBlocks(into, src, t));
+          }
+          writer.addTierBlocks(into, i, 0, matched - nonGpuBlocks);
+        }
+        score += (matched - nonGpuBlocks) * tierWeights[0];
+        writer.set(into, i, pods.get(i), matched, score);
+      }
+      for (int i = 0; i < podCount; i++) {
+        int p = podOfPos[i];
+        if (p >= 0) {
+          posOf[p] = -1;
+        }
+      }
+      clock++;
+    } finally {
+      lock.unlockRead(stamp);
+    }
+    return into;
+  }
+
+  private static void mark(int e, long[] active, long[] next, long[] gnext) {
+    if (e == EMPTY) {
+      return;
+    }
+    int p = podOf(e);
+    int w = p >>> 6;
+    long bit = 1L << p;
+    if ((active[w] & bit) != 0) {
+      next[w] |= bit;
+      if (tierOf(e) == 0) {
+        gnext[w] |= bit;
+      }
+    }
+  }
+
+  /** Best (highest-weight) tier of pod {@code p} in a slot, GPU excluded (caller checked). */
+  private int bestTier(int slot, PodSet ps, int p) {
+    int best = -1;
+    if (ps == null) {
+      long v = inline[slot];
+      best = better(best, (int) (v >>> 32), p);
+      best = better(best, (int) v, p);
+    } else {
+      for (int k = 0; k < ps.n; k++) {
+        best = better(best, ps.e[k], p);
+      }
+    }
+    return Math.max(best, 0);
+  }
+
+  private int better(int best, int e, int p) {
+    if (e == EMPTY || podOf(e) != p) {
+      return best;
+    }
+    int t = tierOf(e);
+    return best < 0 || tierWeights[t] > tierWeights[best] ? t : best;
+  }
+
+  // ------------------------------------------------------------------ introspection
+
+  @Override
+  public Set<String> pods() {
+    long stamp = lock.readLock();
+    try {
+      return Set.of(podIds.keys());
+    } finally {
+      lock.unlockRead(stamp);
+    }
+  }
+
+  @Override
+  public Map<String, Long> podEntries(String podId) {
+    long stamp = lock.readLock();
+    try {
+      int id = podIds.get(podId);
+      if (id < 0) {
+        return Map.of();
+      }
+      Map<String, Long> m = new LinkedHashMap<>();
+      List<String> names = tierNameList;
+      for (int t = 0; t < names.size(); t++) {
+        long c = podTierCounts[id * MAX_TIERS + t];
+        if (c != 0) {
+          m.put(names.get(t), c);
+        }
+      }
+      return Collections.unmodifiableMap(m);
+    } finally {
+      lock.unlockRead(stamp);
+    }
+  }
+
+  @Override
+  public IndexStats stats() {
+    long stamp = lock.readLock();
+    try {
+      return new IndexStats(
+          size,
+          entries,
+          engine.size(),
+          podIds.size(),
+          Map.of(
+              "stored", evStored.sum(),
+              "removed", evRemoved.sum(),
+              "cleared", evCleared.sum(),
+              "pod_removed", evPodRemoved.sum()),
+          sums(evictions),
+          sums(dropped),
+          lookups.sum());
+    } finally {
+      lock.unlockRead(stamp);
+    }
+  }
+
+  private static Map<String, Long> sums(Map<String, LongAdder> m) {
+    Map<String, Long> out = new TreeMap<>();
+    m.forEach((k, v) -> out.put(k, v.sum()));
+    return out;
+  }
+
+  @Override
+  public IndexConfig config() {
+    return config;
+  }
+
+  private void drop(String reason, long n) {
+    dropped.get(reason).add(n);
+  }
+
+  private void warnOnce(String key, String message) {
+    if (warned.add(key)) {
+      LOG.warn("kvindex: {}", message);
+    }
+  }
+
+  private void bindMeters(MeterRegistry r) {
+    Gauge.builder("kvindex_keys", this, i -> i.size).description("request keys held").register(r);
+    Gauge.builder("kvindex_entries", this, i -> i.entries)
+        .description("(key, pod, tier, group) entries held")
+        .register(r);
+    Gauge.builder("kvindex_engine_keys", this, i -> i.engine.size())
+        .description("engine-key mappings held")
+        .register(r);
+    Gauge.builder("kvindex_pods", this, i -> i.podIds.size()).register(r);
+    counter(r, "kvindex_events_total", "type", "stored", evStored);
+    counter(r, "kvindex_events_total", "type", "removed", evRemoved);
+    counter(r, "kvindex_events_total", "type", "cleared", evCleared);
+    counter(r, "kvindex_events_total", "type", "pod_removed", evPodRemoved);
+    counter(r, "kvindex_blocks_total", "op", "stored", blocksStored);
+    counter(r, "kvindex_blocks_total", "op", "removed", blocksRemoved);
+    counter(r, "kvindex_lookups_total", null, null, lookups);
+    evictions.forEach((k, v) -> counter(r, "kvindex_evictions_total", "reason", k, v));
+    dropped.forEach((k, v) -> counter(r, "kvindex_dropped_total", "reason", k, v));
+  }
+
+  private static void counter(
+      MeterRegistry r, String name, String tag, String value, LongAdder adder) {
+    FunctionCounter.Builder<LongAdder> b = FunctionCounter.builder(name, adder, LongAdder::sum);
+    if (tag != null) {
+      b.tag(tag, value);
+    }
+    b.register(r);
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  /** A pending partial index block (engine blocks smaller than index blocks). */
+  private static final class Partial {
+    final long parentKey;
+    final int[] tokens;
+
+    Partial(long parentKey, int[] tokens) {
+      this.parentKey = parentKey;
+      this.tokens = tokens;
+    }
+  }
+
+  /** Per-thread lookup scratch. */
+  private static final class Scratch {
+    long[] active = new long[16];
+    long[] next = new long[16];
+    long[] gnext = new long[16];
+    int[] posOf = new int[0];
+    int[] slots = new int[1024];
+    int[] podOfPos = new int[64];
+    long[] keys = new long[256];
+    int sink;
+
+    void ensure(int words, int numKeys, int high) {
+      if (active.length < words) {
+        active = new long[words * 2];
+        next = new long[words * 2];
+        gnext = new long[words * 2];
+      }
+      if (slots.length < numKeys) {
+        slots = new int[Math.max(numKeys, slots.length * 2)];
+      }
+      if (posOf.length < high) {
+        int old = posOf.length;
+        posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
+        Arrays.fill(posOf, old, posOf.length, -1);
+      }
+    }
+
+    int[] podOfPos(int n) {
+      if (podOfPos.length < n) {
+        podOfPos = new int[Math.max(n, podOfPos.length * 2)];
+      }
+      return podOfPos;
+    }
+
+    long[] keys(int n) {
+      if (keys.length < n) {
+        keys = new long[Math.max(n, keys.length * 2)];
+      }
+      return keys;
+    }
+  }
+}

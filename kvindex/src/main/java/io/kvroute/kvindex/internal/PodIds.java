@@ -1,0 +1,117 @@
+package io.kvroute.kvindex.internal;
+
+import java.util.Arrays;
+
+/**
+ * Open-addressing map from pod id to its dense int id, cheaper than {@code HashMap<String,
+ * Integer>} on the lookup path (no boxing, no nodes; the stored hash is compared before the
+ * string). Not thread-safe: written under the index's write lock, read under its read lock.
+ */
+final class PodIds {
+  private String[] keys = new String[64];
+  private int[] hashes = new int[64];
+  private int[] ids = new int[64];
+  private int size;
+
+  int size() {
+    return size;
+  }
+
+  /** The id of {@code pod}, or -1. */
+  int get(String pod) {
+    int h = pod.hashCode();
+    String[] ks = keys;
+    int m = ks.length - 1;
+    int i = mix(h) & m;
+    while (true) {
+      String k = ks[i];
+      if (k == null) {
+        return -1;
+      }
+      if (k == pod || (hashes[i] == h && k.equals(pod))) {
+        return ids[i];
+      }
+      i = (i + 1) & m;
+    }
+  }
+
+  void put(String pod, int id) {
+    if ((size + 1) * 2 > keys.length) {
+      grow();
+    }
+    int h = pod.hashCode();
+    int m = keys.length - 1;
+    int i = mix(h) & m;
+    while (keys[i] != null) {
+      if (keys[i].equals(pod)) {
+        ids[i] = id;
+        return;
+      }
+      i = (i + 1) & m;
+    }
+    keys[i] = pod;
+    hashes[i] = h;
+    ids[i] = id;
+    size++;
+  }
+
+  void remove(String pod) {
+    int h = pod.hashCode();
+    int m = keys.length - 1;
+    int i = mix(h) & m;
+    while (keys[i] != null) {
+      if (keys[i].equals(pod)) {
+        // backward-shift deletion
+        int j = i;
+        while (true) {
+          j = (j + 1) & m;
+          String k = keys[j];
+          if (k == null) {
+            break;
+          }
+          int home = mix(hashes[j]) & m;
+          if (((j - home) & m) >= ((j - i) & m)) {
+            keys[i] = k;
+            hashes[i] = hashes[j];
+            ids[i] = ids[j];
+            i = j;
+          }
+        }
+        keys[i] = null;
+        size--;
+        return;
+      }
+      i = (i + 1) & m;
+    }
+  }
+
+  private void grow() {
+    String[] ok = keys;
+    int[] oh = hashes;
+    int[] oi = ids;
+    keys = new String[ok.length * 2];
+    hashes = new int[ok.length * 2];
+    ids = new int[ok.length * 2];
+    int m = keys.length - 1;
+    for (int s = 0; s < ok.length; s++) {
+      if (ok[s] != null) {
+        int i = mix(oh[s]) & m;
+        while (keys[i] != null) {
+          i = (i + 1) & m;
+        }
+        keys[i] = ok[s];
+        hashes[i] = oh[s];
+        ids[i] = oi[s];
+      }
+    }
+  }
+
+  /** The pod ids, in table order. */
+  String[] keys() {
+    return Arrays.stream(keys).filter(k -> k != null).toArray(String[]::new);
+  }
+
+  private static int mix(int h) {
+    return h * 0x9E3779B9 ^ (h >>> 16);
+  }
+}

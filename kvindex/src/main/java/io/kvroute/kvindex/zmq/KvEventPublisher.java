@@ -1,0 +1,412 @@
+package io.kvroute.kvindex.zmq;
+
+import io.kvroute.kvindex.event.KvEventBatch;
+import io.kvroute.kvindex.event.KvEventCodec;
+import io.kvroute.kvindex.zmq.internal.Endpoints;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+/**
+ * A KV-event publisher that behaves like vLLM's {@code ZmqEventPublisher} (spec §1.2–§1.4): a PUB
+ * socket sending {@code [topic, seq (8 bytes big-endian), payload]} with sequence numbers from
+ * {@link Builder#firstSequence(long)} (0 by default), and an optional ROUTER replay endpoint
+ * answering {@code [identity, "", start_seq]} requests from a bounded ring buffer of the last
+ * {@link Builder#bufferSteps(int)} batches, in the reply shape of {@link ReplyFormat}, ending with
+ * the {@code ff×8} end marker. Requests that are not exactly 3 frames are ignored, as vLLM does.
+ *
+ * <p>Used by the testkit's vLLM simulator and by tests. {@link #dropSequence(long)} is a fault
+ * hook: that batch is buffered for replay but not sent on the PUB socket.
+ *
+ * <p><b>Thread-safety.</b> Thread-safe. {@code publish*} assigns the sequence number and enqueues
+ * (blocking when the bounded queue is full, like vLLM); one daemon thread ({@code
+ * kvindex-publisher}) owns both sockets, sends, and services replay requests.
+ */
+public final class KvEventPublisher implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(KvEventPublisher.class);
+  private static final byte[] END_SEQ = Endpoints.seqBytes(-1L);
+
+  /** The reply shape of the replay ROUTER (spec §1.4). */
+  public enum ReplyFormat {
+    /**
+     * vLLM after PR #45177: {@code [id, "", topic, seq, payload]}, end {@code [id, "", "", END,
+     * ""]}.
+     */
+    WITH_TOPIC,
+    /** Older vLLM and SGLang: {@code [id, "", seq, payload]}, end {@code [id, "", END, ""]}. */
+    LEGACY
+  }
+
+  private record Pending(long seq, byte[] payload) {}
+
+  private final String topic;
+  private final int bufferSteps;
+  private final ReplyFormat replyFormat;
+  private final Integer dpRank;
+  private final ZContext context;
+  private final boolean ownsContext;
+  private final ZMQ.Socket pub;
+  private final ZMQ.Socket router;
+  private final String endpoint;
+  private final String replayEndpoint;
+  private final BlockingQueue<Pending> queue;
+  private final ArrayDeque<Pending> buffer = new ArrayDeque<>();
+  private final Set<Long> dropped = ConcurrentHashMap.newKeySet();
+  private final Object publishLock = new Object();
+  private final Thread thread;
+  private volatile boolean running = true;
+  private long nextSeq;
+
+  private KvEventPublisher(Builder b) {
+    this.topic = b.topic;
+    this.bufferSteps = b.bufferSteps;
+    this.replyFormat = b.replyFormat;
+    this.dpRank = b.dataParallelRank;
+    this.nextSeq = b.firstSequence;
+    this.queue = new ArrayBlockingQueue<>(b.maxQueueSize);
+    this.ownsContext = b.context == null;
+    this.context = ownsContext ? new ZContext(1) : b.context;
+    ZMQ.Socket p = null;
+    ZMQ.Socket r = null;
+    try {
+      String ep = Endpoints.offset(b.endpoint, b.dataParallelRank);
+      p = context.getContext().socket(SocketType.PUB);
+      p.setLinger(0);
+      p.setSndHWM(b.hwm);
+      boolean bind = b.bind != null ? b.bind : Endpoints.vllmBinds(ep);
+      if (bind) {
+        p.bind(ep);
+        this.endpoint = p.getLastEndpoint();
+      } else {
+        p.connect(ep);
+        this.endpoint = ep;
+      }
+      if (b.replayEndpoint != null) {
+        r = context.getContext().socket(SocketType.ROUTER);
+        r.setLinger(0);
+        r.bind(Endpoints.offset(b.replayEndpoint, b.dataParallelRank));
+        this.replayEndpoint = r.getLastEndpoint();
+      } else {
+        this.replayEndpoint = null;
+      }
+    } catch (RuntimeException e) {
+      if (p != null) {
+        p.close();
+      }
+      if (r != null) {
+        r.close();
+      }
+      if (ownsContext) {
+        context.close();
+      }
+      throw e;
+    }
+    this.pub = p;
+    this.router = r;
+    this.thread = new Thread(this::loop, "kvindex-publisher");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** A new builder. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * Encodes {@code batch} in its schema and publishes it; a {@code null} DP rank is stamped with
+   * this publisher's rank (as vLLM does) unless the schema has no rank field.
+   *
+   * @return the sequence number assigned
+   */
+  public long publish(KvEventBatch batch) {
+    Objects.requireNonNull(batch, "batch");
+    KvEventBatch b =
+        batch.dataParallelRank() == null && batch.schema().batchFields() == 3
+            ? batch.withDataParallelRank(dpRank)
+            : batch;
+    return publishPayload(KvEventCodec.encode(b));
+  }
+
+  /**
+   * Publishes raw payload bytes as the third frame (fault injection: malformed or oversized
+   * payloads). The array must not be modified afterwards (JeroMQ does not copy it).
+   *
+   * @return the sequence number assigned
+   */
+  public long publishPayload(byte[] payload) {
+    Objects.requireNonNull(payload, "payload");
+    if (!running) {
+      throw new IllegalStateException("publisher is closed");
+    }
+    synchronized (publishLock) {
+      long seq = nextSeq++;
+      try {
+        queue.put(new Pending(seq, payload));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while publishing seq " + seq, e);
+      }
+      return seq;
+    }
+  }
+
+  /**
+   * Fault hook: the batch with sequence {@code seq} is kept in the replay buffer but not sent on
+   * the PUB socket (a subscriber sees a gap).
+   */
+  public void dropSequence(long seq) {
+    dropped.add(seq);
+  }
+
+  /** The PUB endpoint (resolved when bound, e.g. {@code tcp://127.0.0.1:54321}). */
+  public String endpoint() {
+    return endpoint;
+  }
+
+  /** The resolved ROUTER replay endpoint, or {@code null} when replay is off. */
+  public String replayEndpoint() {
+    return replayEndpoint;
+  }
+
+  /** The topic (first frame). */
+  public String topic() {
+    return topic;
+  }
+
+  /** The sequence number the next publish will get. */
+  public long nextSequence() {
+    synchronized (publishLock) {
+      return nextSeq;
+    }
+  }
+
+  /** Stops the thread (queued batches are sent first, within 1 s) and closes the sockets. */
+  @Override
+  public void close() {
+    if (!running) {
+      return;
+    }
+    running = false;
+    try {
+      thread.join(2000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (ownsContext) {
+      context.close();
+    }
+  }
+
+  private void loop() {
+    byte[] topicBytes = topic.getBytes(StandardCharsets.UTF_8);
+    try {
+      long drainDeadline = Long.MAX_VALUE;
+      while (true) {
+        if (!running) {
+          if (drainDeadline == Long.MAX_VALUE) {
+            drainDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+          }
+          if (queue.isEmpty() || System.nanoTime() > drainDeadline) {
+            break;
+          }
+        }
+        if (router != null) {
+          serviceReplay(topicBytes);
+        }
+        Pending p = queue.poll(router != null ? 5 : 50, TimeUnit.MILLISECONDS);
+        while (p != null) {
+          if (!dropped.remove(p.seq)) {
+            // fresh arrays per frame: JeroMQ keeps references to sent arrays
+            pub.sendMore(topicBytes.clone());
+            pub.sendMore(Endpoints.seqBytes(p.seq));
+            pub.send(p.payload);
+          }
+          buffer.addLast(p);
+          if (buffer.size() > bufferSteps) {
+            buffer.removeFirst();
+          }
+          p = queue.poll();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      LOG.warn("KV event publisher thread failed", e);
+    } finally {
+      pub.close();
+      if (router != null) {
+        router.close();
+      }
+    }
+  }
+
+  private void serviceReplay(byte[] topicBytes) {
+    while (true) {
+      byte[] first = router.recv(ZMQ.DONTWAIT);
+      if (first == null) {
+        return;
+      }
+      List<byte[]> frames = new ArrayList<>(3);
+      frames.add(first);
+      while (router.hasReceiveMore()) {
+        frames.add(router.recv());
+      }
+      if (frames.size() != 3) {
+        LOG.debug("Invalid replay request: {} frames", frames.size());
+        continue;
+      }
+      byte[] id = frames.get(0);
+      long start = Endpoints.seqOf(frames.get(2));
+      for (Pending p : buffer) {
+        if (Long.compareUnsigned(p.seq, start) >= 0) {
+          router.sendMore(id.clone());
+          router.sendMore(new byte[0]);
+          if (replyFormat == ReplyFormat.WITH_TOPIC) {
+            router.sendMore(topicBytes.clone());
+          }
+          router.sendMore(Endpoints.seqBytes(p.seq));
+          router.send(p.payload.clone());
+        }
+      }
+      router.sendMore(id.clone());
+      router.sendMore(new byte[0]);
+      if (replyFormat == ReplyFormat.WITH_TOPIC) {
+        router.sendMore(new byte[0]);
+      }
+      router.sendMore(END_SEQ.clone());
+      router.send(new byte[0]);
+    }
+  }
+
+  /**
+   * Builds a {@link KvEventPublisher}. Defaults follow vLLM's {@code KVEventsConfig}: topic {@code
+   * ""}, {@code buffer_steps} 10 000, {@code hwm} 100 000, {@code max_queue_size} 100 000, no
+   * replay endpoint, DP rank 0, bind-or-connect by vLLM's rule.
+   *
+   * <p>Not thread-safe.
+   */
+  public static final class Builder {
+    private String endpoint;
+    private String replayEndpoint;
+    private String topic = "";
+    private int bufferSteps = 10_000;
+    private int hwm = 100_000;
+    private int maxQueueSize = 100_000;
+    private ReplyFormat replyFormat = ReplyFormat.WITH_TOPIC;
+    private int dataParallelRank;
+    private long firstSequence;
+    private Boolean bind;
+    private ZContext context;
+
+    private Builder() {}
+
+    /** PUB endpoint (required), e.g. {@code tcp://127.0.0.1:0}; offset by the DP rank. */
+    public Builder endpoint(String endpoint) {
+      this.endpoint = endpoint;
+      return this;
+    }
+
+    /** ROUTER replay endpoint (always bound; offset by the DP rank), or {@code null} for none. */
+    public Builder replayEndpoint(String replayEndpoint) {
+      this.replayEndpoint = replayEndpoint;
+      return this;
+    }
+
+    /** Topic, the first frame (default {@code ""}). */
+    public Builder topic(String topic) {
+      this.topic = topic;
+      return this;
+    }
+
+    /** Replay ring buffer size in batches (default 10 000). */
+    public Builder bufferSteps(int bufferSteps) {
+      this.bufferSteps = bufferSteps;
+      return this;
+    }
+
+    /** PUB send high-water mark (default 100 000). */
+    public Builder hwm(int hwm) {
+      this.hwm = hwm;
+      return this;
+    }
+
+    /** Bound of the publish queue (default 100 000); {@code publish} blocks when it is full. */
+    public Builder maxQueueSize(int maxQueueSize) {
+      this.maxQueueSize = maxQueueSize;
+      return this;
+    }
+
+    /** Replay reply shape (default {@link ReplyFormat#WITH_TOPIC}). */
+    public Builder replyFormat(ReplyFormat replyFormat) {
+      this.replyFormat = replyFormat;
+      return this;
+    }
+
+    /** Data-parallel rank: offsets both endpoints' ports and is stamped on batches (default 0). */
+    public Builder dataParallelRank(int dataParallelRank) {
+      this.dataParallelRank = dataParallelRank;
+      return this;
+    }
+
+    /** The first sequence number (default 0, as vLLM; other values simulate long-running pods). */
+    public Builder firstSequence(long firstSequence) {
+      this.firstSequence = firstSequence;
+      return this;
+    }
+
+    /** Forces bind ({@code true}) or connect ({@code false}) instead of vLLM's endpoint rule. */
+    public Builder bind(boolean bind) {
+      this.bind = bind;
+      return this;
+    }
+
+    /** A shared JeroMQ context (not closed by the publisher); default: a private one. */
+    public Builder context(ZContext context) {
+      this.context = context;
+      return this;
+    }
+
+    /**
+     * Validates, opens the sockets (binding synchronously) and starts the publisher thread.
+     *
+     * @throws IllegalArgumentException naming the invalid field
+     */
+    public KvEventPublisher build() {
+      if (endpoint == null || endpoint.isEmpty()) {
+        throw new IllegalArgumentException("publisher.endpoint must be set");
+      }
+      Objects.requireNonNull(topic, "publisher.topic");
+      Objects.requireNonNull(replyFormat, "publisher.replyFormat");
+      if (bufferSteps < 1) {
+        throw new IllegalArgumentException(
+            "publisher.bufferSteps must be >= 1, was " + bufferSteps);
+      }
+      if (hwm < 0) {
+        throw new IllegalArgumentException("publisher.hwm must be >= 0, was " + hwm);
+      }
+      if (maxQueueSize < 1) {
+        throw new IllegalArgumentException(
+            "publisher.maxQueueSize must be >= 1, was " + maxQueueSize);
+      }
+      if (dataParallelRank < 0) {
+        throw new IllegalArgumentException(
+            "publisher.dataParallelRank must be >= 0, was " + dataParallelRank);
+      }
+      return new KvEventPublisher(this);
+    }
+  }
+}

@@ -1,0 +1,26 @@
+package io.kvroute.kvindex.zmq;
+
+import static org.assertj.core.api.Assertions.fail;
+
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+
+/** Polls a condition with a deadline (no sleeps of fixed length). */
+final class Await {
+  private Await() {}
+
+  static void until(String what, BooleanSupplier condition) {
+    until(what, Duration.ofSeconds(10), condition);
+  }
+
+  static void until(String what, Duration timeout, BooleanSupplier condition) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        fail("timed out after " + timeout + " waiting for " + what);
+      }
+      LockSupport.parkNanos(1_000_000);
+    }
+  }
+}

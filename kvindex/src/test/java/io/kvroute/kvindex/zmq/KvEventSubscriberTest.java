@@ -1,0 +1,423 @@
+package io.kvroute.kvindex.zmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvroute.kvindex.event.EngineHashes;
+import io.kvroute.kvindex.event.EventSchema;
+import io.kvroute.kvindex.event.KvEvent;
+import io.kvroute.kvindex.event.KvEventBatch;
+import io.kvroute.kvindex.event.KvEventCodec;
+import io.kvroute.kvindex.event.KvEventSink;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.zeromq.ZMQException;
+
+/** Real JeroMQ PUB/ROUTER publishers and the subscriber on loopback. */
+class KvEventSubscriberTest {
+
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private final RecordingSink sink = new RecordingSink();
+  private final RecordingListener listener = new RecordingListener();
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (int i = closeables.size() - 1; i >= 0; i--) {
+      closeables.get(i).close();
+    }
+  }
+
+  private <T extends AutoCloseable> T track(T t) {
+    closeables.add(t);
+    return t;
+  }
+
+  private KvEventPublisher publisher(String topic, boolean replay) {
+    KvEventPublisher.Builder b =
+        KvEventPublisher.builder().endpoint("tcp://127.0.0.1:0").bind(true).topic(topic);
+    if (replay) {
+      b.replayEndpoint("tcp://127.0.0.1:0");
+    }
+    return track(b.build());
+  }
+
+  private KvEventSubscriber.Builder subscriber() {
+    return KvEventSubscriber.builder()
+        .sink(sink)
+        .listener(listener)
+        .meterRegistry(registry)
+        .pollInterval(Duration.ofMillis(5))
+        .reconnectInterval(Duration.ofMillis(10))
+        .reconnectIntervalMax(Duration.ofMillis(50))
+        .replayIdleTimeout(Duration.ofMillis(700));
+  }
+
+  static KvEventBatch stored(long... hashes) {
+    int[] tokens = new int[16 * hashes.length];
+    for (int i = 0; i < tokens.length; i++) {
+      tokens[i] = i;
+    }
+    return KvEventBatch.of(
+        1.5, List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(hashes), null, tokens, 16)));
+  }
+
+  static KvEventBatch removed(long... hashes) {
+    return KvEventBatch.of(1.5, List.of(KvEvent.BlockRemoved.of(EngineHashes.ofInts(hashes))));
+  }
+
+  static KvEventBatch empty() {
+    return KvEventBatch.of(1.0, List.of());
+  }
+
+  /** PUB/SUB joins asynchronously: publish empty batches until the subscriber sees one. */
+  private void warmUp(KvEventPublisher p, String identity) {
+    Await.until(
+        "subscriber joined " + identity,
+        () -> {
+          p.publish(empty());
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() < until) {
+            if (listener.anyBatch(identity)) {
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+  }
+
+  private double count(String name, String... tags) {
+    Counter c = registry.find(name).tags(tags).counter();
+    return c == null ? 0 : c.count();
+  }
+
+  @ParameterizedTest
+  @EnumSource(KvEventPublisher.ReplyFormat.class)
+  void droppedBatchIsRecoveredThroughReplay(KvEventPublisher.ReplyFormat format) {
+    KvEventPublisher p =
+        track(
+            KvEventPublisher.builder()
+                .endpoint("tcp://127.0.0.1:0")
+                .bind(true)
+                .replayEndpoint("tcp://127.0.0.1:0")
+                .replyFormat(format)
+                .topic("kv@pod-a@m")
+                .build());
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    warmUp(p, "pod-a");
+
+    p.publish(stored(1, 2));
+    long dropped = p.nextSequence();
+    p.dropSequence(dropped);
+    p.publish(stored(3, 0x8000_0000_0000_0001L)); // uint64 >= 2^63
+    long last = p.publish(removed(1));
+
+    Await.until("last batch applied", () -> listener.seen("pod-a", last));
+    assertThat(sink.blocks("pod-a")).containsExactlyInAnyOrder(2L, 3L, 0x8000_0000_0000_0001L);
+    assertThat(listener.batches).contains("pod-a:" + dropped + ":replayed");
+    assertThat(listener.notes)
+        .contains(
+            "gap pod-a " + dropped + ".." + last,
+            "replay pod-a " + dropped + ".." + last + " n=1 complete=true");
+    assertThat(count("kvindex_gaps")).isEqualTo(1);
+    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(1);
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvindex_events", "type", "BlockStored")).isEqualTo(2);
+  }
+
+  @Test
+  void gapWithoutReplayEndpointClearsThePod() {
+    KvEventPublisher p = publisher("t", false);
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(PodEndpoint.of("pod-a", p.endpoint())).join();
+    warmUp(p, "pod-a");
+    p.publish(stored(1));
+    p.dropSequence(p.nextSequence());
+    p.publish(stored(2));
+    long last = p.publish(stored(3));
+    Await.until("last batch", () -> listener.seen("pod-a", last));
+    assertThat(sink.blocks("pod-a")).containsExactly(3L);
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+  }
+
+  @Test
+  void decreasingSequenceIsARestartThatClearsThePod() throws Exception {
+    KvEventPublisher first =
+        KvEventPublisher.builder()
+            .endpoint("tcp://127.0.0.1:0")
+            .bind(true)
+            .topic("t")
+            .firstSequence(1_000_000)
+            .build();
+    String endpoint = first.endpoint();
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(PodEndpoint.of("pod-a", endpoint)).join();
+    try {
+      warmUp(first, "pod-a");
+      long s = first.publish(stored(7));
+      Await.until("stored 7", () -> listener.seen("pod-a", s));
+    } finally {
+      first.close();
+    }
+    KvEventPublisher second = bindWithRetry(endpoint);
+    Await.until(
+        "restart detected",
+        () -> {
+          second.publish(empty());
+          return listener.notes.stream().anyMatch(n -> n.startsWith("restart pod-a"));
+        });
+    long s = second.publish(stored(8));
+    Await.until("stored 8", () -> listener.seen("pod-a", s));
+    assertThat(sink.blocks("pod-a")).containsExactly(8L);
+    assertThat(count("kvindex_restarts")).isEqualTo(1);
+  }
+
+  private KvEventPublisher bindWithRetry(String endpoint) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (true) {
+      try {
+        return track(KvEventPublisher.builder().endpoint(endpoint).bind(true).topic("t").build());
+      } catch (ZMQException e) {
+        assertThat(System.nanoTime()).as("rebind " + endpoint + ": " + e).isLessThan(deadline);
+        LockSupport.parkNanos(5_000_000);
+      }
+    }
+  }
+
+  @Test
+  void malformedAndOversizedPayloadsAreCountedAndSkipped() {
+    KvEventPublisher p = publisher("t", true);
+    KvEventSubscriber sub = track(subscriber().maxPayloadBytes(2048).build().start());
+    sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    warmUp(p, "pod-a");
+    p.publish(stored(1));
+    p.publishPayload(new byte[] {(byte) 0xc1}); // never-used msgpack byte
+    p.publishPayload(new byte[] {(byte) 0x93, (byte) 0xdd, 0x7f, (byte) 0xff, (byte) 0xff, 0});
+    p.publish(stored(new long[200])); // 200 blocks x 16 tokens: far over 2048 bytes
+    long last = p.publish(stored(2));
+    Await.until("last batch", () -> listener.seen("pod-a", last));
+    assertThat(sink.blocks("pod-a")).containsExactlyInAnyOrder(1L, 2L);
+    assertThat(count("kvindex_decode_errors")).isEqualTo(2);
+    assertThat(count("kvindex_dropped", "reason", "malformed")).isEqualTo(2);
+    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    assertThat(count("kvindex_gaps")).isZero();
+  }
+
+  @Test
+  void podRemovedAtRunTimeStopsItsSubscription() {
+    KvEventPublisher a = publisher("kv@a@m", false);
+    KvEventPublisher b = publisher("kv@b@m", false);
+    KvEventSubscriber sub = track(subscriber().shards(1).build().start());
+    sub.addPod(PodEndpoint.of("pod-a", a.endpoint())).join();
+    sub.addPod(PodEndpoint.of("pod-b", b.endpoint())).join();
+    warmUp(a, "pod-a");
+    warmUp(b, "pod-b");
+    long s1 = a.publish(stored(1));
+    Await.until("a stored", () -> listener.seen("pod-a", s1));
+    assertThat(sink.blocks("pod-a")).containsExactly(1L);
+
+    sub.removePod("pod-a").join();
+    assertThat(sub.pods()).containsExactly("pod-b");
+    assertThat(sink.calls()).contains("removePod pod-a");
+    assertThat(sink.pods()).doesNotContain("pod-a");
+
+    a.publish(stored(5));
+    long s2 = b.publish(stored(2));
+    Await.until("b stored", () -> listener.seen("pod-b", s2));
+    assertThat(sink.pods()).containsExactly("pod-b");
+    assertThat(listener.batches.stream().filter(x -> x.startsWith("pod-a:")).count())
+        .as("no pod-a batch after removal")
+        .isEqualTo(listener.batches.indexOf("pod-a:" + s1) >= 0 ? countA(s1) : 0);
+  }
+
+  private long countA(long upTo) {
+    return listener.batches.stream()
+        .filter(x -> x.startsWith("pod-a:"))
+        .filter(x -> Long.parseLong(x.split(":")[1]) <= upTo)
+        .count();
+  }
+
+  @Test
+  void bindModeTakesPodFromTopicAndRankFromBatch() {
+    KvEventSubscriber sub =
+        track(subscriber().bind("tcp://127.0.0.1:0").topic("kv@").build().start());
+    String endpoint = sub.boundEndpoint().orElseThrow();
+    KvEventPublisher p =
+        track(
+            KvEventPublisher.builder().endpoint(endpoint).bind(false).topic("kv@pod-c@m").build());
+    KvEventPublisher ignored =
+        track(KvEventPublisher.builder().endpoint(endpoint).bind(false).topic("other").build());
+    ignored.publish(stored(99));
+    warmUp(p, "pod-c");
+    long s = p.publish(stored(4).withDataParallelRank(1));
+    long s0 = p.publish(stored(5));
+    Await.until("rank 1 batch", () -> listener.seen("pod-c@dp1", s) && listener.seen("pod-c", s0));
+    assertThat(sink.blocks("pod-c@dp1")).containsExactly(4L);
+    assertThat(sink.blocks("pod-c")).containsExactly(5L);
+    assertThat(sink.pods()).doesNotContain("other");
+  }
+
+  @Test
+  void dataParallelRanksUsePortOffsetsAndRankIdentities() {
+    KvEventPublisher[] ranks = bindTwoAdjacentPorts();
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(
+            PodEndpoint.of("pod-d", ranks[0].endpoint())
+                .withReplay(ranks[0].replayEndpoint())
+                .withDataParallelSize(2))
+        .join();
+    warmUp(ranks[0], "pod-d");
+    warmUp(ranks[1], "pod-d@dp1");
+    long s0 = ranks[0].publish(stored(10));
+    ranks[1].dropSequence(ranks[1].nextSequence());
+    ranks[1].publish(stored(11));
+    long s1 = ranks[1].publish(stored(12));
+    Await.until("both ranks", () -> listener.seen("pod-d", s0) && listener.seen("pod-d@dp1", s1));
+    assertThat(sink.blocks("pod-d")).containsExactly(10L);
+    assertThat(sink.blocks("pod-d@dp1")).containsExactly(11L, 12L);
+    sub.removePod("pod-d").join();
+    assertThat(sink.pods()).isEmpty();
+  }
+
+  /** Binds rank 0 and rank 1 publishers (PUB and ROUTER) at base ports P and P+1, Q and Q+1. */
+  private KvEventPublisher[] bindTwoAdjacentPorts() {
+    for (int attempt = 0; ; attempt++) {
+      int p = freePort();
+      int q = freePort();
+      List<KvEventPublisher> made = new ArrayList<>();
+      try {
+        for (int r = 0; r < 2; r++) {
+          made.add(
+              KvEventPublisher.builder()
+                  .endpoint("tcp://127.0.0.1:" + p)
+                  .replayEndpoint("tcp://127.0.0.1:" + q)
+                  .bind(true)
+                  .dataParallelRank(r)
+                  .topic("kv@pod-d@m")
+                  .build());
+        }
+        made.forEach(this::track);
+        return made.toArray(new KvEventPublisher[0]);
+      } catch (ZMQException e) {
+        made.forEach(KvEventPublisher::close);
+        assertThat(attempt).as("free adjacent ports: " + e).isLessThan(20);
+      }
+    }
+  }
+
+  private static int freePort() {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @Test
+  void queueOverflowMarksThePodForResyncAndReplayRestoresIt() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch blocked = new CountDownLatch(1);
+    KvEventSink blocking =
+        new KvEventSink() {
+          @Override
+          public void blockStored(
+              String podId,
+              long[] engineHashes,
+              boolean hasParent,
+              long parentEngineHash,
+              int[] tokenIds,
+              int blockSize,
+              String loraName,
+              String medium,
+              int groupIdx) {
+            if (engineHashes[0] == 1L) {
+              blocked.countDown();
+              try {
+                release.await(10, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+            sink.blockStored(
+                podId,
+                engineHashes,
+                hasParent,
+                parentEngineHash,
+                tokenIds,
+                blockSize,
+                loraName,
+                medium,
+                groupIdx);
+          }
+
+          @Override
+          public void blockRemoved(String podId, long[] h, String medium, int groupIdx) {
+            sink.blockRemoved(podId, h, medium, groupIdx);
+          }
+
+          @Override
+          public void allBlocksCleared(String podId) {
+            sink.allBlocksCleared(podId);
+          }
+
+          @Override
+          public void removePod(String podId) {
+            sink.removePod(podId);
+          }
+        };
+    KvEventPublisher p = publisher("t", true);
+    KvEventSubscriber sub =
+        track(subscriber().sink(blocking).shards(1).queueCapacity(1).build().start());
+    sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    warmUp(p, "pod-a");
+    p.publish(stored(1));
+    assertThat(blocked.await(10, TimeUnit.SECONDS)).isTrue();
+    for (long h = 2; h <= 6; h++) {
+      p.publish(stored(h));
+    }
+    Await.until("overflow", () -> count("kvindex_dropped", "reason", "overflow") >= 1);
+    release.countDown();
+    long last = p.publish(stored(7));
+    Await.until("last", () -> listener.seen("pod-a", last));
+    assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
+    assertThat(count("kvindex_replays", "outcome", "complete")).isGreaterThanOrEqualTo(1);
+  }
+
+  @Test
+  void publisherFramesMatchVllm() {
+    KvEventPublisher p = publisher("kv@10.0.0.7@Qwen/Qwen3-8B", false);
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(PodEndpoint.of("x", p.endpoint())).join();
+    warmUp(p, "x");
+    byte[] payload = KvEventCodec.encode(stored(1).withSchema(EventSchema.A5));
+    long s = p.publishPayload(payload);
+    Await.until("payload", () -> listener.seen("x", s));
+    assertThat(sink.blocks("x")).isEqualTo(Set.of(1L));
+  }
+
+  @Test
+  void builderValidationNamesTheField() {
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> KvEventSubscriber.builder().build())
+        .hasMessageContaining("subscriber.sink");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> KvEventSubscriber.builder().sink(sink).shards(0).build())
+        .hasMessage("subscriber.shards must be >= 1, was 0");
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () -> KvEventPublisher.builder().endpoint("tcp://127.0.0.1:0").bufferSteps(0).build())
+        .hasMessage("publisher.bufferSteps must be >= 1, was 0");
+  }
+}

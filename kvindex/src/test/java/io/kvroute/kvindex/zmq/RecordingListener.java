@@ -1,0 +1,50 @@
+package io.kvroute.kvindex.zmq;
+
+import io.kvroute.kvindex.event.KvEventBatch;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/** Records listener callbacks as strings. */
+final class RecordingListener implements KvEventListener {
+  final List<String> batches = new CopyOnWriteArrayList<>();
+  final List<String> notes = new CopyOnWriteArrayList<>();
+
+  @Override
+  public void onBatch(String pod, String topic, long seq, KvEventBatch batch, boolean replayed) {
+    batches.add(pod + ":" + seq + (replayed ? ":replayed" : ""));
+  }
+
+  @Override
+  public void onGap(String pod, long expected, long received) {
+    notes.add("gap " + pod + " " + expected + ".." + received);
+  }
+
+  @Override
+  public void onReplay(String pod, long from, long to, int replayed, boolean complete) {
+    notes.add(
+        "replay " + pod + " " + from + ".." + to + " n=" + replayed + " complete=" + complete);
+  }
+
+  @Override
+  public void onRestart(String pod, long last, long received) {
+    notes.add("restart " + pod + " " + last + "->" + received);
+  }
+
+  @Override
+  public void onResync(String pod, String reason) {
+    notes.add("resync " + pod + " " + reason);
+  }
+
+  @Override
+  public void onDropped(String pod, long seq, String reason, Exception cause) {
+    notes.add("dropped " + pod + " " + seq + " " + reason);
+  }
+
+  boolean seen(String pod, long seq) {
+    return batches.contains(pod + ":" + seq) || batches.contains(pod + ":" + seq + ":replayed");
+  }
+
+  boolean anyBatch(String pod) {
+    return batches.stream().anyMatch(b -> b.startsWith(pod + ":"));
+  }
+}

@@ -1,0 +1,67 @@
+package io.kvroute.kvindex.zmq;
+
+import io.kvroute.kvindex.event.KvEventSink;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/** A thread-safe sink keeping, per pod, the set of stored engine hashes and a call log. */
+final class RecordingSink implements KvEventSink {
+  private final Map<String, Set<Long>> blocks = new HashMap<>();
+  private final List<String> calls = new ArrayList<>();
+
+  @Override
+  public synchronized void blockStored(
+      String podId,
+      long[] engineHashes,
+      boolean hasParent,
+      long parentEngineHash,
+      int[] tokenIds,
+      int blockSize,
+      String loraName,
+      String medium,
+      int groupIdx) {
+    Set<Long> s = blocks.computeIfAbsent(podId, k -> new TreeSet<>());
+    for (long h : engineHashes) {
+      s.add(h);
+    }
+    calls.add("stored " + podId);
+  }
+
+  @Override
+  public synchronized void blockRemoved(
+      String podId, long[] engineHashes, String medium, int groupIdx) {
+    Set<Long> s = blocks.computeIfAbsent(podId, k -> new TreeSet<>());
+    for (long h : engineHashes) {
+      s.remove(h);
+    }
+    calls.add("removed " + podId);
+  }
+
+  @Override
+  public synchronized void allBlocksCleared(String podId) {
+    blocks.computeIfAbsent(podId, k -> new TreeSet<>()).clear();
+    calls.add("cleared " + podId);
+  }
+
+  @Override
+  public synchronized void removePod(String podId) {
+    blocks.remove(podId);
+    calls.add("removePod " + podId);
+  }
+
+  synchronized Set<Long> blocks(String pod) {
+    return new TreeSet<>(blocks.getOrDefault(pod, Set.of()));
+  }
+
+  synchronized Set<String> pods() {
+    return new TreeSet<>(blocks.keySet());
+  }
+
+  synchronized List<String> calls() {
+    return new ArrayList<>(calls);
+  }
+}

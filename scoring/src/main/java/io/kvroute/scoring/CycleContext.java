@@ -1,0 +1,240 @@
+package io.kvroute.scoring;
+
+import io.kvroute.connector.Endpoint;
+import io.kvroute.scoring.internal.Hashing;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Optional;
+import java.util.random.RandomGenerator;
+
+/** The per-request {@link SchedulingContext}. Confined to the thread running one pick. */
+final class CycleContext implements SchedulingContext {
+  private final Scheduler scheduler;
+  private final SchedulingRequest request;
+  private final List<Endpoint> all;
+  private final RandomGenerator random;
+  private final long now;
+  private final int[] tokens;
+  private String profileName = "";
+  private Endpoint peer;
+  private HashMap<String, Integer> indexById;
+
+  private long[] requestKeys;
+  private int[] preciseMatched;
+  private double[] preciseWeighted;
+
+  private int[] approxTokens;
+  private long[] approxHashes;
+  private int[] approxMatched;
+
+  CycleContext(Scheduler scheduler, SchedulingRequest request, RandomGenerator random, long now) {
+    this.scheduler = scheduler;
+    this.request = request;
+    this.all = request.candidates();
+    this.random = random;
+    this.now = now;
+    this.tokens = request.tokens();
+  }
+
+  void profile(String name) {
+    this.profileName = name;
+  }
+
+  void peer(Endpoint peer) {
+    this.peer = peer;
+  }
+
+  @Override
+  public SchedulingRequest request() {
+    return request;
+  }
+
+  @Override
+  public String profileName() {
+    return profileName;
+  }
+
+  @Override
+  public int promptTokens() {
+    if (tokens != null) {
+      return tokens.length;
+    }
+    int[] t = approximateTokens();
+    return t == null ? -1 : t.length;
+  }
+
+  int indexOf(String id) {
+    HashMap<String, Integer> m = indexById;
+    if (m == null) {
+      m = new HashMap<>(all.size() * 2);
+      for (int i = 0; i < all.size(); i++) {
+        m.put(all.get(i).id(), i);
+      }
+      indexById = m;
+    }
+    Integer i = m.get(id);
+    return i == null ? -1 : i;
+  }
+
+  // ---- precise ----
+
+  @Override
+  public boolean hasPreciseMatches() {
+    return scheduler.lookup != null && tokens != null;
+  }
+
+  long[] requestKeys() {
+    if (requestKeys == null && hasPreciseMatches()) {
+      requestKeys =
+          scheduler.lookup.requestKeys(
+              tokens, request.lora().orElse(null), request.cacheSalt().orElse(null));
+    }
+    return requestKeys;
+  }
+
+  private void computePrecise() {
+    int n = all.size();
+    preciseMatched = new int[n];
+    preciseWeighted = new double[n];
+    long[] keys = requestKeys();
+    if (keys == null || keys.length == 0) {
+      return;
+    }
+    scheduler.lookup.lookup(keys, all, preciseMatched, preciseWeighted);
+    if (scheduler.speculative != null && !scheduler.speculative.isEmpty()) {
+      for (int c = 0; c < n; c++) {
+        int from = preciseMatched[c];
+        if (from < keys.length) {
+          int to = scheduler.speculative.extend(all.get(c).id(), keys, from, now);
+          preciseWeighted[c] += to - from;
+          preciseMatched[c] = to;
+        }
+      }
+    }
+  }
+
+  /** Matched blocks of candidate {@code i} of the request (precise), or 0. */
+  int preciseMatchedAt(int i) {
+    if (!hasPreciseMatches()) {
+      return 0;
+    }
+    if (preciseMatched == null) {
+      computePrecise();
+    }
+    return i < 0 ? 0 : preciseMatched[i];
+  }
+
+  @Override
+  public PrefixCacheMatch preciseMatch(Endpoint endpoint) {
+    if (!hasPreciseMatches()) {
+      return PrefixCacheMatch.NONE;
+    }
+    if (preciseMatched == null) {
+      computePrecise();
+    }
+    int i = indexOf(endpoint.id());
+    long[] keys = requestKeys();
+    int bs = scheduler.lookup.blockSizeTokens();
+    if (i < 0) {
+      return new PrefixCacheMatch(0, 0, keys.length, bs);
+    }
+    return new PrefixCacheMatch(preciseMatched[i], preciseWeighted[i], keys.length, bs);
+  }
+
+  // ---- approximate ----
+
+  int[] approximateTokens() {
+    if (approxTokens == null) {
+      Optional<String> p = request.prompt();
+      if (p.isPresent()) {
+        approxTokens = Hashing.estimateTokens(p.get());
+      } else if (request.messages().isPresent()) {
+        StringBuilder sb = new StringBuilder();
+        for (SchedulingRequest.ChatMessage m : request.messages().get()) {
+          sb.append(m.role()).append('\n').append(m.content()).append('\n');
+        }
+        approxTokens = Hashing.estimateTokens(sb.toString());
+      } else {
+        approxTokens = tokens;
+      }
+    }
+    return approxTokens;
+  }
+
+  long[] approximateHashes() {
+    if (approxHashes == null) {
+      int[] t = approximateTokens();
+      approxHashes =
+          t == null
+              ? new long[0]
+              : Hashing.chainedBlocks(
+                  t,
+                  scheduler.approxBlockSize,
+                  scheduler.approxMaxBlocks,
+                  request.cacheModelName(),
+                  request.cacheSalt().orElse(null));
+    }
+    return approxHashes;
+  }
+
+  int approximateMatchedAt(int i) {
+    if (approxMatched == null) {
+      approxMatched = new int[all.size()];
+      if (scheduler.approximate != null) {
+        scheduler.approximate.match(approximateHashes(), this::indexOf, approxMatched);
+      }
+    }
+    return i < 0 ? 0 : approxMatched[i];
+  }
+
+  @Override
+  public PrefixCacheMatch approximateMatch(Endpoint endpoint) {
+    int m = approximateMatchedAt(indexOf(endpoint.id()));
+    return new PrefixCacheMatch(m, m, approximateHashes().length, scheduler.approxBlockSize);
+  }
+
+  @Override
+  public PrefixCacheMatch prefixMatch(Endpoint endpoint) {
+    return hasPreciseMatches() ? preciseMatch(endpoint) : approximateMatch(endpoint);
+  }
+
+  /** Matched blocks by the best available source, by candidate index. */
+  int prefixMatchedAt(int i) {
+    return hasPreciseMatches() ? preciseMatchedAt(i) : approximateMatchedAt(i);
+  }
+
+  // ---- load ----
+
+  @Override
+  public Optional<EndpointMetrics> metrics(Endpoint endpoint) {
+    return Optional.ofNullable(scheduler.metrics.freshOrNull(endpoint.id(), now));
+  }
+
+  EndpointMetrics metricsOrNull(Endpoint endpoint) {
+    return scheduler.metrics.freshOrNull(endpoint.id(), now);
+  }
+
+  MetricsStore.Freshness freshness(Endpoint endpoint) {
+    return scheduler.metrics.freshness(endpoint.id(), now);
+  }
+
+  @Override
+  public int inFlight(Endpoint endpoint) {
+    return scheduler.inFlight.get(endpoint.id());
+  }
+
+  @Override
+  public Optional<Endpoint> peer() {
+    return Optional.ofNullable(peer);
+  }
+
+  @Override
+  public RandomGenerator random() {
+    return random;
+  }
+
+  @Override
+  public long nanoTime() {
+    return now;
+  }
+}

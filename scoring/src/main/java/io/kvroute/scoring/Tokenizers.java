@@ -1,0 +1,340 @@
+package io.kvroute.scoring;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Built-in {@link Tokenizer}s: caller-supplied ids, and vLLM's {@code POST /tokenize} over HTTP.
+ */
+public final class Tokenizers {
+  private Tokenizers() {}
+
+  /**
+   * Uses only the token ids the caller put on the request; fails otherwise (so {@link
+   * Scheduler#pickAsync} degrades to the approximate index).
+   */
+  public static Tokenizer callerSupplied() {
+    return r ->
+        r.hasTokenIds()
+            ? CompletableFuture.completedFuture(r.tokens())
+            : CompletableFuture.failedFuture(
+                new TokenizationException("request carries no token ids"));
+  }
+
+  /** A builder of the vLLM {@code /tokenize} client. */
+  public static VllmBuilder vllm() {
+    return new VllmBuilder();
+  }
+
+  /** A tokenization failure (HTTP error, bad response, timeout). */
+  public static final class TokenizationException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** An exception with a message. */
+    public TokenizationException(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  /**
+   * Configures the vLLM {@code /tokenize} client. Completion prompts are sent as {@code {"model",
+   * "prompt"}}; chat requests as {@code {"model", "messages", "add_generation_prompt": true}} so
+   * the engine applies its own chat template and the ids match what it will cache. Results are kept
+   * in a bounded LRU keyed by the exact model and prompt (entries and total tokens are both
+   * bounded), so repeated prompts and retries cost no round trip.
+   */
+  public static final class VllmBuilder {
+    private URI baseUrl;
+    private HttpClient client;
+    private Duration timeout = Duration.ofSeconds(2);
+    private int cacheEntries = 1024;
+    private long cacheMaxTokens = 8L << 20;
+    private io.micrometer.core.instrument.MeterRegistry registry;
+
+    private VllmBuilder() {}
+
+    /**
+     * Binds {@code kvroute.tokenizer.cache.size} (gauge), {@code kvroute.tokenizer.cache.hits},
+     * {@code kvroute.tokenizer.cache.misses} and {@code kvroute.tokenizer.failures} (counters).
+     */
+    public VllmBuilder meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
+      this.registry = registry;
+      return this;
+    }
+
+    /**
+     * A fixed tokenizer server (for example {@code http://vllm:8000}); by default the request's
+     * candidates are used in rotation.
+     */
+    public VllmBuilder baseUrl(URI baseUrl) {
+      this.baseUrl = baseUrl;
+      return this;
+    }
+
+    /** The HTTP client (default: a new JDK client). */
+    public VllmBuilder httpClient(HttpClient client) {
+      this.client = client;
+      return this;
+    }
+
+    /** Per-call timeout (default 2 s). */
+    public VllmBuilder timeout(Duration timeout) {
+      this.timeout = Objects.requireNonNull(timeout, "timeout");
+      return this;
+    }
+
+    /** Cache bounds: entries (default 1024; 0 disables) and total tokens (default 8 Mi). */
+    public VllmBuilder cache(int entries, long maxTokens) {
+      this.cacheEntries = entries;
+      this.cacheMaxTokens = maxTokens;
+      return this;
+    }
+
+    /**
+     * Builds the client.
+     *
+     * @throws IllegalArgumentException naming the bad field
+     */
+    public VllmTokenizer build() {
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("tokenizer.timeout must be > 0, was " + timeout);
+      }
+      if (cacheEntries < 0 || cacheMaxTokens < 0) {
+        throw new IllegalArgumentException("tokenizer.cache bounds must be >= 0");
+      }
+      if (baseUrl != null && baseUrl.getHost() == null) {
+        throw new IllegalArgumentException("tokenizer.baseUrl has no host: " + baseUrl);
+      }
+      HttpClient c =
+          client != null
+              ? client
+              : HttpClient.newBuilder()
+                  .version(HttpClient.Version.HTTP_1_1)
+                  .connectTimeout(timeout)
+                  .build();
+      VllmTokenizer t = new VllmTokenizer(baseUrl, c, timeout, cacheEntries, cacheMaxTokens);
+      if (registry != null) {
+        io.micrometer.core.instrument.Gauge.builder(
+                "kvroute.tokenizer.cache.size", t, VllmTokenizer::cacheSize)
+            .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder(
+                "kvroute.tokenizer.cache.hits", t, VllmTokenizer::cacheHits)
+            .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder(
+                "kvroute.tokenizer.cache.misses", t, VllmTokenizer::cacheMisses)
+            .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder(
+                "kvroute.tokenizer.failures", t, VllmTokenizer::failures)
+            .register(registry);
+      }
+      return t;
+    }
+  }
+
+  /**
+   * vLLM's {@code /tokenize} client. Thread-safe; the cache is guarded by a lock held only for map
+   * operations. Futures complete on the HTTP client's executor.
+   */
+  public static final class VllmTokenizer implements Tokenizer {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final URI baseUrl;
+    private final HttpClient client;
+    private final Duration timeout;
+    private final int cacheEntries;
+    private final long cacheMaxTokens;
+    private final AtomicInteger rotation = new AtomicInteger();
+    private final LinkedHashMap<String, int[]> cache = new LinkedHashMap<>(64, 0.75f, true);
+    private long cachedTokens;
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder failures = new LongAdder();
+
+    private VllmTokenizer(
+        URI baseUrl, HttpClient client, Duration timeout, int entries, long maxTokens) {
+      this.baseUrl = baseUrl;
+      this.client = client;
+      this.timeout = timeout;
+      this.cacheEntries = entries;
+      this.cacheMaxTokens = maxTokens;
+    }
+
+    @Override
+    public CompletionStage<int[]> tokenize(SchedulingRequest r) {
+      if (r.hasTokenIds()) {
+        return CompletableFuture.completedFuture(r.tokens());
+      }
+      String key = cacheKey(r);
+      if (key == null) {
+        return CompletableFuture.failedFuture(
+            new TokenizationException("request has neither prompt nor messages"));
+      }
+      int[] hit = cached(key);
+      if (hit != null) {
+        hits.increment();
+        return CompletableFuture.completedFuture(hit);
+      }
+      misses.increment();
+      URI base = baseUrl;
+      if (base == null) {
+        List<io.kvroute.connector.Endpoint> c = r.candidates();
+        if (c.isEmpty()) {
+          return CompletableFuture.failedFuture(
+              new TokenizationException("no tokenizer URL and no candidate endpoint"));
+        }
+        base = URI.create(c.get(Math.floorMod(rotation.getAndIncrement(), c.size())).baseUrl());
+      }
+      byte[] body;
+      try {
+        body = JSON.writeValueAsBytes(requestBody(r));
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+      HttpRequest req =
+          HttpRequest.newBuilder(base.resolve("/tokenize"))
+              .timeout(timeout)
+              .header("Content-Type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+              .build();
+      CompletableFuture<int[]> f =
+          client
+              .sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
+              .thenApply(
+                  resp -> {
+                    if (resp.statusCode() != 200) {
+                      throw new TokenizationException(
+                          "/tokenize answered HTTP " + resp.statusCode());
+                    }
+                    int[] tokens = parseTokens(resp.body());
+                    store(key, tokens);
+                    return tokens;
+                  });
+      f.whenComplete(
+          (t, err) -> {
+            if (err != null) {
+              failures.increment();
+            }
+          });
+      return f;
+    }
+
+    /** Failed remote calls so far. */
+    public long failures() {
+      return failures.sum();
+    }
+
+    /** Cache hits so far. */
+    public long cacheHits() {
+      return hits.sum();
+    }
+
+    /** Cache misses (remote calls) so far. */
+    public long cacheMisses() {
+      return misses.sum();
+    }
+
+    /** Entries in the cache. */
+    public int cacheSize() {
+      synchronized (cache) {
+        return cache.size();
+      }
+    }
+
+    private static ObjectNode requestBody(SchedulingRequest r) {
+      ObjectNode n = JSON.createObjectNode();
+      n.put("model", r.model());
+      if (r.messages().isPresent()) {
+        ArrayNode msgs = n.putArray("messages");
+        for (SchedulingRequest.ChatMessage m : r.messages().get()) {
+          msgs.addObject().put("role", m.role()).put("content", m.content());
+        }
+        n.put("add_generation_prompt", true);
+      } else {
+        n.put("prompt", r.prompt().orElse(""));
+      }
+      return n;
+    }
+
+    static int[] parseTokens(byte[] body) {
+      JsonNode root;
+      try {
+        root = JSON.readTree(body);
+      } catch (java.io.IOException e) {
+        throw new TokenizationException("/tokenize returned invalid JSON");
+      }
+      JsonNode t = root == null ? null : root.get("tokens");
+      if (t == null || !t.isArray()) {
+        throw new TokenizationException("/tokenize response has no \"tokens\" array");
+      }
+      int[] out = new int[t.size()];
+      for (int i = 0; i < out.length; i++) {
+        JsonNode v = t.get(i);
+        if (!v.canConvertToInt()) {
+          throw new TokenizationException("/tokenize token " + i + " is not an int");
+        }
+        out[i] = v.intValue();
+      }
+      return out;
+    }
+
+    private static String cacheKey(SchedulingRequest r) {
+      StringBuilder sb = new StringBuilder(r.model()).append('\u0000');
+      if (r.messages().isPresent()) {
+        sb.append('C');
+        for (SchedulingRequest.ChatMessage m : r.messages().get()) {
+          sb.append('\u0001').append(m.role()).append('\u0002').append(m.content());
+        }
+        return sb.toString();
+      }
+      return r.prompt().map(p -> sb.append('P').append(p).toString()).orElse(null);
+    }
+
+    private int[] cached(String key) {
+      if (cacheEntries == 0) {
+        return null;
+      }
+      synchronized (cache) {
+        return cache.get(key);
+      }
+    }
+
+    private void store(String key, int[] tokens) {
+      if (cacheEntries == 0 || tokens.length > cacheMaxTokens) {
+        return;
+      }
+      synchronized (cache) {
+        int[] old = cache.put(key, tokens);
+        if (old != null) {
+          cachedTokens -= old.length;
+        }
+        cachedTokens += tokens.length;
+        var it = cache.entrySet().iterator();
+        while ((cache.size() > cacheEntries || cachedTokens > cacheMaxTokens) && it.hasNext()) {
+          Map.Entry<String, int[]> e = it.next();
+          cachedTokens -= e.getValue().length;
+          it.remove();
+        }
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "VllmTokenizer{" + (baseUrl == null ? "candidates" : baseUrl) + "}";
+    }
+  }
+}
