@@ -438,7 +438,7 @@ class ServiceApiTest {
               .tokenizer(
                   ServiceConfig.TokenizerSettings.builder()
                       .url(url)
-                      .timeout(Duration.ofMillis(300))
+                      .timeout(Duration.ofMillis(1500))
                       .build())
               .build());
       store(service.index(), "pod-b", tokens(32, 0), 2, "GPU");
@@ -454,7 +454,7 @@ class ServiceApiTest {
               KvIndexServiceException.class,
               e -> {
                 assertThat(e.status()).isEqualTo(504);
-                assertThat(e.getMessage()).contains("did not answer within 300 ms");
+                assertThat(e.getMessage()).contains("did not answer within 1500 ms");
               });
       release.countDown();
       assertThatThrownBy(() -> client.score(ScoreRequest.builder().prompt("broken").build()))
