@@ -67,23 +67,29 @@ import picocli.CommandLine.Option;
 final class DemoCommand implements Callable<Integer> {
   static final String MODEL = "demo-llm";
 
-  @Option(names = "--prefill", defaultValue = "2", description = "Prefill pods (default 2)")
+  @Option(names = "--prefill", defaultValue = "3", description = "Prefill pods (default 3)")
   int prefill;
 
-  @Option(names = "--decode", defaultValue = "4", description = "Decode pods (default 4)")
+  @Option(names = "--decode", defaultValue = "3", description = "Decode pods (default 3)")
   int decode;
 
-  @Option(names = "--tenants", defaultValue = "4", description = "Distinct system prompts")
+  @Option(names = "--tenants", defaultValue = "8", description = "Distinct system prompts")
   int tenants;
 
   @Option(names = "--conversations", defaultValue = "32", description = "Conversations")
   int conversations;
 
-  @Option(names = "--turns", defaultValue = "4", description = "Turns per conversation")
+  @Option(names = "--turns", defaultValue = "6", description = "Turns per conversation")
   int turns;
 
   @Option(names = "--concurrency", defaultValue = "8", description = "Concurrent clients")
   int concurrency;
+
+  @Option(
+      names = "--replicas",
+      defaultValue = "2",
+      description = "Gateway replicas, each with its own router; requests alternate between them")
+  int replicas;
 
   @Option(names = "--gpu-blocks", defaultValue = "512", description = "KV blocks per pod")
   int gpuBlocks;
@@ -135,7 +141,7 @@ final class DemoCommand implements Callable<Integer> {
         "kvroute demo: %d prefill + %d decode simulated vLLM pods (%s connector, %d-token blocks, %d"
             + " GPU blocks each)%n"
             + "workload: %d conversations x %d turns over %d shared system prompts, %d concurrent"
-            + " clients%n",
+            + " clients, %d gateway replicas%n",
         prefill,
         decode,
         type,
@@ -144,7 +150,8 @@ final class DemoCommand implements Callable<Integer> {
         conversations,
         turns,
         tenants,
-        concurrency);
+        concurrency,
+        replicas);
     out.flush();
     List<Report.Result> results = new ArrayList<>();
     for (String s : strategies) {
@@ -162,7 +169,7 @@ final class DemoCommand implements Callable<Integer> {
   private Report.Result run(String strategy, String type, Workload workload, PrintWriter err)
       throws Exception {
     LatencyModel latency =
-        new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(60_000), Duration.ofMillis(1));
+        new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(100_000), Duration.ofMillis(1));
     try (SimulatedCluster cluster =
         SimulatedCluster.builder()
             .prefill(prefill)
@@ -173,52 +180,63 @@ final class DemoCommand implements Callable<Integer> {
                 b -> b.blockSize(blockSize).gpuBlocks(gpuBlocks).latency(latency).maxRunning(4))
             .build()
             .start()) {
-      BlockIndex index =
-          BlockIndex.inMemory(IndexConfig.builder().blockSize(blockSize).modelName(MODEL).build());
-      boolean precise = strategy.equals("precise");
-      KvRouter.Builder rb =
-          KvRouter.builder()
-              .scheduler(scheduler(strategy, index))
-              .defaultConnector(
-                  ConnectorConfig.of(type)
-                      .withRetry(
-                          new ConnectorConfig.Retry(
-                              3, Duration.ofMillis(10), Duration.ofMillis(100))));
-      KvEventFeed feed = null;
-      if (precise) {
-        feed = KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index);
-        rb.eventFeed(feed);
-      }
-      for (VllmSimulator pod : cluster.pods()) {
-        Endpoint e =
-            new Endpoint(
-                pod.name(),
-                "http",
-                pod.baseUrl().getHost(),
-                pod.baseUrl().getPort(),
-                pod.role().producer() && !pod.role().consumer()
-                    ? Endpoint.Role.PREFILL
-                    : pod.role().consumer() && !pod.role().producer()
-                        ? Endpoint.Role.DECODE
-                        : Endpoint.Role.BOTH,
-                pod.labels());
-        rb.endpoint(
-            e,
-            pod.eventsEndpoint() == null
-                ? null
-                : new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic()));
-      }
-      try (KvRouter router = rb.build();
+      List<KvRouter> routers = new ArrayList<>();
+      List<ProxyServer> gateways = new ArrayList<>();
+      try {
+        for (int r = 0; r < replicas; r++) {
+          KvRouter router = router(strategy, type, cluster);
+          routers.add(router);
           ProxyServer gateway =
               new ProxyServer(
                   "127.0.0.1",
                   0,
-                  (request, extra) ->
-                      router.route(request).thenApply(r -> (StreamingResponse) r))) {
-        gateway.start();
-        return drive(strategy, describe(strategy), workload, cluster, gateway.port(), err);
+                  (request, extra) -> router.route(request).thenApply(x -> (StreamingResponse) x));
+          gateway.start();
+          gateways.add(gateway);
+        }
+        int[] ports = gateways.stream().mapToInt(ProxyServer::port).toArray();
+        return drive(strategy, describe(strategy), workload, cluster, ports, err);
+      } finally {
+        gateways.forEach(ProxyServer::close);
+        routers.forEach(KvRouter::close);
       }
     }
+  }
+
+  /** One gateway replica's router: its own scheduler state and, for precise, its own index. */
+  private KvRouter router(String strategy, String type, SimulatedCluster cluster) {
+    BlockIndex index =
+        BlockIndex.inMemory(IndexConfig.builder().blockSize(blockSize).modelName(MODEL).build());
+    KvRouter.Builder rb =
+        KvRouter.builder()
+            .scheduler(scheduler(strategy, index))
+            .defaultConnector(
+                ConnectorConfig.of(type)
+                    .withRetry(
+                        new ConnectorConfig.Retry(3, Duration.ofMillis(10), Duration.ofMillis(100))));
+    if (strategy.equals("precise")) {
+      rb.eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
+    }
+    for (VllmSimulator pod : cluster.pods()) {
+      Endpoint e =
+          new Endpoint(
+              pod.name(),
+              "http",
+              pod.baseUrl().getHost(),
+              pod.baseUrl().getPort(),
+              pod.role().producer() && !pod.role().consumer()
+                  ? Endpoint.Role.PREFILL
+                  : pod.role().consumer() && !pod.role().producer()
+                      ? Endpoint.Role.DECODE
+                      : Endpoint.Role.BOTH,
+              pod.labels());
+      rb.endpoint(
+          e,
+          pod.eventsEndpoint() == null
+              ? null
+              : new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic()));
+    }
+    return rb.build();
   }
 
   private Report.Result drive(
@@ -226,7 +244,7 @@ final class DemoCommand implements Callable<Integer> {
       String description,
       Workload workload,
       SimulatedCluster cluster,
-      int port,
+      int[] ports,
       PrintWriter err)
       throws Exception {
     HttpClient client =
@@ -252,7 +270,9 @@ final class DemoCommand implements Callable<Integer> {
               () -> {
                 for (Workload.Turn t : lane) {
                   try {
-                    double ttft = send(client, port, t);
+                    // Clients reach the gateway replicas through a load balancer: any request
+                    // may land on any replica.
+                    double ttft = send(client, ports[(t.conversation() + t.turn()) % ports.length], t);
                     if (ttft < 0) {
                       errors.incrementAndGet();
                     } else {
@@ -431,9 +451,10 @@ final class DemoCommand implements Callable<Integer> {
       case "load":
         return "least loaded pods (in-flight requests and queue)";
       case "approximate":
-        return "the router's own prefix LRU of what it sent where (no KV events) + load";
+        return "each replica's own LRU of what it sent where (no KV events) + load";
       default:
-        return "precise prefix scoring from the pods' real ZMQ KV events + load";
+        return "precise prefix scoring from the pods' real ZMQ KV events (every replica sees all)"
+            + " + load";
     }
   }
 
