@@ -213,7 +213,8 @@ final class DemoCommand implements Callable<Integer> {
             .defaultConnector(
                 ConnectorConfig.of(type)
                     .withRetry(
-                        new ConnectorConfig.Retry(3, Duration.ofMillis(10), Duration.ofMillis(100))));
+                        new ConnectorConfig.Retry(
+                            3, Duration.ofMillis(10), Duration.ofMillis(100))));
     if (strategy.equals("precise")) {
       rb.eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
     }
@@ -272,7 +273,8 @@ final class DemoCommand implements Callable<Integer> {
                   try {
                     // Clients reach the gateway replicas through a load balancer: any request
                     // may land on any replica.
-                    double ttft = send(client, ports[(t.conversation() + t.turn()) % ports.length], t);
+                    double ttft =
+                        send(client, ports[(t.conversation() + t.turn()) % ports.length], t);
                     if (ttft < 0) {
                       errors.incrementAndGet();
                     } else {

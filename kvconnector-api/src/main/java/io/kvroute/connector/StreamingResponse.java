@@ -45,11 +45,18 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
   void cancel();
 
   /**
-   * Subscribes and collects the whole body, failing with {@link UpstreamException} if it exceeds
-   * {@code maxBytes} (the call is then cancelled).
+   * Subscribes and collects the whole body, failing with a {@link ConnectorException} if it
+   * exceeds {@code maxBytes} (the call is then cancelled). Cancelling the returned future cancels
+   * the upstream call too.
    */
   default CompletableFuture<byte[]> readAll(int maxBytes) {
     CompletableFuture<byte[]> result = new CompletableFuture<>();
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            cancel();
+          }
+        });
     subscribe(
         new Flow.Subscriber<>() {
           private final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();

@@ -495,7 +495,7 @@ final class SimServer {
     m.put("object", "model");
     m.put("created", created);
     m.put("owned_by", "vllm");
-    m.put("root", parent == null ? id : id);
+    m.put("root", id);
     if (parent == null) {
       m.putNull("parent");
     } else {
@@ -734,8 +734,8 @@ final class SimServer {
       return;
     }
     String raw = readBody(ex);
-    JsonNode json = record(ex, raw);
     SimFaults.Decision fault = faults.onArrival();
+    JsonNode json = record(ex, raw); // after the fault decision: a recorded request has one
     if (fault.hang()) {
       CountDownLatch latch = faults.hangLatch();
       try {
@@ -1104,6 +1104,19 @@ final class SimServer {
         cached = Math.max(cached, stored);
       }
       int uncached = promptLen - cached;
+      double threshold = g.body.path("cache_hit_threshold").asDouble(0);
+      if (threshold > 0 && (double) cached / promptLen < threshold) {
+        // llm-d's cache_hit_threshold (vLLM RFC #24256): refuse without computing
+        long ttftNanos = b.nanoClock.getAsLong() - arrival;
+        Responder r = new Responder(ex, g, fault.closeAfterChunks());
+        r.begin();
+        r.token("", "cache_threshold");
+        countSuccess(promptLen, cached, 0, ttftNanos);
+        finished = true;
+        finishRequest(g, seq, false);
+        r.finish("", "cache_threshold", usage(promptLen, 0, cached), null);
+        return;
+      }
       b.sleeper.sleep(b.latency.prefillNanos(uncached) + fault.extraNanos());
       pool.cacheFullBlocks(seq, promptLen);
       if (b.protocol == KvTransferProtocol.SHARED_STORAGE && b.role.producer()) {
@@ -1118,6 +1131,11 @@ final class SimServer {
       ObjectNode ktpOut = null;
       if (plan.nixlProducer && "length".equals(finish) && outTokens == 1) {
         ktpOut = nixlParams(g, seq);
+      } else if (b.protocol == KvTransferProtocol.SHARED_STORAGE
+          && g.body.path("kv_transfer_params").path("ret_first_tok").asBoolean(false)) {
+        // LMCache's own PD proxy reads the prefill's first token from kv_transfer_params
+        ktpOut = NF.objectNode();
+        ktpOut.put("first_tok", SimTokenizer.outputToken(SimTokenizer.outputPiece(seed, 0)));
       }
       Responder r = new Responder(ex, g, fault.closeAfterChunks());
       r.begin();

@@ -91,7 +91,12 @@ class FaultInjectionTest {
                 .POST(HttpRequest.BodyPublishers.ofString(TestSupport.completion("hang", 1)))
                 .build(),
             HttpResponse.BodyHandlers.ofString());
-    // a later request is not blocked by the hung one
+    // once the hung request is recorded its fault was decided; a later one is not blocked
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (sim.requests().stream().noneMatch(r -> "hang".equals(r.field("prompt").asText()))) {
+      assertThat(System.nanoTime()).isLessThan(deadline);
+      Thread.onSpinWait();
+    }
     assertThat(status()).isEqualTo(200);
     assertThat(hung).isNotDone();
     sim.faults().releaseHung();

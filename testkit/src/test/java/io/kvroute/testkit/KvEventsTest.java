@@ -70,19 +70,14 @@ class KvEventsTest {
       TestSupport.post(
           sim, "/v1/completions", TestSupport.completion(TestSupport.tokens(40, 3), 1));
       TestSupport.Msg live = sub.expect();
-      ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
-      dealer.setLinger(0);
-      dealer.setReceiveTimeOut(5000);
-      dealer.connect(sim.replayEndpoint());
-      dealer.sendMore(new byte[0]);
-      dealer.send(seqBytes(live.seq()));
-      List<byte[]> frames = recvAll(dealer);
+      List<List<byte[]>> reply = replay(ctx, sim.replayEndpoint(), live.seq());
+      List<byte[]> frames = reply.get(0);
       // [empty, topic, seq, payload]
       assertThat(frames).hasSize(4);
       assertThat(new String(frames.get(1), ZMQ.CHARSET)).isEqualTo(sim.topic());
       assertThat(frames.get(2)).isEqualTo(seqBytes(live.seq()));
       assertThat(frames.get(3)).isEqualTo(live.payload());
-      List<byte[]> end = recvAll(dealer);
+      List<byte[]> end = reply.get(reply.size() - 1);
       assertThat(end.get(end.size() - 1)).isEmpty();
       assertThat(end.get(end.size() - 2)).isEqualTo(seqBytes(-1));
     }
@@ -101,13 +96,7 @@ class KvEventsTest {
       TestSupport.Msg after = sub.expect();
       KvEventBatch afterBatch = after.batch();
       assertThat(stored(afterBatch)).hasSize(2);
-      ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
-      dealer.setLinger(0);
-      dealer.setReceiveTimeOut(5000);
-      dealer.connect(sim.replayEndpoint());
-      dealer.sendMore(new byte[0]);
-      dealer.send(seqBytes(after.seq() - 1));
-      List<byte[]> missing = recvAll(dealer);
+      List<byte[]> missing = replay(ctx, sim.replayEndpoint(), after.seq() - 1).get(0);
       assertThat(missing.get(2)).isEqualTo(seqBytes(after.seq() - 1));
       assertThat(stored(KvEventCodec.decode(missing.get(3)))).hasSize(2);
     }
@@ -136,13 +125,7 @@ class KvEventsTest {
       assertThat(first.batch().events()).containsExactly(KvEvent.AllBlocksCleared.INSTANCE);
       // the new publisher's buffer starts at sequence 0
       try (ZContext ctx = new ZContext(1)) {
-        ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
-        dealer.setLinger(0);
-        dealer.setReceiveTimeOut(5000);
-        dealer.connect(sim.replayEndpoint());
-        dealer.sendMore(new byte[0]);
-        dealer.send(seqBytes(0));
-        assertThat(recvAll(dealer).get(2)).isEqualTo(seqBytes(0));
+        assertThat(replay(ctx, sim.replayEndpoint(), 0).get(0).get(2)).isEqualTo(seqBytes(0));
       }
     }
   }
@@ -183,16 +166,41 @@ class KvEventsTest {
     return b;
   }
 
-  private static List<byte[]> recvAll(ZMQ.Socket s) {
-    List<byte[]> frames = new ArrayList<>();
-    byte[] f = s.recv();
-    if (f == null) {
-      throw new AssertionError("no replay reply within 5 s");
+  /**
+   * One replay request from a DEALER, returning every reply message up to and including the end
+   * marker. A fresh JeroMQ connection to a just-bound socket occasionally stays silent, so the
+   * request is retried on a new DEALER after a second without an answer (as llm-d's consumer
+   * retries after its idle timeout).
+   */
+  private static List<List<byte[]>> replay(ZContext ctx, String endpoint, long start) {
+    for (int attempt = 0; attempt < 10; attempt++) {
+      ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
+      try {
+        dealer.setLinger(0);
+        dealer.setReceiveTimeOut(1000);
+        dealer.connect(endpoint);
+        dealer.sendMore(new byte[0]);
+        dealer.send(seqBytes(start));
+        List<List<byte[]>> out = new ArrayList<>();
+        while (true) {
+          byte[] f = dealer.recv();
+          if (f == null) {
+            break;
+          }
+          List<byte[]> msg = new ArrayList<>();
+          msg.add(f);
+          while (dealer.hasReceiveMore()) {
+            msg.add(dealer.recv());
+          }
+          out.add(msg);
+          if (msg.get(msg.size() - 1).length == 0) {
+            return out;
+          }
+        }
+      } finally {
+        dealer.close();
+      }
     }
-    frames.add(f);
-    while (s.hasReceiveMore()) {
-      frames.add(s.recv());
-    }
-    return frames;
+    throw new AssertionError("no replay answer after 10 attempts");
   }
 }

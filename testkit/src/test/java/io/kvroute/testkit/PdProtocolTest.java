@@ -214,4 +214,27 @@ class PdProtocolTest {
       assertThat(TestSupport.post(d, "/v1/completions", b.toString()).statusCode()).isEqualTo(500);
     }
   }
+
+  @Test
+  void sharedStorageFirstTokenAndCacheHitThreshold() {
+    try (SimulatedCluster c = cluster(KvTransferProtocol.SHARED_STORAGE)) {
+      VllmSimulator p = c.prefillPods().get(0);
+      VllmSimulator d = c.decodePods().get(0);
+      // llm-d shared-storage: decode first with a threshold; a cold decoder refuses
+      ObjectNode first = body(4);
+      first.put("cache_hit_threshold", 0.5);
+      JsonNode refused = post(d, first);
+      assertThat(refused.at("/choices/0/finish_reason").asText()).isEqualTo("cache_threshold");
+      assertThat(refused.at("/usage/completion_tokens").asInt()).isZero();
+      // LMCache's own proxy: the prefill returns its first token
+      ObjectNode pre = body(1);
+      pre.putObject("kv_transfer_params").put("ret_first_tok", true);
+      JsonNode pr = post(p, pre);
+      assertThat(pr.at("/kv_transfer_params/first_tok").isInt()).isTrue();
+      // now the store has the prefix: the same threshold passes
+      JsonNode ok = post(d, first);
+      assertThat(ok.at("/choices/0/finish_reason").asText()).isEqualTo("length");
+      assertThat(ok.at("/usage/prompt_tokens_details/cached_tokens").asInt()).isPositive();
+    }
+  }
 }

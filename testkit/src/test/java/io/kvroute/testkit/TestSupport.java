@@ -121,29 +121,43 @@ final class TestSupport {
   /** A real JeroMQ SUB socket on a simulator's publisher, synchronised before use. */
   static final class Sub implements AutoCloseable {
     final ZContext ctx = new ZContext(1);
-    final ZMQ.Socket socket;
+    ZMQ.Socket socket;
 
     Sub(VllmSimulator sim) {
       this(sim.eventsEndpoint(), "kv@");
-      // slow-joiner handshake: emit AllBlocksCleared until one arrives
+      // Slow-joiner handshake: emit AllBlocksCleared until one arrives. JeroMQ 0.6.0 SUB sockets
+      // connecting to a just-bound PUB occasionally never receive anything (about 1 in 80 here);
+      // a fresh socket does, so re-create the socket after a second of silence.
       long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      long reconnectAt = System.nanoTime() + Duration.ofSeconds(1).toNanos();
       while (true) {
         sim.resetPrefixCache();
         if (next(100) != null) {
           break;
         }
-        if (System.nanoTime() > deadline) {
+        long now = System.nanoTime();
+        if (now > deadline) {
           throw new IllegalStateException("SUB never received the handshake batch");
+        }
+        if (now > reconnectAt) {
+          socket.close();
+          socket = open(sim.eventsEndpoint(), "kv@");
+          reconnectAt = now + Duration.ofSeconds(1).toNanos();
         }
       }
       drain();
     }
 
     Sub(String endpoint, String filter) {
-      socket = ctx.createSocket(SocketType.SUB);
-      socket.setLinger(0);
-      socket.subscribe(filter.getBytes(ZMQ.CHARSET));
-      socket.connect(endpoint);
+      socket = open(endpoint, filter);
+    }
+
+    private ZMQ.Socket open(String endpoint, String filter) {
+      ZMQ.Socket s = ctx.createSocket(SocketType.SUB);
+      s.setLinger(0);
+      s.connect(endpoint);
+      s.subscribe(filter.getBytes(ZMQ.CHARSET));
+      return s;
     }
 
     Msg next(int timeoutMs) {

@@ -76,6 +76,16 @@ public abstract class AbstractHttpConnector implements KVConnector {
     }
   }
 
+  /** The largest prefill (or other non-streamed leg) response read, in bytes. */
+  protected int maxPrefillResponseBytes() {
+    return maxPrefillResponseBytes;
+  }
+
+  /** The largest client body accepted, in bytes. */
+  protected int maxRequestBytes() {
+    return maxRequestBytes;
+  }
+
   /** Parses the client's body: one JSON object within {@code maxRequestBytes}. */
   protected ObjectNode parseBody(InferenceRequest request) {
     return OpenAiJson.parseObject(request.body(), maxRequestBytes);

@@ -116,6 +116,10 @@ public final class KvEventCodec {
   private static final byte[] TAG_CLEARED = ascii("AllBlocksCleared");
   private static final byte[] KEY_TYPE = ascii("type");
   private static final byte[][] STORED_KEYS = asciiAll(EventSchema.STORED_FIELDS);
+  private static final String[] COMMON_STRINGS = {
+    "GPU", "CPU", "STORAGE", "full_attention", "sliding_window", "mamba", "CPU_PINNED", "DISK"
+  };
+  private static final byte[][] COMMON_STRING_BYTES = asciiAll(COMMON_STRINGS);
   private static final byte[][] BATCH_KEYS = {
     ascii("ts"), ascii("events"), ascii("data_parallel_rank"), ascii("attn_dp_rank")
   };
@@ -694,13 +698,12 @@ public final class KvEventCodec {
       return new String(u.readPayload(n), StandardCharsets.UTF_8);
     }
 
+    /** Common short strings (media, cache-spec kinds) without allocating a new String. */
     private String internMedium(int n) {
-      if (n == 3) {
-        if (scratch[0] == 'G' && scratch[1] == 'P' && scratch[2] == 'U') {
-          return "GPU";
-        }
-        if (scratch[0] == 'C' && scratch[1] == 'P' && scratch[2] == 'U') {
-          return "CPU";
+      for (int i = 0; i < COMMON_STRINGS.length; i++) {
+        scratchLen = n;
+        if (keyIs(COMMON_STRING_BYTES[i])) {
+          return COMMON_STRINGS[i];
         }
       }
       return new String(scratch, 0, n, StandardCharsets.UTF_8);

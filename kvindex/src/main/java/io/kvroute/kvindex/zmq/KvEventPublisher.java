@@ -86,6 +86,7 @@ public final class KvEventPublisher implements AutoCloseable {
       p = context.getContext().socket(SocketType.PUB);
       p.setLinger(0);
       p.setSndHWM(b.hwm);
+      p.setHandshakeIvl(b.handshakeMillis);
       boolean bind = b.bind != null ? b.bind : Endpoints.vllmBinds(ep);
       if (bind) {
         p.bind(ep);
@@ -97,6 +98,7 @@ public final class KvEventPublisher implements AutoCloseable {
       if (b.replayEndpoint != null) {
         r = context.getContext().socket(SocketType.ROUTER);
         r.setLinger(0);
+        r.setHandshakeIvl(b.handshakeMillis);
         r.bind(Endpoints.offset(b.replayEndpoint, b.dataParallelRank));
         this.replayEndpoint = r.getLastEndpoint();
       } else {
@@ -311,6 +313,7 @@ public final class KvEventPublisher implements AutoCloseable {
     private long firstSequence;
     private Boolean bind;
     private ZContext context;
+    private int handshakeMillis = 5000;
 
     private Builder() {}
 
@@ -374,6 +377,17 @@ public final class KvEventPublisher implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Connections whose ZMTP handshake has not completed within this time are dropped and retried
+     * (default 5 s; JeroMQ's own default is 30 s and a rare loopback handshake stall would
+     * otherwise last that long).
+     */
+    public Builder handshakeTimeout(java.time.Duration timeout) {
+      Objects.requireNonNull(timeout, "publisher.handshakeTimeout");
+      this.handshakeMillis = (int) Math.min(Integer.MAX_VALUE, timeout.toMillis());
+      return this;
+    }
+
     /** A shared JeroMQ context (not closed by the publisher); default: a private one. */
     public Builder context(ZContext context) {
       this.context = context;
@@ -394,6 +408,10 @@ public final class KvEventPublisher implements AutoCloseable {
       if (bufferSteps < 1) {
         throw new IllegalArgumentException(
             "publisher.bufferSteps must be >= 1, was " + bufferSteps);
+      }
+      if (handshakeMillis < 1) {
+        throw new IllegalArgumentException(
+            "publisher.handshakeTimeout must be >= 1 ms, was " + handshakeMillis + " ms");
       }
       if (hwm < 0) {
         throw new IllegalArgumentException("publisher.hwm must be >= 0, was " + hwm);

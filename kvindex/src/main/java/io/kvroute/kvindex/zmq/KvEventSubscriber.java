@@ -66,7 +66,10 @@ import org.zeromq.ZMQ;
  * the other pods of that shard while they last (bounded by {@link
  * Builder#replayTimeout(Duration)}). SUB sockets reconnect by themselves with exponential backoff
  * ({@link Builder#reconnectInterval(Duration)} up to {@link
- * Builder#reconnectIntervalMax(Duration)}).
+ * Builder#reconnectIntervalMax(Duration)}). A connection whose ZMTP handshake stalls (seen rarely
+ * with JeroMQ 0.6.0 on loopback: TCP established, greeting never read) is dropped after {@link
+ * Builder#handshakeTimeout(Duration)} and retried; a replay request that gets no answer at all is
+ * retried on a fresh DEALER (3 attempts).
  *
  * <p><b>Metrics</b> (Micrometer): {@code kvindex_events{type}}, {@code kvindex_batches}, {@code
  * kvindex_decode_errors}, {@code kvindex_unknown_tags}, {@code kvindex_gaps}, {@code
@@ -91,6 +94,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final int receiveHwm;
   private final long reconnectIvlMs;
   private final long reconnectIvlMaxMs;
+  private final int handshakeMs;
   private final int replayIdleMs;
   private final long replayTimeoutNanos;
   private final long replayCooldownNanos;
@@ -127,6 +131,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.receiveHwm = b.receiveHwm;
     this.reconnectIvlMs = b.reconnectInterval.toMillis();
     this.reconnectIvlMaxMs = b.reconnectIntervalMax.toMillis();
+    this.handshakeMs = (int) Math.min(Integer.MAX_VALUE, b.handshakeTimeout.toMillis());
     this.replayIdleMs = (int) Math.min(Integer.MAX_VALUE, b.replayIdleTimeout.toMillis());
     this.replayTimeoutNanos = b.replayTimeout.toNanos();
     this.replayCooldownNanos = b.replayCooldown.toNanos();
@@ -368,6 +373,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     sock.setRcvHWM(receiveHwm);
     sock.setReconnectIVL((int) reconnectIvlMs);
     sock.setReconnectIVLMax((int) reconnectIvlMaxMs);
+    sock.setHandshakeIvl(handshakeMs);
     sock.subscribe(topicFilter);
     return sock;
   }
@@ -412,9 +418,10 @@ public final class KvEventSubscriber implements AutoCloseable {
           LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(pollIntervalMs));
           continue;
         }
-        poller.poll(pollIntervalMs);
+        int ready = poller.poll(pollIntervalMs);
         for (int i = 0; i < polled.size(); i++) {
-          if (poller.pollin(i)) {
+          // on a timeout every socket is tried too: a missed wake-up costs at most pollInterval
+          if (ready <= 0 || poller.pollin(i)) {
             ZMQ.Socket sock = polled.get(i);
             drain(sock, sock == ioBoundSocket ? null : ioStreamBySocket.get(sock));
           }
@@ -435,11 +442,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
   }
 
-  private void drain(ZMQ.Socket sock, Stream fixed) {
-    for (int n = 0; n < 1024; n++) {
+  private int drain(ZMQ.Socket sock, Stream fixed) {
+    int n = 0;
+    for (; n < 1024; n++) {
       byte[] f0 = sock.recv(ZMQ.DONTWAIT);
       if (f0 == null) {
-        return;
+        return n;
       }
       byte[] f1 = null;
       byte[] f2 = null;
@@ -481,6 +489,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         safeListener(() -> listener.onDropped(s.label, seq, "overflow", null));
       }
     }
+    return n;
   }
 
   private Stream boundStream(String topic) {
@@ -541,6 +550,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     s.lastSeq = m.seq;
     s.hasSeq = true;
+    s.lastTopic = m.topic;
     process(s, m.topic, m.seq, m.payload, m.size, false);
     if (s.resyncPending.get()) {
       resyncIfTailDropped(s);
@@ -602,6 +612,7 @@ public final class KvEventSubscriber implements AutoCloseable {
           d = context.getContext().socket(SocketType.DEALER);
           d.setLinger(0);
           d.setReceiveTimeOut(replayIdleMs);
+          d.setHandshakeIvl(handshakeMs);
           d.connect(s.replayEndpoint);
           d.sendMore(new byte[0]);
           d.send(Endpoints.seqBytes(expected));
@@ -630,7 +641,7 @@ public final class KvEventSubscriber implements AutoCloseable {
           seqFrame = frames.get(1);
           payload = frames.get(2);
         } else if (frames.size() == 2) {
-          topic = "";
+          topic = s.lastTopic; // legacy replies carry no topic
           seqFrame = frames.get(0);
           payload = frames.get(1);
         } else {
@@ -784,6 +795,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     final AtomicLong droppedMax = new AtomicLong();
     volatile boolean removed;
     ZMQ.Socket socket; // I/O thread only
+    String lastTopic = ""; // shard thread only
     long lastSeq; // shard thread only
     boolean hasSeq;
     boolean replayCooling;
@@ -914,6 +926,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private int receiveHwm = 100_000;
     private Duration reconnectInterval = Duration.ofMillis(100);
     private Duration reconnectIntervalMax = Duration.ofSeconds(10);
+    private Duration handshakeTimeout = Duration.ofSeconds(5);
     private Duration replayIdleTimeout = Duration.ofSeconds(2);
     private Duration replayTimeout = Duration.ofSeconds(30);
     private Duration replayCooldown = Duration.ofSeconds(30);
@@ -985,6 +998,15 @@ public final class KvEventSubscriber implements AutoCloseable {
     /** Maximum reconnect delay; the delay doubles up to it (default 10 s). */
     public Builder reconnectIntervalMax(Duration d) {
       this.reconnectIntervalMax = d;
+      return this;
+    }
+
+    /**
+     * A connection whose ZMTP handshake has not completed within this time is dropped and retried
+     * (default 5 s; JeroMQ's own default is 30 s).
+     */
+    public Builder handshakeTimeout(Duration d) {
+      this.handshakeTimeout = d;
       return this;
     }
 
@@ -1065,6 +1087,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       positive("subscriber.reconnectInterval", reconnectInterval);
       positive("subscriber.reconnectIntervalMax", reconnectIntervalMax);
       positive("subscriber.replayIdleTimeout", replayIdleTimeout);
+      positive("subscriber.handshakeTimeout", handshakeTimeout);
       positive("subscriber.replayTimeout", replayTimeout);
       if (replayCooldown == null || replayCooldown.isNegative()) {
         throw new IllegalArgumentException(

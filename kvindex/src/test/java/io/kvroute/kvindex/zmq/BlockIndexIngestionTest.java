@@ -35,6 +35,7 @@ class BlockIndexIngestionTest {
     int[] tokens = stored.tokenIds();
     try (KvEventPublisher p =
             KvEventPublisher.builder()
+                .handshakeTimeout(Duration.ofMillis(500))
                 .endpoint("tcp://127.0.0.1:0")
                 .bind(true)
                 .replayEndpoint("tcp://127.0.0.1:0")
@@ -46,6 +47,7 @@ class BlockIndexIngestionTest {
                 .listener(listener)
                 .pollInterval(Duration.ofMillis(5))
                 .replayIdleTimeout(Duration.ofMillis(700))
+                .handshakeTimeout(Duration.ofMillis(500))
                 .build()
                 .start()) {
       sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
