@@ -45,9 +45,9 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
   void cancel();
 
   /**
-   * Subscribes and collects the whole body, failing with a {@link ConnectorException} if it
-   * exceeds {@code maxBytes} (the call is then cancelled). Cancelling the returned future cancels
-   * the upstream call too.
+   * Subscribes and collects the whole body, failing with a {@link ConnectorException} if it exceeds
+   * {@code maxBytes} (the call is then cancelled). Cancelling the returned future cancels the
+   * upstream call too.
    */
   default CompletableFuture<byte[]> readAll(int maxBytes) {
     CompletableFuture<byte[]> result = new CompletableFuture<>();
