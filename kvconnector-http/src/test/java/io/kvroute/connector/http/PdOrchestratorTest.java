@@ -414,33 +414,67 @@ class PdOrchestratorTest {
     assertThat(server(d).getRequestCount()).isZero();
   }
 
+  /** Answers GET /health with {@code healthStatus} and every POST with 200, counting POSTs. */
+  private static mockwebserver3.Dispatcher pathDispatcher(
+      int healthStatus,
+      java.util.concurrent.atomic.AtomicInteger posts,
+      java.util.concurrent.atomic.AtomicInteger probes) {
+    return new mockwebserver3.Dispatcher() {
+      @Override
+      public MockResponse dispatch(RecordedRequest r) {
+        if (r.getUrl().encodedPath().equals("/health")) {
+          probes.incrementAndGet();
+          return new MockResponse.Builder().code(healthStatus).build();
+        }
+        posts.incrementAndGet();
+        return ok("{\"n\":1}");
+      }
+    };
+  }
+
   @Test
   void healthGatingSkipsAPodWhoseHealthCheckFails() throws Exception {
     Endpoint sick = pod("sick", Endpoint.Role.DECODE);
     Endpoint well = pod("well", Endpoint.Role.DECODE);
-    server(sick).enqueue(status(503)); // GET /health
+    java.util.concurrent.atomic.AtomicInteger sickPosts =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicInteger sickProbes =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicInteger wellPosts =
+        new java.util.concurrent.atomic.AtomicInteger();
+    server(sick).setDispatcher(pathDispatcher(503, sickPosts, sickProbes));
+    server(well)
+        .setDispatcher(
+            pathDispatcher(200, wellPosts, new java.util.concurrent.atomic.AtomicInteger()));
     PdOrchestrator o = orchestrator().healthCheckInterval(Duration.ofMinutes(10)).build();
-    server(well).enqueue(new MockResponse.Builder().code(200).build()); // GET /health
-    server(well).enqueue(ok("{\"n\":1}"));
     // The first request learns nothing yet (probes run in the background), so it may use either.
-    server(sick).enqueue(ok("{\"n\":0}"));
     body(
         o.execute(request(), List.of(Pair.decodeOnly(sick), Pair.decodeOnly(well)))
             .get(20, TimeUnit.SECONDS));
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (server(sick).getRequestCount() < 2 && System.nanoTime() < deadline) {
+    while (sickProbes.get() == 0 && System.nanoTime() < deadline) {
       TimeUnit.MILLISECONDS.sleep(5);
     }
-    RecordedRequest probe = server(sick).takeRequest(5, TimeUnit.SECONDS);
-    assertThat(probe.getMethod()).isEqualTo("GET");
-    assertThat(probe.getUrl().encodedPath()).isEqualTo("/health");
-    server(well).enqueue(ok("{\"n\":2}"));
-    int sickBefore = server(sick).getRequestCount();
-    StreamingResponse r =
-        o.execute(request(), List.of(Pair.decodeOnly(sick), Pair.decodeOnly(well)))
-            .get(20, TimeUnit.SECONDS);
-    body(r);
-    assertThat(server(sick).getRequestCount()).isEqualTo(sickBefore);
+    assertThat(sickProbes.get()).as("sick pod probed").isPositive();
+    // Let the probe's result land before the next request looks at it.
+    while (o.ejectedEndpoints().isEmpty() && System.nanoTime() < deadline) {
+      int before = sickPosts.get();
+      body(
+          o.execute(request(), List.of(Pair.decodeOnly(sick), Pair.decodeOnly(well)))
+              .get(20, TimeUnit.SECONDS));
+      if (sickPosts.get() == before) {
+        break; // skipped: the probe result is in
+      }
+    }
+    int sickBefore = sickPosts.get();
+    int wellBefore = wellPosts.get();
+    for (int i = 0; i < 3; i++) {
+      body(
+          o.execute(request(), List.of(Pair.decodeOnly(sick), Pair.decodeOnly(well)))
+              .get(20, TimeUnit.SECONDS));
+    }
+    assertThat(sickPosts.get()).isEqualTo(sickBefore);
+    assertThat(wellPosts.get()).isEqualTo(wellBefore + 3);
   }
 
   @Test
