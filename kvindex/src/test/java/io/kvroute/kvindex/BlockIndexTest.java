@@ -235,7 +235,8 @@ class BlockIndexTest {
                 .count())
         .isEqualTo(1.0);
     assertThat(reg.get("kvindex_keys").gauge().value()).isEqualTo(8.0);
-    assertThat(reg.get("kvindex_events_total").tag("type", "stored").functionCounter().count())
+    assertThat(
+            reg.get("kvindex_applied_events_total").tag("type", "stored").functionCounter().count())
         .isEqualTo(13.0);
     assertThat(reg.get("kvindex_lookups_total").functionCounter().count()).isEqualTo(1.0);
   }

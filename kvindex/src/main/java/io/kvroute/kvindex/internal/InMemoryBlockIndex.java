@@ -1132,15 +1132,15 @@ public final class InMemoryBlockIndex implements BlockIndex {
         .description("engine-key mappings held")
         .register(r);
     Gauge.builder("kvindex_pods", this, i -> i.podIds.size()).register(r);
-    counter(r, "kvindex_events_total", "type", "stored", evStored);
-    counter(r, "kvindex_events_total", "type", "removed", evRemoved);
-    counter(r, "kvindex_events_total", "type", "cleared", evCleared);
-    counter(r, "kvindex_events_total", "type", "pod_removed", evPodRemoved);
+    counter(r, "kvindex_applied_events_total", "type", "stored", evStored);
+    counter(r, "kvindex_applied_events_total", "type", "removed", evRemoved);
+    counter(r, "kvindex_applied_events_total", "type", "cleared", evCleared);
+    counter(r, "kvindex_applied_events_total", "type", "pod_removed", evPodRemoved);
     counter(r, "kvindex_blocks_total", "op", "stored", blocksStored);
     counter(r, "kvindex_blocks_total", "op", "removed", blocksRemoved);
     counter(r, "kvindex_lookups_total", null, null, lookups);
     evictions.forEach((k, v) -> counter(r, "kvindex_evictions_total", "reason", k, v));
-    dropped.forEach((k, v) -> counter(r, "kvindex_dropped_total", "reason", k, v));
+    dropped.forEach((k, v) -> counter(r, "kvindex_apply_dropped_total", "reason", k, v));
   }
 
   private static void counter(

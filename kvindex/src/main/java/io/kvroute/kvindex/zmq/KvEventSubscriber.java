@@ -51,7 +51,9 @@ import org.zeromq.ZMQ;
  * ({@code ["", start_seq]}; both reply shapes; the end marker), otherwise — or if the replay is
  * incomplete — the pod's entries are cleared (resync). A decrease (or repeat) is a publisher
  * restart: the pod's entries are cleared and the batch applied. The first batch seen from a
- * publisher starts tracking without a gap.
+ * publisher starts tracking; when the pod has a replay endpoint and that batch is not sequence 0,
+ * the subscriber first catches up on what the publisher's replay buffer still holds (a SUB socket
+ * misses whatever was published before it connected), counted in {@code kvindex_catchups}.
  *
  * <p><b>Bad input never stops the stream.</b> Payloads larger than {@link
  * Builder#maxPayloadBytes(int)}, payloads that do not decode, and messages without exactly 3 frames
@@ -548,6 +550,12 @@ public final class KvEventSubscriber implements AutoCloseable {
         recover(s, expected, m.seq, overflow ? "overflow" : "gap");
       }
     }
+    if (!s.hasSeq && s.replayEndpoint != null && m.seq != 0) {
+      // First contact with a publisher that already sent batches (ZMQ drops what a SUB socket
+      // publishes before it connects): catch up on whatever its replay buffer still holds.
+      s.lastTopic = m.topic;
+      replay(s, 0, m.seq, true);
+    }
     s.lastSeq = m.seq;
     s.hasSeq = true;
     s.lastTopic = m.topic;
@@ -588,7 +596,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private void recover(Stream s, long from, long to, String reason) {
     if (s.replayEndpoint != null
         && (!s.replayCooling || nanoClock.getAsLong() - s.replayBlockedUntil >= 0)) {
-      if (replay(s, from, to)) {
+      if (replay(s, from, to, false)) {
         return;
       }
       s.replayCooling = true;
@@ -597,7 +605,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     clearAll(s, reason);
   }
 
-  private boolean replay(Stream s, long from, long to) {
+  /**
+   * Fetches and applies batches [from, to) from the pod's replay endpoint. With {@code catchUp},
+   * the replay may start later than {@code from} (the buffer's oldest batch): used on first
+   * contact, when nothing was known anyway.
+   */
+  private boolean replay(Stream s, long from, long to, boolean catchUp) {
     long expected = from;
     int applied = 0;
     int attempt = 0;
@@ -654,6 +667,9 @@ public final class KvEventSubscriber implements AutoCloseable {
         if (Long.compareUnsigned(seq, expected) < 0 || Long.compareUnsigned(seq, to) >= 0) {
           continue; // already applied, or will arrive live
         }
+        if (seq != expected && catchUp && applied == 0) {
+          expected = seq; // first contact: start from the oldest batch the buffer still holds
+        }
         if (seq != expected) {
           break; // not contiguous: the buffer no longer holds what we missed
         }
@@ -670,6 +686,10 @@ public final class KvEventSubscriber implements AutoCloseable {
       }
     }
     boolean complete = expected == to;
+    if (catchUp) {
+      metrics.catchUps.increment();
+      return complete;
+    }
     (complete ? metrics.replaysComplete : metrics.replaysIncomplete).increment();
     if (!complete) {
       warnOnce(
@@ -873,6 +893,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     final Counter replaysComplete;
     final Counter replaysIncomplete;
     final Counter restarts;
+    final Counter catchUps;
     final Map<String, Counter> resyncs = new ConcurrentHashMap<>();
     final Map<String, Counter> dropped = new ConcurrentHashMap<>();
 
@@ -888,6 +909,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       replaysComplete = r.counter("kvindex_replays", "outcome", "complete");
       replaysIncomplete = r.counter("kvindex_replays", "outcome", "incomplete");
       restarts = r.counter("kvindex_restarts");
+      catchUps = r.counter("kvindex_catchups");
     }
 
     void events(KvEvent e) {

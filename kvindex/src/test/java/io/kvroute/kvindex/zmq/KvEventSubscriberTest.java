@@ -149,6 +149,21 @@ class KvEventSubscriberTest {
   }
 
   @Test
+  void batchesPublishedBeforeTheSubscriberJoinedAreCaughtUpThroughReplay() {
+    KvEventPublisher p = publisher("kv@pod-c@m", true);
+    p.publish(stored(11, 12));
+    p.publish(stored(13));
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(PodEndpoint.of("pod-c", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    warmUp(p, "pod-c");
+    long last = p.publish(stored(14));
+    Await.until("last batch applied", () -> listener.seen("pod-c", last));
+    assertThat(sink.blocks("pod-c")).contains(11L, 12L, 13L, 14L);
+    assertThat(count("kvindex_catchups")).isEqualTo(1);
+    assertThat(count("kvindex_gaps")).isZero();
+  }
+
+  @Test
   void gapWithoutReplayEndpointClearsThePod() {
     KvEventPublisher p = publisher("t", false);
     KvEventSubscriber sub = track(subscriber().build().start());
