@@ -82,7 +82,7 @@ final class DemoCommand implements Callable<Integer> {
   @Option(names = "--turns", defaultValue = "6", description = "Turns per conversation")
   int turns;
 
-  @Option(names = "--concurrency", defaultValue = "8", description = "Concurrent clients")
+  @Option(names = "--concurrency", defaultValue = "4", description = "Concurrent clients")
   int concurrency;
 
   @Option(
@@ -169,7 +169,7 @@ final class DemoCommand implements Callable<Integer> {
   private Report.Result run(String strategy, String type, Workload workload, PrintWriter err)
       throws Exception {
     LatencyModel latency =
-        new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(100_000), Duration.ofMillis(1));
+        new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(200_000), Duration.ofMillis(1));
     try (SimulatedCluster cluster =
         SimulatedCluster.builder()
             .prefill(prefill)

@@ -74,12 +74,22 @@ public final class Report {
     out.println();
     double maxTtft =
         results.stream().mapToDouble(r -> r.ttft(50)).filter(d -> !Double.isNaN(d)).max().orElse(1);
-    out.println("             TTFT p50 (shorter is better)  cache hit ratio (longer is better)");
+    out.println(
+        String.format(
+            Locale.ROOT,
+            "%-12s %-28s  %s",
+            "",
+            "TTFT p50 (shorter is better)",
+            "cache hit ratio (longer is better)"));
     for (Result r : results) {
       int a = (int) Math.round(28 * (Double.isNaN(r.ttft(50)) ? 0 : r.ttft(50) / maxTtft));
       int b = (int) Math.round(28 * r.hitRatio());
-      out.printf(Locale.ROOT, "%-10s %-28s  %-28s%n", r.strategy(), "#".repeat(a), "=".repeat(b));
+      out.printf(Locale.ROOT, "%-12s %-28s  %-28s%n", r.strategy(), "#".repeat(a), "=".repeat(b));
     }
+    out.println();
+    out.println(
+        "cache hits: share of the clients' prompt tokens no pod had to compute (prefix-cache hits"
+            + " and KV transfers); TTFT: measured by the clients through the gateway.");
     out.println();
     for (Result r : results) {
       out.println(r.strategy() + ": " + r.description());
