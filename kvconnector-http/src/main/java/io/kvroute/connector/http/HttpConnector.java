@@ -23,24 +23,35 @@ import java.util.concurrent.CompletableFuture;
  * <p>Both legs carry the same {@code X-Request-Id}. Client-supplied KV-transfer fields ({@code
  * kv_transfer_params}, {@code bootstrap_*}, {@code disaggregated_params}) are removed from both.
  * Without a prefill endpoint the request goes to decode only. Thread-safe.
+ *
+ * <p>Backends whose gateway protocol is this same two-step flow (LMCache, MooncakeStore) subclass
+ * it under their own type name with {@link #HttpConnector(KVConnectorProvider.Context, String)}.
  */
-public final class HttpConnector extends AbstractHttpConnector {
+public class HttpConnector extends AbstractHttpConnector {
 
   /** The type name. */
   public static final String TYPE = "http";
 
+  private final String type;
+
   /** A connector in {@code context}. */
   public HttpConnector(KVConnectorProvider.Context context) {
+    this(context, TYPE);
+  }
+
+  /** The two-step flow under another type name (for subclasses). */
+  protected HttpConnector(KVConnectorProvider.Context context, String type) {
     super(context);
+    this.type = type;
   }
 
   @Override
   public String type() {
-    return TYPE;
+    return type;
   }
 
   @Override
-  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+  public final CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
     ObjectNode body;
     try {
       body = OpenAiJson.stripTransferFields(parseBody(pd.request()));

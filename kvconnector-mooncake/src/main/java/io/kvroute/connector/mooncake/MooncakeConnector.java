@@ -15,6 +15,7 @@ import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.connector.http.internal.ConcurrentLegs;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.time.Duration;

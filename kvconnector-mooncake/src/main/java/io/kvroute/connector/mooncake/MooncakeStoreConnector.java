@@ -1,14 +1,8 @@
 package io.kvroute.connector.mooncake;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
-import io.kvroute.connector.Leg;
-import io.kvroute.connector.http.AbstractHttpConnector;
-import io.kvroute.connector.http.OpenAiJson;
-import java.util.Map;
-import java.util.concurrent.CompletableFuture;
+import io.kvroute.connector.http.HttpConnector;
 
 /**
  * The {@code mooncake-store} connector: vLLM in front of a shared MooncakeStore (a distributed KV
@@ -39,44 +33,14 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Thread-safe and stateless per request.
  */
-public final class MooncakeStoreConnector extends AbstractHttpConnector {
+public final class MooncakeStoreConnector extends HttpConnector {
 
   /** The type name. */
   public static final String TYPE = "mooncake-store";
 
   /** A connector in {@code context}. */
   public MooncakeStoreConnector(KVConnectorProvider.Context context) {
-    super(context);
-  }
-
-  @Override
-  public String type() {
-    return TYPE;
-  }
-
-  @Override
-  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    if (!pd.disaggregated()) {
-      return CompletableFuture.completedFuture(
-          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
-    }
-    return cancellable(
-        sendJson(
-            Leg.PREFILL,
-            pd.prefill(),
-            pd.request().api().path(),
-            legHeaders(pd.request()),
-            OpenAiJson.prefillBody(body, pd.request().api()),
-            context.prefillTimeout()),
-        ignored ->
-            CompletableFuture.completedFuture(
-                decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "prefill_decode"))));
+    super(context, TYPE);
   }
 
   /** The ServiceLoader provider of {@code mooncake-store}. */

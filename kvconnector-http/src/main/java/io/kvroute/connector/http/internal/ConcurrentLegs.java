@@ -1,4 +1,4 @@
-package io.kvroute.connector.sglang;
+package io.kvroute.connector.http.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -16,22 +16,24 @@ import java.util.function.BiConsumer;
 import java.util.function.Function;
 
 /**
- * (A copy of the same helper in kvconnector-mooncake: the two modules do not depend on each other.)
- *
- * <p>Runs a prefill and a decode leg at the same time. The joined result is the decode response,
+ * Runs a prefill and a decode leg at the same time. The joined result is the decode response,
  * handed out only once the prefill has succeeded too (as the SGLang model gateway does: a dead
  * prefill is seen before any decode byte reaches the client, so the pair can still be retried). A
  * failure of either leg cancels the other and fails the result with that leg's error; cancelling
  * the result cancels both. The prefill leg keeps its upstream response so that cancelling it
  * releases the connection at once, whatever stage it is in. Stateless; callbacks run on the
  * completing leg's thread.
+ *
+ * <p>Shared by the connectors that run both legs together (Mooncake, SGLang). Not public API.
  */
-final class ConcurrentLegs {
+public final class ConcurrentLegs {
   private ConcurrentLegs() {}
 
   /** A prefill leg whose upstream call can be cancelled at any stage. */
-  static final class PrefillLeg {
-    final CompletableFuture<ObjectNode> result = new CompletableFuture<>();
+  public static final class PrefillLeg {
+    /** Completes with the prefill's JSON answer, or fails with its error. */
+    public final CompletableFuture<ObjectNode> result = new CompletableFuture<>();
+
     private final AtomicReference<StreamingResponse> response = new AtomicReference<>();
     private volatile CompletableFuture<StreamingResponse> head;
 
@@ -40,7 +42,7 @@ final class ConcurrentLegs {
      * becomes {@code errorFrom(response)}. {@code settled} runs once with the outcome before {@code
      * result} completes.
      */
-    static PrefillLeg send(
+    public static PrefillLeg send(
         HttpTransport transport,
         HttpTransport.Outbound out,
         int maxBytes,
@@ -136,7 +138,8 @@ final class ConcurrentLegs {
     }
 
     /** Cancels the leg and releases its upstream call, whatever stage it is in. */
-    void cancel() {
+    /** Cancels the leg at whatever stage it is in. */
+    public void cancel() {
       result.cancel(true);
       CompletableFuture<StreamingResponse> h = head;
       if (h != null) {
@@ -149,7 +152,7 @@ final class ConcurrentLegs {
     }
   }
 
-  static CompletableFuture<StreamingResponse> join(
+  public static CompletableFuture<StreamingResponse> join(
       PrefillLeg prefill, CompletableFuture<StreamingResponse> decode) {
     CompletableFuture<StreamingResponse> result = new CompletableFuture<>();
     result.whenComplete(
