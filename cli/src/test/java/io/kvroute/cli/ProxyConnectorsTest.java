@@ -1,0 +1,120 @@
+package io.kvroute.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvroute.testkit.KvTransferProtocol;
+import io.kvroute.testkit.LatencyModel;
+import io.kvroute.testkit.RecordedRequest;
+import io.kvroute.testkit.SimulatedCluster;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import picocli.CommandLine;
+
+/**
+ * {@code kvroute proxy --connector TYPE} between simulated prefill and decode pods speaking that
+ * connector's protocol: streamed and plain answers come back, and the decode pod got what the
+ * protocol needs from the prefill.
+ */
+class ProxyConnectorsTest {
+  private final HttpClient client = HttpClient.newHttpClient();
+
+  @ParameterizedTest
+  @CsvSource({"nixl,NIXL", "lmcache,SHARED_STORAGE", "sglang,SGLANG", "http,NONE"})
+  void proxiesThroughEachConnector(String connector, KvTransferProtocol protocol) throws Exception {
+    try (SimulatedCluster cluster =
+        SimulatedCluster.builder()
+            .prefill(1)
+            .decode(1)
+            .model("m")
+            .protocol(protocol)
+            .configure(b -> b.latency(LatencyModel.ZERO))
+            .build()
+            .start()) {
+      List<String> args =
+          new ArrayList<>(
+              List.of(
+                  "--connector",
+                  connector,
+                  "--prefill",
+                  cluster.prefillPods().get(0).baseUrl().toString(),
+                  "--decode",
+                  cluster.decodePods().get(0).baseUrl().toString(),
+                  "--port",
+                  "0",
+                  "--max-attempts",
+                  "1"));
+      if (protocol == KvTransferProtocol.SGLANG) {
+        args.addAll(
+            List.of("--param", "bootstrapPort=" + cluster.prefillPods().get(0).bootstrapPort()));
+      }
+      ProxyCommand cmd = new ProxyCommand();
+      CommandLine cl = new CommandLine(cmd);
+      StringWriter err = new StringWriter();
+      cl.setOut(new PrintWriter(new StringWriter()));
+      cl.setErr(new PrintWriter(err));
+      CompletableFuture<Integer> exit =
+          CompletableFuture.supplyAsync(() -> cl.execute(args.toArray(new String[0])));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (cmd.running == null) {
+        assertThat(exit).as("proxy exited: " + err).isNotDone();
+        assertThat(System.nanoTime()).isLessThan(deadline);
+        TimeUnit.MILLISECONDS.sleep(10);
+      }
+      String base = "http://127.0.0.1:" + cmd.running.port();
+      try {
+        String prompt = "a prompt long enough to fill several kv blocks ".repeat(8);
+        HttpResponse<String> plain =
+            post(
+                base + "/v1/completions",
+                "{\"model\":\"m\",\"prompt\":\"" + prompt + "\",\"max_tokens\":5}");
+        assertThat(plain.statusCode()).as(plain.body()).isEqualTo(200);
+        assertThat(plain.body()).contains("\"choices\"");
+        HttpResponse<String> streamed =
+            post(
+                base + "/v1/chat/completions",
+                "{\"model\":\"m\",\"stream\":true,\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\""
+                    + prompt
+                    + "\"}]}");
+        assertThat(streamed.statusCode()).as(streamed.body()).isEqualTo(200);
+        assertThat(streamed.body()).contains("data: [DONE]");
+        assertThat(cluster.prefillPods().get(0).requests()).hasSize(2);
+        RecordedRequest decoded = cluster.decodePods().get(0).requests().get(0);
+        if (protocol == KvTransferProtocol.NIXL) {
+          assertThat(decoded.field("kv_transfer_params").path("remote_block_ids").isArray())
+              .isTrue();
+        }
+        if (protocol == KvTransferProtocol.SGLANG) {
+          assertThat(decoded.field("bootstrap_room").isIntegralNumber()).isTrue();
+        }
+        if (protocol != KvTransferProtocol.NONE) {
+          // The decode pod took the prompt's KV from the prefill side instead of computing it.
+          assertThat(cluster.decodePods().get(0).stats().cachedTokenRatio()).isGreaterThan(0.5);
+        }
+      } finally {
+        cmd.shutdown();
+      }
+      assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    }
+  }
+
+  private HttpResponse<String> post(String url, String body) throws Exception {
+    return client.send(
+        HttpRequest.newBuilder(URI.create(url))
+            .timeout(Duration.ofSeconds(20))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+}
