@@ -20,7 +20,6 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -37,6 +36,7 @@ import java.util.function.Function;
  */
 final class ProxyServer implements AutoCloseable {
   static final int MAX_BODY_BYTES = 16 * 1024 * 1024;
+  static final int MAX_THREADS = 2048;
   private static final Set<String> HOP_BY_HOP =
       Set.of("connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "te");
 
@@ -76,7 +76,14 @@ final class ProxyServer implements AutoCloseable {
     this.server = HttpServer.create(new InetSocketAddress(host, port), 256);
     AtomicInteger n = new AtomicInteger();
     this.executor =
-        Executors.newCachedThreadPool(
+        // One thread per request in flight (streams block on writes), bounded: past MAX_THREADS
+        // concurrent requests new connections are refused rather than queued without limit.
+        new java.util.concurrent.ThreadPoolExecutor(
+            0,
+            MAX_THREADS,
+            60,
+            java.util.concurrent.TimeUnit.SECONDS,
+            new java.util.concurrent.SynchronousQueue<>(),
             r -> {
               Thread t = new Thread(r, "kvroute-proxy-" + n.incrementAndGet());
               t.setDaemon(true);
