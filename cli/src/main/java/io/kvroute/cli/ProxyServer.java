@@ -355,39 +355,16 @@ final class ProxyServer implements AutoCloseable {
     };
   }
 
-  /** Tiny JSON string quoting for error bodies. */
+  /** JSON string quoting for error bodies. */
   static final class Json {
     private Json() {}
 
     static String quote(String s) {
-      StringBuilder sb = new StringBuilder("\"");
-      for (int i = 0; i < s.length(); i++) {
-        char c = s.charAt(i);
-        switch (c) {
-          case '"':
-            sb.append("\\\"");
-            break;
-          case '\\':
-            sb.append("\\\\");
-            break;
-          case '\n':
-            sb.append("\\n");
-            break;
-          case '\r':
-            sb.append("\\r");
-            break;
-          case '\t':
-            sb.append("\\t");
-            break;
-          default:
-            if (c < 0x20) {
-              sb.append(String.format("\\u%04x", (int) c));
-            } else {
-              sb.append(c);
-            }
-        }
+      try {
+        return io.kvroute.connector.http.OpenAiJson.MAPPER.writeValueAsString(s);
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        throw new IllegalStateException(e);
       }
-      return sb.append('"').toString();
     }
   }
 }
