@@ -28,20 +28,20 @@ import java.util.concurrent.atomic.LongAdder;
  * measured from each request's scheduled send time, so stalls are not hidden): p50/p99/p99.9.
  *
  * <pre>
- * java -cp benchmarks/target/classes:$(cat cp.txt) io.kvroute.benchmarks.service.ScoreLoadTest \
+ * java -cp benchmarks/target/classes:$(cat cp.txt) io.kvroute.benchmarks.service.ScoreLoadRun \
  *     [seconds=10] [connections=4] [http.threads=0] [open-loop rate=half the one-core rate]
  * </pre>
  *
  * Client and server share the JVM and the machine's cores; run it pinned ({@code taskset}) or on an
  * otherwise idle machine, and read the CPU-per-request figure as the one-core capacity.
  */
-public final class ScoreLoadTest {
+public final class ScoreLoadRun {
   static final int PODS = 100;
   static final int PROMPT_TOKENS = 2048;
   static final int BLOCK = 16;
   static final int PROMPTS = 64;
 
-  private ScoreLoadTest() {}
+  private ScoreLoadRun() {}
 
   public static void main(String[] args) throws Exception {
     int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 10;
