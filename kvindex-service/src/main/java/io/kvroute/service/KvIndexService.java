@@ -1,12 +1,12 @@
 package io.kvroute.service;
 
-import com.sun.net.httpserver.HttpServer;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.service.ServiceConfig.PodSpec;
 import io.kvroute.service.internal.EventFeed;
 import io.kvroute.service.internal.Feeds;
 import io.kvroute.service.internal.HttpApi;
+import io.kvroute.service.internal.NioHttpServer;
 import io.kvroute.service.internal.PodTracker;
 import io.kvroute.service.internal.RemoteTokenizer;
 import io.kvroute.service.internal.TrackingBlockIndex;
@@ -15,7 +15,6 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,12 +26,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -58,7 +54,7 @@ import org.slf4j.LoggerFactory;
  * for unknown pods and routes, 405, 413 for bodies over {@code http.max_body_bytes}, 502/504 for
  * tokenizer failures.
  *
- * <p><b>Thread-safety.</b> Thread-safe. HTTP handlers run on a bounded pool of {@code http.threads}
+ * <p><b>Thread-safety.</b> Thread-safe. HTTP handlers run on {@code http.threads} event-loop
  * threads; one scheduler thread samples rates and re-reads the pods file; the event feed runs its
  * own threads. {@link #close()} stops all of them.
  */
@@ -71,8 +67,7 @@ public final class KvIndexService implements AutoCloseable {
   private final PodTracker tracker;
   private final TrackingBlockIndex index;
   private final EventFeed feed;
-  private final HttpServer server;
-  private final ThreadPoolExecutor httpPool;
+  private final NioHttpServer server;
   private final ScheduledExecutorService scheduler;
   private final Object podsLock = new Object();
   private Map<String, PodSpec> currentPods = new LinkedHashMap<>();
@@ -114,25 +109,6 @@ public final class KvIndexService implements AutoCloseable {
     Gauge.builder("kvservice_pods_not_ready", this, s -> s.notReadyPods().size())
         .register(registry);
 
-    Gauge.builder("kvservice_http_queue_depth", this, s -> s.httpPool.getQueue().size())
-        .register(registry);
-    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
-      System.setProperty("sun.net.httpserver.nodelay", "true");
-    }
-    AtomicInteger n = new AtomicInteger();
-    this.httpPool =
-        new ThreadPoolExecutor(
-            Math.max(1, config.threads()),
-            Math.max(1, config.threads()),
-            60,
-            TimeUnit.SECONDS,
-            new ArrayBlockingQueue<>(1024),
-            r -> {
-              Thread t = new Thread(r, "kvservice-http-" + n.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            },
-            new ThreadPoolExecutor.CallerRunsPolicy());
     this.scheduler =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -140,18 +116,7 @@ public final class KvIndexService implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    try {
-      this.server = HttpServer.create(new InetSocketAddress(config.host(), config.port()), 256);
-    } catch (IOException e) {
-      feed.close();
-      httpPool.shutdownNow();
-      scheduler.shutdownNow();
-      throw new UncheckedIOException(
-          "http: cannot bind " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
-    }
-    server.setExecutor(config.threads() == 0 ? null : httpPool);
-    server.createContext(
-        "/",
+    HttpApi api =
         new HttpApi(
             config,
             index,
@@ -161,7 +126,27 @@ public final class KvIndexService implements AutoCloseable {
             registry::scrape,
             this::notReadyPods,
             b.wallClock,
-            registry));
+            registry);
+    try {
+      this.server =
+          new NioHttpServer(
+              new NioHttpServer.Options(
+                  config.host(),
+                  config.port(),
+                  Math.max(1, config.threads()),
+                  config.maxConnections(),
+                  16 << 10,
+                  config.maxBodyBytes(),
+                  config.requestTimeout(),
+                  config.idleTimeout(),
+                  "kvservice-http-"),
+              api,
+              registry);
+    } catch (RuntimeException e) {
+      feed.close();
+      scheduler.shutdownNow();
+      throw e;
+    }
   }
 
   private void begin() {
@@ -207,7 +192,7 @@ public final class KvIndexService implements AutoCloseable {
 
   /** The bound port. */
   public int port() {
-    return server.getAddress().getPort();
+    return server.port();
   }
 
   /** The base URI, e.g. {@code http://127.0.0.1:8080}. */
@@ -384,9 +369,8 @@ public final class KvIndexService implements AutoCloseable {
       return;
     }
     closed.countDown();
-    server.stop(0);
+    server.close();
     scheduler.shutdownNow();
-    httpPool.shutdownNow();
     feed.close();
   }
 

@@ -28,7 +28,8 @@ import java.util.regex.Pattern;
  * <pre>{@code
  * {
  *   "model": "meta-llama/Llama-3.1-8B-Instruct",
- *   "http": {"host": "0.0.0.0", "port": 8080, "max_body_bytes": 1048576, "threads": 2},
+ *   "http": {"host": "0.0.0.0", "port": 8080, "max_body_bytes": 1048576, "threads": 2,
+ *            "max_connections": 1024, "request_timeout_ms": 10000, "idle_timeout_ms": 60000},
  *   "index": {"block_size": 16, "hash_seed": "", "max_keys": 10000000,
  *             "tier_weights": {"GPU": 1.0, "CPU": 0.8}},
  *   "events": {"ready_timeout_ms": 30000, "topic": ""},
@@ -61,6 +62,9 @@ public final class ServiceConfig {
   private final int port;
   private final int maxBodyBytes;
   private final int threads;
+  private final int maxConnections;
+  private final Duration requestTimeout;
+  private final Duration idleTimeout;
   private final int blockSize;
   private final String hashSeed;
   private final int maxKeys;
@@ -80,6 +84,9 @@ public final class ServiceConfig {
     this.port = b.port;
     this.maxBodyBytes = b.maxBodyBytes;
     this.threads = b.threads;
+    this.maxConnections = b.maxConnections;
+    this.requestTimeout = b.requestTimeout;
+    this.idleTimeout = b.idleTimeout;
     this.blockSize = b.blockSize;
     this.hashSeed = b.hashSeed;
     this.maxKeys = b.maxKeys;
@@ -134,6 +141,9 @@ public final class ServiceConfig {
       http.ifInt("port", b::port);
       http.ifInt("max_body_bytes", b::maxBodyBytes);
       http.ifInt("threads", b::threads);
+      http.ifInt("max_connections", b::maxConnections);
+      http.ifInt("request_timeout_ms", ms -> b.requestTimeout(Duration.ofMillis(ms)));
+      http.ifInt("idle_timeout_ms", ms -> b.idleTimeout(Duration.ofMillis(ms)));
       http.done();
     }
     Fields index = f.object("index");
@@ -307,11 +317,26 @@ public final class ServiceConfig {
   }
 
   /**
-   * HTTP handler threads; 0 runs handlers on the server's single dispatcher thread (no thread
-   * hand-off per request: the least CPU per request, at most one core).
+   * HTTP event-loop threads; handlers run on them. 0 means one loop (kept for configurations
+   * written for the earlier server, where 0 meant "on the dispatcher thread").
    */
   public int threads() {
     return threads;
+  }
+
+  /** Open HTTP connections allowed; beyond, new connections get 503 and are closed. */
+  public int maxConnections() {
+    return maxConnections;
+  }
+
+  /** Time allowed to receive one request (beyond: 408 and close) or to write one answer. */
+  public Duration requestTimeout() {
+    return requestTimeout;
+  }
+
+  /** How long an idle keep-alive connection is kept open. */
+  public Duration idleTimeout() {
+    return idleTimeout;
   }
 
   /** Tokens per index block. */
@@ -382,6 +407,9 @@ public final class ServiceConfig {
     b.port = port;
     b.maxBodyBytes = maxBodyBytes;
     b.threads = threads;
+    b.maxConnections = maxConnections;
+    b.requestTimeout = requestTimeout;
+    b.idleTimeout = idleTimeout;
     b.blockSize = blockSize;
     b.hashSeed = hashSeed;
     b.maxKeys = maxKeys;
@@ -543,7 +571,10 @@ public final class ServiceConfig {
     private String host = "127.0.0.1";
     private int port = 8080;
     private int maxBodyBytes = 1 << 20;
-    private int threads = Math.max(2, Runtime.getRuntime().availableProcessors());
+    private int threads = Runtime.getRuntime().availableProcessors();
+    private int maxConnections = 1024;
+    private Duration requestTimeout = Duration.ofSeconds(10);
+    private Duration idleTimeout = Duration.ofSeconds(60);
     private int blockSize = 16;
     private String hashSeed = "";
     private int maxKeys = 10_000_000;
@@ -583,9 +614,27 @@ public final class ServiceConfig {
       return this;
     }
 
-    /** HTTP handler threads (default: max(2, cores); 0: on the dispatcher thread). */
+    /** HTTP event-loop threads (default: the number of cores; 0 means 1). */
     public Builder threads(int threads) {
       this.threads = threads;
+      return this;
+    }
+
+    /** Open HTTP connections allowed (default 1024). */
+    public Builder maxConnections(int maxConnections) {
+      this.maxConnections = maxConnections;
+      return this;
+    }
+
+    /** Time allowed to receive one request or write one answer (default 10 s). */
+    public Builder requestTimeout(Duration timeout) {
+      this.requestTimeout = Objects.requireNonNull(timeout, "requestTimeout");
+      return this;
+    }
+
+    /** How long an idle keep-alive connection is kept (default 60 s). */
+    public Builder idleTimeout(Duration timeout) {
+      this.idleTimeout = Objects.requireNonNull(timeout, "idleTimeout");
       return this;
     }
 
@@ -680,6 +729,15 @@ public final class ServiceConfig {
           maxBodyBytes >= 1024 && maxBodyBytes <= (64 << 20),
           "http.max_body_bytes must be in [1024, 67108864], was " + maxBodyBytes);
       check(threads >= 0 && threads <= 256, "http.threads must be in [0, 256], was " + threads);
+      check(
+          maxConnections >= 1 && maxConnections <= 1_000_000,
+          "http.max_connections must be in [1, 1000000], was " + maxConnections);
+      check(
+          requestTimeout.toMillis() >= 1,
+          "http.request_timeout_ms must be >= 1, was " + requestTimeout.toMillis());
+      check(
+          idleTimeout.toMillis() >= 1,
+          "http.idle_timeout_ms must be >= 1, was " + idleTimeout.toMillis());
       check(
           blockSize >= 1 && blockSize <= 4096,
           "index.block_size must be in [1, 4096], was " + blockSize);

@@ -204,7 +204,7 @@ public final class ScoreLoadRun {
     long sum = 0;
     for (Thread t : Thread.getAllStackTraces().keySet()) {
       String n = t.getName();
-      if (n.startsWith("kvservice-http-") || n.startsWith("HTTP-Dispatcher")) {
+      if (n.startsWith("kvservice-http-")) {
         long c = mx.getThreadCpuTime(t.getId());
         if (c > 0) {
           sum += c;

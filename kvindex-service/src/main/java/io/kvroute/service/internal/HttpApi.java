@@ -1,28 +1,22 @@
 package io.kvroute.service.internal;
 
-import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.Headers;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpHandler;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.service.CacheState;
 import io.kvroute.service.PodState;
 import io.kvroute.service.ServiceConfig;
+import io.kvroute.service.internal.NioHttpServer.Exchange;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -31,15 +25,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The service's HTTP routes on a JDK {@code HttpServer}: the score, state and pod APIs, health,
+ * The service's HTTP routes on {@link NioHttpServer}: the score, state and pod APIs, health,
  * readiness, Prometheus metrics and the dashboard.
  *
- * <p>Thread-safe: handlers run on the server's executor; per-thread buffers (request body, parsed
- * request, lookup result, response bytes) are reused through thread-locals, so a score request over
- * token ids or block keys allocates little. Requests with {@code prompt} text complete on the
- * tokenizer's HTTP client thread.
+ * <p>Thread-safe: handlers run on the server's event loops; per-thread buffers (parsed request,
+ * request keys, lookup result, response bytes) are reused through thread-locals, and the request
+ * body is read in place from the connection's buffer, so a score request over token ids or block
+ * keys allocates little. Requests with {@code prompt} text complete on the tokenizer's HTTP client
+ * thread.
  */
-public final class HttpApi implements HttpHandler {
+public final class HttpApi implements NioHttpServer.Handler {
   private static final Logger log = LoggerFactory.getLogger(HttpApi.class);
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final String JSON_TYPE = "application/json";
@@ -63,7 +58,6 @@ public final class HttpApi implements HttpHandler {
 
   /** Per-thread reusable buffers. */
   private static final class Buffers {
-    byte[] body = new byte[16 << 10];
     final ScoreCodec.Parsed parsed = new ScoreCodec.Parsed();
     final PrefixMatch match = new PrefixMatch();
     long[] keys = new long[512];
@@ -125,13 +119,13 @@ public final class HttpApi implements HttpHandler {
   }
 
   @Override
-  public void handle(HttpExchange ex) {
+  public void handle(Exchange ex) {
     long start = System.nanoTime();
     String route = "other";
     int status = 500;
     try {
-      String path = ex.getRequestURI().getRawPath();
-      String method = ex.getRequestMethod();
+      String path = ex.path();
+      String method = ex.method();
       if (path.equals("/api/v1/score")) {
         route = "score";
         requireMethod(method, "POST");
@@ -187,12 +181,8 @@ public final class HttpApi implements HttpHandler {
       }
     } catch (ApiException e) {
       status = sendError(ex, e.status(), e.field(), e.getMessage());
-    } catch (IOException e) {
-      log.debug("client connection failed: {}", e.toString());
-      status = 499;
-      ex.close();
-    } catch (RuntimeException e) {
-      log.warn("internal error on {} {}", ex.getRequestMethod(), ex.getRequestURI().getPath(), e);
+    } catch (IOException | RuntimeException e) {
+      log.warn("internal error on {} {}", ex.method(), ex.path(), e);
       status = sendError(ex, 500, null, "internal error: " + e.getClass().getSimpleName());
     } finally {
       if (status != 0) {
@@ -232,11 +222,20 @@ public final class HttpApi implements HttpHandler {
   // ------------------------------------------------------------------ score
 
   /** Returns the status sent, or 0 when the answer will be sent asynchronously. */
-  private int score(HttpExchange ex, long start) throws IOException {
+  private int score(Exchange ex, long start) throws IOException {
     Buffers b = buffers.get();
-    int len = readBody(ex, b);
+    if (ex.bodyLength() == 0) {
+      throw ApiException.badRequest("body", "the body must be a JSON object, was empty");
+    }
     ScoreCodec.Parsed req = b.parsed;
-    ScoreCodec.parse(b.body, len, req, config.maxTokens(), maxBlocks, config.maxCandidatePods());
+    ScoreCodec.parse(
+        ex.body(),
+        ex.bodyOffset(),
+        ex.bodyLength(),
+        req,
+        config.maxTokens(),
+        maxBlocks,
+        config.maxCandidatePods());
     if (req.numBlocks >= 0) {
       return answer(ex, b, req.blocks, req.numBlocks, req);
     }
@@ -275,10 +274,9 @@ public final class HttpApi implements HttpHandler {
                   status = answer(ex, tb, keys, keys.length, detached);
                 } catch (ApiException e) {
                   status = sendError(ex, e.status(), e.field(), e.getMessage());
-                } catch (IOException | RuntimeException e) {
-                  log.debug("score answer failed: {}", e.toString());
-                  ex.close();
-                  status = 499;
+                } catch (RuntimeException e) {
+                  log.warn("score answer failed", e);
+                  status = sendError(ex, 500, null, "internal error: " + e.getClass().getName());
                 }
               }
               record("score", status, System.nanoTime() - start);
@@ -286,55 +284,13 @@ public final class HttpApi implements HttpHandler {
     return 0;
   }
 
-  private int answer(HttpExchange ex, Buffers b, long[] keys, int numKeys, ScoreCodec.Parsed req)
-      throws IOException {
+  private int answer(Exchange ex, Buffers b, long[] keys, int numKeys, ScoreCodec.Parsed req) {
     List<String> pods = req.hasCandidates ? req.candidates : tracker.ids();
     PrefixMatch m = index.lookup(keys, numKeys, pods, b.match);
     ScoreCodec.Bytes out = b.out;
     out.reset();
     ScoreCodec.writeScores(out, m, numKeys, gpuWeight, config.blockSize());
     return send(ex, 200, JSON_TYPE, out.buf, out.size);
-  }
-
-  private int readBody(HttpExchange ex, Buffers b) throws IOException {
-    int max = config.maxBodyBytes();
-    String cl = ex.getRequestHeaders().getFirst("Content-Length");
-    if (cl != null) {
-      long declared;
-      try {
-        declared = Long.parseLong(cl.trim());
-      } catch (NumberFormatException e) {
-        throw new ApiException(400, "Content-Length", "invalid Content-Length \"" + cl + "\"");
-      }
-      if (declared > max) {
-        throw new ApiException(
-            413, "body", "request body of " + declared + " bytes exceeds " + max + " bytes");
-      }
-    }
-    InputStream in = ex.getRequestBody();
-    int n = 0;
-    byte[] buf = b.body;
-    while (true) {
-      if (n == buf.length) {
-        if (n > max) {
-          throw new ApiException(413, "body", "request body exceeds " + max + " bytes");
-        }
-        buf = Arrays.copyOf(buf, Math.min(max + 1, n * 2));
-        b.body = buf;
-      }
-      int r = in.read(buf, n, buf.length - n);
-      if (r < 0) {
-        break;
-      }
-      n += r;
-      if (n > max) {
-        throw new ApiException(413, "body", "request body exceeds " + max + " bytes");
-      }
-    }
-    if (n == 0) {
-      throw ApiException.badRequest("body", "the body must be a JSON object, was empty");
-    }
-    return n;
   }
 
   // ------------------------------------------------------------------ state
@@ -424,51 +380,24 @@ public final class HttpApi implements HttpHandler {
 
   // ------------------------------------------------------------------ sending
 
-  private int sendJson(HttpExchange ex, int status, Object value) throws IOException {
+  private int sendJson(Exchange ex, int status, Object value) throws IOException {
     return send(ex, status, JSON_TYPE, MAPPER.writeValueAsBytes(value));
   }
 
-  private int sendError(HttpExchange ex, int status, String field, String message) {
-    try {
-      ByteArrayOutputStream out = new ByteArrayOutputStream(256);
-      try (JsonGenerator g = ScoreCodec.JSON.createGenerator(out)) {
-        g.writeStartObject();
-        g.writeStringField("error", message);
-        if (field != null) {
-          g.writeStringField("field", field);
-        }
-        g.writeNumberField("status", status);
-        g.writeEndObject();
-      }
-      if (status == 413) {
-        ex.getResponseHeaders().set("Connection", "close");
-      }
-      return send(ex, status, JSON_TYPE, out.toByteArray());
-    } catch (IOException e) {
-      ex.close();
-      return status;
+  private static int sendError(Exchange ex, int status, String field, String message) {
+    if (status == 413) {
+      ex.closeAfterResponse();
     }
+    return send(ex, status, JSON_TYPE, NioHttpServer.errorBody(status, field, message));
   }
 
-  private static int send(HttpExchange ex, int status, String type, byte[] body)
-      throws IOException {
-    return send(ex, status, type, body, body.length);
+  private static int send(Exchange ex, int status, String type, byte[] body) {
+    ex.respond(status, type, body);
+    return status;
   }
 
-  private static int send(HttpExchange ex, int status, String type, byte[] body, int len)
-      throws IOException {
-    Headers h = ex.getResponseHeaders();
-    h.set("Content-Type", type);
-    h.set("Cache-Control", "no-store");
-    boolean head = ex.getRequestMethod().equals("HEAD");
-    ex.sendResponseHeaders(status, head ? -1 : len);
-    if (!head) {
-      try (OutputStream os = ex.getResponseBody()) {
-        os.write(body, 0, len);
-      }
-    } else {
-      ex.close();
-    }
+  private static int send(Exchange ex, int status, String type, byte[] body, int len) {
+    ex.respond(status, type, body, 0, len);
     return status;
   }
 }

@@ -7,7 +7,10 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
 import io.kvroute.kvindex.PrefixMatch;
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.math.BigInteger;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,6 +24,8 @@ import java.util.List;
  * <p>A {@link Parsed} is reused by one thread across requests; not thread-safe.
  */
 final class ScoreCodec {
+  private static final VarHandle LE_LONG =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
   static final JsonFactory JSON = new JsonFactory();
   private static final BigInteger U64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
   static final String KNOWN_FIELDS =
@@ -76,8 +81,16 @@ final class ScoreCodec {
    */
   static void parse(
       byte[] body, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+    parse(body, 0, len, out, maxTokens, maxBlocks, maxCandidates);
+  }
+
+  /**
+   * Parses {@code body[off, off + len)}; see {@link #parse(byte[], int, Parsed, int, int, int)}.
+   */
+  static void parse(
+      byte[] body, int off, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
     out.reset();
-    if (new Fast(body, len, out, maxTokens, maxBlocks, maxCandidates).parse()) {
+    if (new Fast(body, off, len, out, maxTokens, maxBlocks, maxCandidates).parse()) {
       if (out.prompt == null && out.numTokens < 0 && out.numBlocks < 0) {
         throw ApiException.badRequest(
             "prompt", "one of prompt, token_ids or prompt_blocks is required");
@@ -85,12 +98,17 @@ final class ScoreCodec {
       return;
     }
     out.reset();
-    parseSlow(body, len, out, maxTokens, maxBlocks, maxCandidates);
+    parseSlow(body, off, len, out, maxTokens, maxBlocks, maxCandidates);
   }
 
   static void parseSlow(
       byte[] body, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
-    try (JsonParser p = JSON.createParser(body, 0, len)) {
+    parseSlow(body, 0, len, out, maxTokens, maxBlocks, maxCandidates);
+  }
+
+  private static void parseSlow(
+      byte[] body, int off, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+    try (JsonParser p = JSON.createParser(body, off, len)) {
       JsonToken t = p.nextToken();
       if (t != JsonToken.START_OBJECT) {
         throw ApiException.badRequest("body", "the body must be a JSON object");
@@ -171,9 +189,10 @@ final class ScoreCodec {
     private final int maxCandidates;
     private int i;
 
-    Fast(byte[] b, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+    Fast(byte[] b, int off, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
       this.b = b;
-      this.end = len;
+      this.i = off;
+      this.end = off + len;
       this.out = out;
       this.maxTokens = maxTokens;
       this.maxBlocks = maxBlocks;
@@ -337,6 +356,31 @@ final class ScoreCodec {
         return true;
       }
       while (true) {
+        // Fast path: up to 7 digits read as one little-endian word, then ',' or ']'.
+        if (j + 8 <= e) {
+          long w = (long) LE_LONG.get(a, j);
+          int digits = leadingDigits(w);
+          if (digits > 0 && digits < 8 && (digits == 1 || a[j] != '0')) {
+            byte c = a[j + digits];
+            if (c == ',' || c == ']') {
+              if (n == maxTokens) {
+                return false;
+              }
+              if (n == buf.length) {
+                buf = Arrays.copyOf(buf, Math.min(maxTokens, n * 2));
+                out.tokens = buf;
+              }
+              buf[n++] = (int) digitsValue(w, digits);
+              j += digits + 1;
+              if (c == ',') {
+                continue;
+              }
+              i = j;
+              out.numTokens = n;
+              return true;
+            }
+          }
+        }
         while (j < e && isSpace(a[j])) {
           j++;
         }
@@ -382,6 +426,22 @@ final class ScoreCodec {
         }
         return false;
       }
+    }
+
+    /** How many of the word's bytes, from the lowest, are ASCII digits (0 to 8). */
+    static int leadingDigits(long w) {
+      long bad =
+          ((w & 0xF0F0F0F0F0F0F0F0L) ^ 0x3030303030303030L)
+              | (((w & 0x0F0F0F0F0F0F0F0FL) + 0x0606060606060606L) & 0xF0F0F0F0F0F0F0F0L);
+      return Long.numberOfTrailingZeros(bad) >>> 3;
+    }
+
+    /** The value of the word's first {@code digits} (1 to 8) ASCII digits, lowest byte first. */
+    static long digitsValue(long w, int digits) {
+      long v = (w & 0x0F0F0F0F0F0F0F0FL) << ((8 - digits) << 3);
+      v = (v * 2561) >>> 8;
+      v = ((v & 0x00FF00FF00FF00FFL) * 6553601) >>> 16;
+      return ((v & 0x0000FFFF0000FFFFL) * 42949672960001L) >>> 32;
     }
 
     private static boolean isSpace(byte c) {
@@ -650,14 +710,22 @@ final class ScoreCodec {
 
   /** A growable byte buffer (unsynchronised, unlike {@code ByteArrayOutputStream}). */
   static final class Bytes {
-    byte[] buf = new byte[16 << 10];
+    byte[] buf;
     int size;
+
+    Bytes() {
+      this(16 << 10);
+    }
+
+    Bytes(int capacity) {
+      buf = new byte[capacity];
+    }
 
     void reset() {
       size = 0;
     }
 
-    private void ensure(int extra) {
+    void ensure(int extra) {
       if (size + extra > buf.length) {
         buf = Arrays.copyOf(buf, Math.max(buf.length * 2, size + extra));
       }
@@ -706,16 +774,38 @@ final class ScoreCodec {
         buf[size++] = '-';
         v = -v;
       }
-      int digits = 1;
-      for (long t = v; t >= 10; t /= 10) {
-        digits++;
+      if (v < 10) {
+        buf[size++] = (byte) ('0' + v);
+        return this;
+      }
+      int digits = v < 100 ? 2 : v < 1000 ? 3 : v < 10_000 ? 4 : v < 100_000 ? 5 : 6;
+      if (digits == 6) {
+        for (long t = v / 1_000_000; t > 0; t /= 10) {
+          digits++;
+        }
       }
       int pos = size + digits;
       size = pos;
-      do {
-        buf[--pos] = (byte) ('0' + v % 10);
-        v /= 10;
-      } while (v > 0);
+      if (v <= Integer.MAX_VALUE) {
+        int x = (int) v;
+        do {
+          int q = x / 10;
+          buf[--pos] = (byte) ('0' + x - q * 10);
+          x = q;
+        } while (x > 0);
+      } else {
+        do {
+          buf[--pos] = (byte) ('0' + v % 10);
+          v /= 10;
+        } while (v > 0);
+      }
+      return this;
+    }
+
+    Bytes bytes(byte[] b) {
+      ensure(b.length);
+      System.arraycopy(b, 0, buf, size, b.length);
+      size += b.length;
       return this;
     }
 
@@ -749,12 +839,28 @@ final class ScoreCodec {
    * @param gpuWeight the weight of a GPU block (scores are relative to it)
    */
   static void writeScores(Bytes o, PrefixMatch match, int total, double gpuWeight, int blockSize) {
+    int pods = match.size();
+    o.ensure(pods * 112 + 128);
     o.ascii("{\"scores\":{");
+    // Most pods usually hold none of the prompt: their entry after the id is the same bytes.
+    Bytes miss = new Bytes(96);
+    miss.ascii(":{\"cache_hit_rate\":0.0,\"blocks_present\":0,\"blocks_total\":")
+        .number(total)
+        .ascii(",\"score\":0.0,\"blocks_by_tier\":{}}");
+    byte[] missBytes = Arrays.copyOf(miss.buf, miss.size);
     List<String> tiers = match.tierNames();
     int best = -1;
     long bestScore = 0;
-    for (int i = 0; i < match.size(); i++) {
+    for (int i = 0; i < pods; i++) {
+      if (i > 0) {
+        o.ascii(",");
+      }
+      o.jsonString(match.podId(i));
       int present = match.matchedBlocks(i);
+      if (present == 0 && match.score(i) == 0) {
+        o.bytes(missBytes);
+        continue;
+      }
       long score =
           total == 0
               ? 0
@@ -764,10 +870,7 @@ final class ScoreCodec {
         bestScore = score;
         best = i;
       }
-      if (i > 0) {
-        o.ascii(",");
-      }
-      o.jsonString(match.podId(i)).ascii(":{\"cache_hit_rate\":").fixed(rate, 4);
+      o.ascii(":{\"cache_hit_rate\":").fixed(rate, 4);
       o.ascii(",\"blocks_present\":").number(present);
       o.ascii(",\"blocks_total\":").number(total);
       o.ascii(",\"score\":").fixed(score, 2);
