@@ -28,12 +28,17 @@ import java.util.concurrent.atomic.LongAdder;
  * measured from each request's scheduled send time, so stalls are not hidden): p50/p99/p99.9.
  *
  * <pre>
- * java -cp benchmarks/target/classes:$(cat cp.txt) io.kvroute.benchmarks.service.ScoreLoadRun \
- *     [seconds=10] [connections=4] [http.threads=0] [open-loop rate=half the one-core rate]
+ * java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.service.ScoreLoadRun \
+ *     [seconds=10] [connections=4] [http.threads=1] [open-loop rate=half the one-core rate]
+ * java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.service.ScoreLoadRun \
+ *     pinned [seconds=10] [connections=4]
  * </pre>
  *
- * Client and server share the JVM and the machine's cores; run it pinned ({@code taskset}) or on an
- * otherwise idle machine, and read the CPU-per-request figure as the one-core capacity.
+ * The first form shares one JVM and the machine's cores between client and server, and reads the
+ * server's CPU per request from its threads. The {@code pinned} form (Linux, {@code taskset}) is
+ * the honest one-core figure: the server runs in its own JVM pinned to core 0 with one event loop,
+ * the load runs pinned to core 1, and the throughput is what core 0 sustains with everything the
+ * server process does (GC, JIT, kernel time) counted.
  */
 public final class ScoreLoadRun {
   static final int PODS = 100;
@@ -44,16 +49,22 @@ public final class ScoreLoadRun {
   private ScoreLoadRun() {}
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("server")) {
+      server();
+      return;
+    }
+    if (args.length > 0 && args[0].equals("pinned")) {
+      pinned(
+          args.length > 1 ? Integer.parseInt(args[1]) : 10,
+          args.length > 2 ? Integer.parseInt(args[2]) : 4);
+      return;
+    }
     int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 10;
     int connections = args.length > 1 ? Integer.parseInt(args[1]) : 4;
-    int threads = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+    int threads = args.length > 2 ? Integer.parseInt(args[2]) : 1;
     System.setProperty("sun.net.httpserver.nodelay", "true");
-    ServiceConfig.Builder cb =
-        ServiceConfig.builder().model("bench-model").port(0).threads(threads).maxTokens(8192);
-    for (int p = 0; p < PODS; p++) {
-      cb.pod(ServiceConfig.PodSpec.of("vllm-" + p, "tcp://127.0.0.1:" + (20000 + p)));
-    }
-    try (KvIndexService service = KvIndexService.builder(cb.build()).withoutEventFeed().start()) {
+    try (KvIndexService service =
+        KvIndexService.builder(config(threads)).withoutEventFeed().start()) {
       int[][] prompts = fill(service.index());
       byte[][] requests = new byte[PROMPTS][];
       for (int i = 0; i < PROMPTS; i++) {
@@ -80,10 +91,115 @@ public final class ScoreLoadRun {
       };
       double[] h = closedLoop(port, health, connections, Math.max(2, seconds / 2), true);
       System.out.printf(
-          "baseline GET /healthz: server CPU %.1f us/req (the JDK HttpServer's own cost)%n",
+          "baseline GET /healthz: server CPU %.1f us/req (the HTTP layer's own cost)%n",
           1e6 / h[1]);
       double rate = args.length > 3 ? Double.parseDouble(args[3]) : oneCore / 2;
       openLoop(port, requests, connections, seconds, rate);
+    }
+  }
+
+  private static ServiceConfig config(int threads) {
+    ServiceConfig.Builder cb =
+        ServiceConfig.builder().model("bench-model").port(0).threads(threads).maxTokens(8192);
+    for (int p = 0; p < PODS; p++) {
+      cb.pod(ServiceConfig.PodSpec.of("vllm-" + p, "tcp://127.0.0.1:" + (20000 + p)));
+    }
+    return cb.build();
+  }
+
+  /** The pinned run's server: prints its port, answers "cpu" with its process CPU nanos. */
+  private static void server() throws Exception {
+    try (KvIndexService service = KvIndexService.builder(config(1)).withoutEventFeed().start()) {
+      fill(service.index());
+      System.out.println("PORT " + service.port());
+      System.out.flush();
+      java.io.BufferedReader in =
+          new java.io.BufferedReader(
+              new java.io.InputStreamReader(System.in, StandardCharsets.US_ASCII));
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.equals("cpu")) {
+          System.out.println("CPU " + processCpuNanos());
+          System.out.flush();
+        }
+      }
+    }
+  }
+
+  private static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
+  }
+
+  private static void pinned(int seconds, int connections) throws Exception {
+    String javaCmd = ProcessHandle.current().info().command().orElse("java");
+    int cores = Runtime.getRuntime().availableProcessors();
+    List<String> command = new ArrayList<>(List.of("taskset", "-c", "0", javaCmd));
+    String extra = System.getProperty("server.jvm.args", "").trim();
+    if (!extra.isEmpty()) {
+      command.addAll(Arrays.asList(extra.split("\\s+")));
+    }
+    command.addAll(
+        List.of(
+            "-cp", System.getProperty("java.class.path"), ScoreLoadRun.class.getName(), "server"));
+    Process server =
+        new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    try {
+      java.io.BufferedReader out =
+          new java.io.BufferedReader(
+              new java.io.InputStreamReader(server.getInputStream(), StandardCharsets.US_ASCII));
+      java.io.PrintStream cmd = new java.io.PrintStream(server.getOutputStream(), true, "US-ASCII");
+      String first = out.readLine();
+      if (first == null || !first.startsWith("PORT ")) {
+        throw new IllegalStateException("server did not start: " + first);
+      }
+      int port = Integer.parseInt(first.substring(5).trim());
+      int rc =
+          new ProcessBuilder(
+                  "taskset", "-a", "-p", "-c", "1", Long.toString(ProcessHandle.current().pid()))
+              .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+              .start()
+              .waitFor();
+      if (rc != 0) {
+        throw new IllegalStateException("taskset failed (" + rc + ")");
+      }
+      int[][] prompts = fill(BlockIndex.inMemory(io.kvroute.kvindex.IndexConfig.builder().build()));
+      byte[][] requests = new byte[PROMPTS][];
+      for (int i = 0; i < PROMPTS; i++) {
+        requests[i] = httpRequest(prompts[i]);
+      }
+      System.out.printf(
+          "pinned: server JVM on core 0 (1 event loop), load on core 1; cores=%d pods=%d"
+              + " prompt=%d tokens request=%d bytes%n",
+          cores, PODS, PROMPT_TOKENS, requests[0].length);
+      java.util.function.LongSupplier cpu =
+          () -> {
+            cmd.println("cpu");
+            try {
+              String l = out.readLine();
+              return Long.parseLong(l.substring(4).trim());
+            } catch (IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          };
+      closedLoop(port, requests, connections, Math.max(5, seconds / 2), null); // warm-up
+      double[] r = closedLoop(port, requests, connections, seconds, cpu);
+      System.out.printf(
+          "closed loop: %.0f req/s on one server core (server process busy %.0f%% of the core,"
+              + " %.1f us CPU per request)%n",
+          r[0], r[2] * 100, r[3] / 1e3);
+      byte[][] health = {
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII)
+      };
+      double[] h = closedLoop(port, health, connections, Math.max(2, seconds / 2), cpu);
+      System.out.printf(
+          "baseline GET /healthz: %.0f req/s, %.1f us CPU per request%n", h[0], h[3] / 1e3);
+      openLoop(port, requests, connections, seconds, r[0] / 2);
+    } finally {
+      server.getOutputStream().close();
+      if (!server.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)) {
+        server.destroyForcibly();
+      }
     }
   }
 
@@ -217,6 +333,20 @@ public final class ScoreLoadRun {
   /** Returns {wall req/s, one-core req/s}. */
   static double[] closedLoop(
       int port, byte[][] requests, int connections, int seconds, boolean report) throws Exception {
+    return closedLoop(port, requests, connections, seconds, ScoreLoadRun::serverCpuNanos);
+  }
+
+  /**
+   * Returns {wall req/s, one-core req/s, CPU share, CPU nanos per request}; {@code cpu} reads the
+   * server's CPU nanos ({@code null} for none).
+   */
+  static double[] closedLoop(
+      int port,
+      byte[][] requests,
+      int connections,
+      int seconds,
+      java.util.function.LongSupplier cpu)
+      throws Exception {
     AtomicBoolean stop = new AtomicBoolean();
     LongAdder done = new LongAdder();
     List<Thread> threads = new ArrayList<>();
@@ -242,13 +372,13 @@ public final class ScoreLoadRun {
       t.start();
     }
     ready.await();
-    long cpu0 = serverCpuNanos();
+    long cpu0 = cpu == null ? 0 : cpu.getAsLong();
     long n0 = done.sum();
     long t0 = System.nanoTime();
     Thread.sleep(seconds * 1000L);
     long n1 = done.sum();
     long t1 = System.nanoTime();
-    long cpu1 = serverCpuNanos();
+    long cpu1 = cpu == null ? 0 : cpu.getAsLong();
     stop.set(true);
     for (Thread t : threads) {
       t.join();
@@ -256,7 +386,7 @@ public final class ScoreLoadRun {
     long n = n1 - n0;
     double wall = n * 1e9 / (t1 - t0);
     double perReq = (double) (cpu1 - cpu0) / n;
-    return new double[] {wall, 1e9 / perReq};
+    return new double[] {wall, 1e9 / perReq, (cpu1 - cpu0) / (double) (t1 - t0), perReq};
   }
 
   static void openLoop(int port, byte[][] requests, int connections, int seconds, double rate)

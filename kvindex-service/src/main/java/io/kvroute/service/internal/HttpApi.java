@@ -38,6 +38,7 @@ public final class HttpApi implements NioHttpServer.Handler {
   private static final Logger log = LoggerFactory.getLogger(HttpApi.class);
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final String JSON_TYPE = "application/json";
+  private static final byte[] HEALTHY = "{\"status\":\"ok\"}".getBytes(StandardCharsets.US_ASCII);
   private static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
   private final ServiceConfig config;
@@ -50,6 +51,7 @@ public final class HttpApi implements NioHttpServer.Handler {
   private final java.time.Clock wallClock;
   private final MeterRegistry registry;
   private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+  private final Map<String, Timer[]> timerRows = new ConcurrentHashMap<>();
   private final Map<String, byte[]> assets;
   private final double gpuWeight;
   private final int maxBlocks;
@@ -158,7 +160,7 @@ public final class HttpApi implements NioHttpServer.Handler {
         status = sendJson(ex, 200, s);
       } else if (path.equals("/healthz")) {
         route = "healthz";
-        status = sendJson(ex, 200, Map.of("status", "ok"));
+        status = send(ex, 200, JSON_TYPE, HEALTHY);
       } else if (path.equals("/readyz")) {
         route = "readyz";
         List<String> waiting = notReady.get();
@@ -192,9 +194,14 @@ public final class HttpApi implements NioHttpServer.Handler {
   }
 
   private void record(String route, int status, long nanos) {
-    String key = route + ' ' + status;
-    Timer t = timers.get(key);
+    Timer t = null;
+    int slot = status >= 100 && status < 600 ? status - 100 : -1;
+    Timer[] row = slot < 0 ? null : timerRows.get(route);
+    if (row != null) {
+      t = row[slot];
+    }
     if (t == null) {
+      String key = route + ' ' + status;
       t =
           timers.computeIfAbsent(
               key,
@@ -203,6 +210,9 @@ public final class HttpApi implements NioHttpServer.Handler {
                       .tag("route", route)
                       .tag("status", Integer.toString(status))
                       .register(registry));
+      if (slot >= 0) {
+        timerRows.computeIfAbsent(route, r -> new Timer[500])[slot] = t; // benign race
+      }
     }
     t.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
   }

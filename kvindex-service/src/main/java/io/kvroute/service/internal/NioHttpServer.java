@@ -5,6 +5,8 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
@@ -59,6 +61,16 @@ public final class NioHttpServer implements AutoCloseable {
   private static final long LINGER_MAX_BYTES = 4L << 20;
   private static final byte[] CONTINUE =
       "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+  private static final VarHandle RESPONDED;
+
+  static {
+    try {
+      RESPONDED = MethodHandles.lookup().findVarHandle(Exchange.class, "responded", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
   private static final DateTimeFormatter DATE =
       DateTimeFormatter.RFC_1123_DATE_TIME.withZone(ZoneOffset.UTC);
 
@@ -290,7 +302,7 @@ public final class NioHttpServer implements AutoCloseable {
     private final byte[] body;
     private final int bodyOffset;
     private final int bodyLength;
-    private final AtomicBoolean responded = new AtomicBoolean();
+    private volatile int responded;
     private boolean closeAfter;
 
     Exchange(Conn conn, String method, String path, byte[] body, int off, int len) {
@@ -349,7 +361,7 @@ public final class NioHttpServer implements AutoCloseable {
      * @throws IllegalStateException if the request was answered already
      */
     public void respond(int status, String contentType, byte[] body, int off, int len) {
-      if (!responded.compareAndSet(false, true)) {
+      if (!RESPONDED.compareAndSet(this, 0, 1)) {
         throw new IllegalStateException("the request was answered already");
       }
       Loop loop = conn.loop;
@@ -362,7 +374,7 @@ public final class NioHttpServer implements AutoCloseable {
     }
 
     boolean responded() {
-      return responded.get();
+      return responded != 0;
     }
   }
 
@@ -373,6 +385,7 @@ public final class NioHttpServer implements AutoCloseable {
     final Thread thread;
     final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     final ArrayList<Conn> conns = new ArrayList<>();
+    final java.util.function.Consumer<SelectionKey> onReady = this::ready;
     ByteBuffer out = ByteBuffer.allocateDirect(64 << 10);
     long dateSecond = -1;
     byte[] date;
@@ -409,7 +422,7 @@ public final class NioHttpServer implements AutoCloseable {
       long lastSweep = System.nanoTime();
       try {
         while (!closed.get()) {
-          selector.select(this::ready, 1000);
+          selector.select(onReady, 1000);
           runTasks();
           long now = System.nanoTime();
           if (now - lastSweep >= 500_000_000L) {

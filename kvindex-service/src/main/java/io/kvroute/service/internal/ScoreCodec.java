@@ -45,6 +45,8 @@ final class ScoreCodec {
     final ArrayList<String> candidates = new ArrayList<>();
     boolean hasCandidates;
     final HashSet<String> seen = new HashSet<>();
+    final Fast fast = new Fast();
+    String lastModel; // the previous request's model, reused when the bytes match
 
     void reset() {
       prompt = null;
@@ -90,7 +92,7 @@ final class ScoreCodec {
   static void parse(
       byte[] body, int off, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
     out.reset();
-    if (new Fast(body, off, len, out, maxTokens, maxBlocks, maxCandidates).parse()) {
+    if (out.fast.parse(body, off, len, out, maxTokens, maxBlocks, maxCandidates)) {
       if (out.prompt == null && out.numTokens < 0 && out.numBlocks < 0) {
         throw ApiException.badRequest(
             "prompt", "one of prompt, token_ids or prompt_blocks is required");
@@ -180,16 +182,17 @@ final class ScoreCodec {
    * soon as anything unusual appears (escapes, non-integer tokens, limits exceeded, nulls, syntax
    * errors), and the caller re-parses with Jackson for the precise error.
    */
-  private static final class Fast {
-    private final byte[] b;
-    private final int end;
-    private final Parsed out;
-    private final int maxTokens;
-    private final int maxBlocks;
-    private final int maxCandidates;
+  static final class Fast {
+    private byte[] b;
+    private int end;
+    private Parsed out;
+    private int maxTokens;
+    private int maxBlocks;
+    private int maxCandidates;
     private int i;
 
-    Fast(byte[] b, int off, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
+    boolean parse(
+        byte[] b, int off, int len, Parsed out, int maxTokens, int maxBlocks, int maxCandidates) {
       this.b = b;
       this.i = off;
       this.end = off + len;
@@ -197,6 +200,12 @@ final class ScoreCodec {
       this.maxTokens = maxTokens;
       this.maxBlocks = maxBlocks;
       this.maxCandidates = maxCandidates;
+      try {
+        return parse();
+      } finally {
+        this.b = null;
+        this.out = null;
+      }
     }
 
     private int peek() {
@@ -239,17 +248,30 @@ final class ScoreCodec {
     }
 
     private String string() {
-      int start = i;
+      return string(null);
+    }
+
+    /** A string value; {@code reuse} is returned instead of a copy when its bytes are equal. */
+    private String string(String reuse) {
       int e = stringEnd();
       if (e < 0) {
         return null;
       }
-      start = i;
+      int start = i;
       i = e + 1;
+      if (reuse != null && reuse.length() == e - start) {
+        int k = 0;
+        while (k < e - start && b[start + k] == reuse.charAt(k)) {
+          k++;
+        }
+        if (k == e - start) {
+          return reuse;
+        }
+      }
       return new String(b, start, e - start, StandardCharsets.UTF_8);
     }
 
-    boolean parse() {
+    private boolean parse() {
       if (!expect('{')) {
         return false;
       }
@@ -280,7 +302,8 @@ final class ScoreCodec {
             ok = (out.prompt = string()) != null;
             break;
           case 4:
-            ok = (out.model = string()) != null && !out.model.isEmpty();
+            ok = (out.model = string(out.lastModel)) != null && !out.model.isEmpty();
+            out.lastModel = out.model;
             break;
           case 5:
             ok = (out.lora = string()) != null && !out.lora.isEmpty();
@@ -802,10 +825,11 @@ final class ScoreCodec {
       return this;
     }
 
-    Bytes bytes(byte[] b) {
-      ensure(b.length);
-      System.arraycopy(b, 0, buf, size, b.length);
-      size += b.length;
+    /** Appends a copy of {@code [from, from + len)} of what was written already. */
+    Bytes copyWithin(int from, int len) {
+      ensure(len);
+      System.arraycopy(buf, from, buf, size, len);
+      size += len;
       return this;
     }
 
@@ -842,12 +866,10 @@ final class ScoreCodec {
     int pods = match.size();
     o.ensure(pods * 112 + 128);
     o.ascii("{\"scores\":{");
-    // Most pods usually hold none of the prompt: their entry after the id is the same bytes.
-    Bytes miss = new Bytes(96);
-    miss.ascii(":{\"cache_hit_rate\":0.0,\"blocks_present\":0,\"blocks_total\":")
-        .number(total)
-        .ascii(",\"score\":0.0,\"blocks_by_tier\":{}}");
-    byte[] missBytes = Arrays.copyOf(miss.buf, miss.size);
+    // Most pods usually hold none of the prompt: their entry after the id is the same bytes,
+    // written once and then copied from where it was first written.
+    int missAt = -1;
+    int missLen = 0;
     List<String> tiers = match.tierNames();
     int best = -1;
     long bestScore = 0;
@@ -858,7 +880,15 @@ final class ScoreCodec {
       o.jsonString(match.podId(i));
       int present = match.matchedBlocks(i);
       if (present == 0 && match.score(i) == 0) {
-        o.bytes(missBytes);
+        if (missAt < 0) {
+          missAt = o.size;
+          o.ascii(":{\"cache_hit_rate\":0.0,\"blocks_present\":0,\"blocks_total\":")
+              .number(total)
+              .ascii(",\"score\":0.0,\"blocks_by_tier\":{}}");
+          missLen = o.size - missAt;
+        } else {
+          o.copyWithin(missAt, missLen);
+        }
         continue;
       }
       long score =
