@@ -27,7 +27,8 @@ class ServiceConfigTest {
         parse(
             """
             {"model": "m", "http": {"host": "0.0.0.0", "port": 9090, "max_body_bytes": 4096,
-               "threads": 3},
+               "threads": 3, "max_connections": 50, "request_timeout_ms": 700,
+               "idle_timeout_ms": 9000},
              "index": {"block_size": 32, "hash_seed": "s", "max_keys": 1000,
                "tier_weights": {"CPU": 0.5}},
              "events": {"ready_timeout_ms": 1500, "topic": "kv"},
@@ -43,6 +44,9 @@ class ServiceConfigTest {
     assertThat(c.port()).isEqualTo(9090);
     assertThat(c.maxBodyBytes()).isEqualTo(4096);
     assertThat(c.threads()).isEqualTo(3);
+    assertThat(c.maxConnections()).isEqualTo(50);
+    assertThat(c.requestTimeout()).isEqualTo(Duration.ofMillis(700));
+    assertThat(c.idleTimeout()).isEqualTo(Duration.ofMillis(9000));
     assertThat(c.blockSize()).isEqualTo(32);
     assertThat(c.hashSeed()).isEqualTo("s");
     assertThat(c.maxKeys()).isEqualTo(1000);
@@ -76,6 +80,12 @@ class ServiceConfigTest {
             + "http.prot is not a known field",
         "port range | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"port\":70000}} | "
             + "http.port must be in [0, 65535], was 70000",
+        "zero connections | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"max_connections\":0}} | "
+            + "http.max_connections must be in [1, 1000000], was 0",
+        "zero request timeout | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"request_timeout_ms\":0}}"
+            + " | http.request_timeout_ms must be >= 1, was 0",
+        "zero idle timeout | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"idle_timeout_ms\":0}}"
+            + " | http.idle_timeout_ms must be >= 1, was 0",
         "port type | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"port\":\"80\"}} | "
             + "http.port must be an integer",
         "block size | {\"model\":\"m\",\"pods_file\":\"p\",\"index\":{\"block_size\":0}} | "
