@@ -108,6 +108,91 @@ class ProxyConnectorsTest {
     }
   }
 
+  /**
+   * {@code shared-storage} with {@code cache_hit_threshold}: a decoder without the prompt refuses
+   * and the proxy falls back to prefill then decode; once the decoder holds the prompt, it serves
+   * the request alone.
+   */
+  @org.junit.jupiter.api.Test
+  void sharedStorageDecodesFirstOnceTheDecoderHoldsThePrompt() throws Exception {
+    try (SimulatedCluster cluster =
+        SimulatedCluster.builder()
+            .prefill(1)
+            .decode(1)
+            .model("m")
+            .protocol(KvTransferProtocol.SHARED_STORAGE)
+            .configure(b -> b.latency(LatencyModel.ZERO))
+            .build()
+            .start()) {
+      ProxyCommand cmd = new ProxyCommand();
+      CommandLine cl = new CommandLine(cmd);
+      StringWriter err = new StringWriter();
+      cl.setOut(new PrintWriter(new StringWriter()));
+      cl.setErr(new PrintWriter(err));
+      CompletableFuture<Integer> exit =
+          CompletableFuture.supplyAsync(
+              () ->
+                  cl.execute(
+                      "--connector",
+                      "shared-storage",
+                      "--prefill",
+                      cluster.prefillPods().get(0).baseUrl().toString(),
+                      "--decode",
+                      cluster.decodePods().get(0).baseUrl().toString(),
+                      "--port",
+                      "0",
+                      "--max-attempts",
+                      "1"));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (cmd.running == null) {
+        assertThat(exit).as("proxy exited: " + err).isNotDone();
+        assertThat(System.nanoTime()).isLessThan(deadline);
+        TimeUnit.MILLISECONDS.sleep(10);
+      }
+      String url = "http://127.0.0.1:" + cmd.running.port() + "/v1/completions";
+      var prefill = cluster.prefillPods().get(0);
+      var decode = cluster.decodePods().get(0);
+      try {
+        String prompt = "a prompt long enough to fill several kv blocks ".repeat(8);
+        HttpResponse<String> first =
+            post(
+                url,
+                "{\"model\":\"m\",\"prompt\":\""
+                    + prompt
+                    + "\",\"max_tokens\":5,\"cache_hit_threshold\":0.5}");
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
+        assertThat(first.body()).doesNotContain("cache_threshold").contains("\"length\"");
+        assertThat(prefill.requests()).hasSize(1);
+        assertThat(decode.requests()).hasSize(2); // refused, then after the prefill
+
+        HttpResponse<String> second =
+            post(
+                url,
+                "{\"model\":\"m\",\"stream\":true,\"prompt\":\""
+                    + prompt
+                    + "\",\"max_tokens\":5,\"cache_hit_threshold\":0.5}");
+        assertThat(second.statusCode()).as(second.body()).isEqualTo(200);
+        assertThat(second.body()).contains("data: [DONE]").doesNotContain("cache_threshold");
+        assertThat(prefill.requests()).as("served by the decoder alone").hasSize(1);
+        assertThat(decode.requests()).hasSize(3);
+
+        HttpResponse<String> other =
+            post(
+                url,
+                "{\"model\":\"m\",\"stream\":true,\"prompt\":\""
+                    + "another prompt entirely, also long enough for blocks ".repeat(8)
+                    + "\",\"max_tokens\":5,\"cache_hit_threshold\":0.5}");
+        assertThat(other.statusCode()).isEqualTo(200);
+        assertThat(other.body()).contains("data: [DONE]").doesNotContain("cache_threshold");
+        assertThat(prefill.requests()).hasSize(2);
+        assertThat(decode.requests()).hasSize(5);
+      } finally {
+        cmd.shutdown();
+      }
+      assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    }
+  }
+
   private HttpResponse<String> post(String url, String body) throws Exception {
     return client.send(
         HttpRequest.newBuilder(URI.create(url))

@@ -33,7 +33,7 @@ import io.kvroute.connector.http.HttpConnector;
  * kv_transfer_params.ret_first_tok}/{@code disagg_spec}, a ZMQ "done" wait and a synthetic first
  * chunk). No gateway speaks it (llm-d, Kthena and AIBrix all use the two-step flow), and it needs
  * LMCache's proxy-side ZMQ receiver. llm-d's {@code cache_hit_threshold} decode-first variant is
- * not implemented either: the vLLM change it relies on was closed unmerged.
+ * the {@code shared-storage} connector ({@code io.kvroute.connector.http.SharedStorageConnector}).
  *
  * <p>Parameters (the {@code config:} block): {@code maxRequestBytes} (default 16 MiB; larger bodies
  * are rejected with 413) and {@code maxPrefillResponseBytes} (default 4 MiB).
