@@ -193,6 +193,78 @@ class ProxyConnectorsTest {
     }
   }
 
+  /** LMCache's first-token flow: /tokenize, prefill returns the first token, decode continues. */
+  @org.junit.jupiter.api.Test
+  void lmcacheFirstTokenModeAgainstSimulatedPods() throws Exception {
+    try (SimulatedCluster cluster =
+        SimulatedCluster.builder()
+            .prefill(1)
+            .decode(1)
+            .model("m")
+            .protocol(KvTransferProtocol.SHARED_STORAGE)
+            .configure(b -> b.latency(LatencyModel.ZERO))
+            .build()
+            .start()) {
+      ProxyCommand cmd = new ProxyCommand();
+      CommandLine cl = new CommandLine(cmd);
+      StringWriter err = new StringWriter();
+      cl.setOut(new PrintWriter(new StringWriter()));
+      cl.setErr(new PrintWriter(err));
+      CompletableFuture<Integer> exit =
+          CompletableFuture.supplyAsync(
+              () ->
+                  cl.execute(
+                      "--connector",
+                      "lmcache",
+                      "--param",
+                      "firstToken=true",
+                      "--prefill",
+                      cluster.prefillPods().get(0).baseUrl().toString(),
+                      "--decode",
+                      cluster.decodePods().get(0).baseUrl().toString(),
+                      "--port",
+                      "0",
+                      "--max-attempts",
+                      "1"));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (cmd.running == null) {
+        assertThat(exit).as("proxy exited: " + err).isNotDone();
+        assertThat(System.nanoTime()).isLessThan(deadline);
+        TimeUnit.MILLISECONDS.sleep(10);
+      }
+      String url = "http://127.0.0.1:" + cmd.running.port() + "/v1/completions";
+      try {
+        String prompt = "a prompt long enough to fill several kv blocks ".repeat(8);
+        HttpResponse<String> streamed =
+            post(
+                url,
+                "{\"model\":\"m\",\"stream\":true,\"max_tokens\":6,\"prompt\":\"" + prompt + "\"}");
+        assertThat(streamed.statusCode()).as(streamed.body()).isEqualTo(200);
+        assertThat(streamed.body()).startsWith("data: {\"id\":").contains("data: [DONE]");
+        assertThat(cluster.prefillPods().get(0).requests().get(0).path()).isEqualTo("/tokenize");
+        RecordedRequest p =
+            cluster.prefillPods().get(0).requests().stream()
+                .filter(r -> r.path().equals("/v1/completions"))
+                .findFirst()
+                .orElseThrow();
+        assertThat(p.field("kv_transfer_params").path("ret_first_tok").asBoolean()).isTrue();
+        assertThat(p.field("prompt").isArray()).isTrue();
+        RecordedRequest d = cluster.decodePods().get(0).requests().get(0);
+        assertThat(d.field("prompt").size()).isEqualTo(p.field("prompt").size() + 1);
+        assertThat(d.field("max_tokens").asInt()).isEqualTo(5);
+        assertThat(cluster.decodePods().get(0).stats().cachedTokenRatio()).isGreaterThan(0.5);
+
+        HttpResponse<String> plain =
+            post(url, "{\"model\":\"m\",\"max_tokens\":4,\"prompt\":\"" + prompt + "\"}");
+        assertThat(plain.statusCode()).as(plain.body()).isEqualTo(200);
+        assertThat(plain.body()).startsWith("{").contains("\"completion_tokens\":4");
+      } finally {
+        cmd.shutdown();
+      }
+      assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    }
+  }
+
   private HttpResponse<String> post(String url, String body) throws Exception {
     return client.send(
         HttpRequest.newBuilder(URI.create(url))

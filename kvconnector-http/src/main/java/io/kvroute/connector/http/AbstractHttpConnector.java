@@ -122,22 +122,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
       ObjectNode body,
       Duration timeout) {
     long start = context.nanoClock().getAsLong();
-    CompletableFuture<ObjectNode> result =
-        cancellable(
-            transport.send(
-                new HttpTransport.Outbound(
-                    leg, endpoint, path, headers, OpenAiJson.toBytes(body), timeout, false)),
-            resp -> {
-              if (resp.status() / 100 != 2) {
-                return errorFrom(leg, endpoint, resp)
-                    .thenApply(
-                        e -> {
-                          throw e;
-                        });
-              }
-              return resp.readAll(maxPrefillResponseBytes)
-                  .thenApply(bytes -> parseResponse(leg, endpoint, bytes));
-            });
+    CompletableFuture<ObjectNode> result = requestJson(leg, endpoint, path, headers, body, timeout);
     if (leg == Leg.PREFILL) {
       result.whenComplete(
           (r, t) ->
@@ -148,6 +133,34 @@ public abstract class AbstractHttpConnector implements KVConnector {
                   context.nanoClock().getAsLong() - start));
     }
     return result;
+  }
+
+  /**
+   * Like {@link #sendJson} but not reported to the listener as a prefill: for side calls such as
+   * {@code /tokenize} made on a leg's endpoint.
+   */
+  protected CompletableFuture<ObjectNode> requestJson(
+      Leg leg,
+      Endpoint endpoint,
+      String path,
+      Map<String, List<String>> headers,
+      ObjectNode body,
+      Duration timeout) {
+    return cancellable(
+        transport.send(
+            new HttpTransport.Outbound(
+                leg, endpoint, path, headers, OpenAiJson.toBytes(body), timeout, false)),
+        resp -> {
+          if (resp.status() / 100 != 2) {
+            return errorFrom(leg, endpoint, resp)
+                .thenApply(
+                    e -> {
+                      throw e;
+                    });
+          }
+          return resp.readAll(maxPrefillResponseBytes)
+              .thenApply(bytes -> parseResponse(leg, endpoint, bytes));
+        });
   }
 
   private static ObjectNode parseResponse(Leg leg, Endpoint endpoint, byte[] bytes) {

@@ -34,6 +34,8 @@ public final class PeekedStream implements StreamingResponse {
   private boolean upstreamDone;
   private Throwable upstreamError;
   private boolean ended;
+  private boolean lazy; // prepend(): no read before the subscriber's demand
+  private long earlyDemand;
 
   private PeekedStream(StreamingResponse upstream, Predicate<byte[]> enough, int maxPeekBytes) {
     this.upstream = upstream;
@@ -57,6 +59,19 @@ public final class PeekedStream implements StreamingResponse {
         });
     upstream.subscribe(s.new UpstreamSubscriber());
     return s.ready;
+  }
+
+  /**
+   * A response that sends {@code prefix} first and then {@code upstream}'s body (for a synthetic
+   * first chunk); {@code upstream} is read only as the subscriber asks for more.
+   */
+  public static PeekedStream prepend(byte[] prefix, StreamingResponse upstream) {
+    PeekedStream s = new PeekedStream(upstream, b -> true, Integer.MAX_VALUE);
+    s.prefix = prefix.clone();
+    s.lazy = true;
+    s.ready.complete(s);
+    upstream.subscribe(s.new UpstreamSubscriber());
+    return s;
   }
 
   /** The bytes read before deciding (what the first chunk will replay). */
@@ -172,17 +187,30 @@ public final class PeekedStream implements StreamingResponse {
       return;
     }
     if (forward > 0) {
-      upstreamSubscription.request(forward);
+      Flow.Subscription s;
+      synchronized (lock) {
+        s = upstreamSubscription;
+        if (s == null) { // prepend(): the upstream has not called onSubscribe yet
+          earlyDemand = Math.min(Long.MAX_VALUE / 2, earlyDemand + forward);
+          return;
+        }
+      }
+      s.request(forward);
     }
   }
 
   private final class UpstreamSubscriber implements Flow.Subscriber<ByteBuffer> {
     @Override
     public void onSubscribe(Flow.Subscription subscription) {
+      long read;
       synchronized (lock) {
         upstreamSubscription = subscription;
+        read = lazy ? earlyDemand : 1;
+        earlyDemand = 0;
       }
-      subscription.request(1);
+      if (read > 0) {
+        subscription.request(read);
+      }
     }
 
     @Override
