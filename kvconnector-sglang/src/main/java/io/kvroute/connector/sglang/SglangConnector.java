@@ -61,9 +61,11 @@ import java.util.function.LongSupplier;
  *       maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
- * <p>Not handled: merging prefill {@code input_token_logprobs} into the decode answer ({@code
- * return_logprob}), and per-item lists for {@code n > 1} (both untested in every reference, spec
- * §8.13–14).
+ * <p>Logprobs: SGLang's {@code mini_lb} prepends the prefill's {@code
+ * meta_info.input_token_logprobs} to the decode's, but only for SGLang's native {@code /generate}
+ * ({@code return_logprob}); the OpenAI-style answers of the two APIs kvroute routes carry no {@code
+ * meta_info}, so there is nothing to merge. Not handled: per-item bootstrap lists for {@code n > 1}
+ * (untested in every reference, spec §8.14).
  *
  * <p>Thread-safe; the room source is {@link ThreadLocalRandom} unless a test injects one.
  */
