@@ -58,20 +58,10 @@ class ProxyConnectorsTest {
         args.addAll(
             List.of("--param", "bootstrapPort=" + cluster.prefillPods().get(0).bootstrapPort()));
       }
-      ProxyCommand cmd = new ProxyCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter err = new StringWriter();
-      cl.setOut(new PrintWriter(new StringWriter()));
-      cl.setErr(new PrintWriter(err));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(() -> cl.execute(args.toArray(new String[0])));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (cmd.running == null) {
-        assertThat(exit).as("proxy exited: " + err).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
-      String base = "http://127.0.0.1:" + cmd.running.port();
+      Proxy proxy = Proxy.start(args.toArray(new String[0]));
+      ProxyCommand cmd = proxy.cmd();
+      CompletableFuture<Integer> exit = proxy.exit();
+      String base = proxy.base();
       try {
         String prompt = "a prompt long enough to fill several kv blocks ".repeat(8);
         HttpResponse<String> plain =
@@ -124,32 +114,21 @@ class ProxyConnectorsTest {
             .configure(b -> b.latency(LatencyModel.ZERO))
             .build()
             .start()) {
-      ProxyCommand cmd = new ProxyCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter err = new StringWriter();
-      cl.setOut(new PrintWriter(new StringWriter()));
-      cl.setErr(new PrintWriter(err));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(
-              () ->
-                  cl.execute(
-                      "--connector",
-                      "shared-storage",
-                      "--prefill",
-                      cluster.prefillPods().get(0).baseUrl().toString(),
-                      "--decode",
-                      cluster.decodePods().get(0).baseUrl().toString(),
-                      "--port",
-                      "0",
-                      "--max-attempts",
-                      "1"));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (cmd.running == null) {
-        assertThat(exit).as("proxy exited: " + err).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
-      String url = "http://127.0.0.1:" + cmd.running.port() + "/v1/completions";
+      Proxy proxy =
+          Proxy.start(
+              "--connector",
+              "shared-storage",
+              "--prefill",
+              cluster.prefillPods().get(0).baseUrl().toString(),
+              "--decode",
+              cluster.decodePods().get(0).baseUrl().toString(),
+              "--port",
+              "0",
+              "--max-attempts",
+              "1");
+      ProxyCommand cmd = proxy.cmd();
+      CompletableFuture<Integer> exit = proxy.exit();
+      String url = proxy.base() + "/v1/completions";
       var prefill = cluster.prefillPods().get(0);
       var decode = cluster.decodePods().get(0);
       try {
@@ -205,34 +184,23 @@ class ProxyConnectorsTest {
             .configure(b -> b.latency(LatencyModel.ZERO))
             .build()
             .start()) {
-      ProxyCommand cmd = new ProxyCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter err = new StringWriter();
-      cl.setOut(new PrintWriter(new StringWriter()));
-      cl.setErr(new PrintWriter(err));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(
-              () ->
-                  cl.execute(
-                      "--connector",
-                      "lmcache",
-                      "--param",
-                      "firstToken=true",
-                      "--prefill",
-                      cluster.prefillPods().get(0).baseUrl().toString(),
-                      "--decode",
-                      cluster.decodePods().get(0).baseUrl().toString(),
-                      "--port",
-                      "0",
-                      "--max-attempts",
-                      "1"));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (cmd.running == null) {
-        assertThat(exit).as("proxy exited: " + err).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
-      String url = "http://127.0.0.1:" + cmd.running.port() + "/v1/completions";
+      Proxy proxy =
+          Proxy.start(
+              "--connector",
+              "lmcache",
+              "--param",
+              "firstToken=true",
+              "--prefill",
+              cluster.prefillPods().get(0).baseUrl().toString(),
+              "--decode",
+              cluster.decodePods().get(0).baseUrl().toString(),
+              "--port",
+              "0",
+              "--max-attempts",
+              "1");
+      ProxyCommand cmd = proxy.cmd();
+      CompletableFuture<Integer> exit = proxy.exit();
+      String url = proxy.base() + "/v1/completions";
       try {
         String prompt = "a prompt long enough to fill several kv blocks ".repeat(8);
         HttpResponse<String> streamed =
@@ -262,6 +230,25 @@ class ProxyConnectorsTest {
         cmd.shutdown();
       }
       assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    }
+  }
+
+  /** A {@code kvroute proxy} running in this JVM. */
+  record Proxy(ProxyCommand cmd, CompletableFuture<Integer> exit, String base) {
+    static Proxy start(String... args) throws InterruptedException {
+      ProxyCommand cmd = new ProxyCommand();
+      CommandLine cl = new CommandLine(cmd);
+      StringWriter err = new StringWriter();
+      cl.setOut(new PrintWriter(new StringWriter()));
+      cl.setErr(new PrintWriter(err));
+      CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> cl.execute(args));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (cmd.running == null) {
+        assertThat(exit).as("proxy exited: " + err).isNotDone();
+        assertThat(System.nanoTime()).isLessThan(deadline);
+        TimeUnit.MILLISECONDS.sleep(10);
+      }
+      return new Proxy(cmd, exit, "http://127.0.0.1:" + cmd.running.port());
     }
   }
 

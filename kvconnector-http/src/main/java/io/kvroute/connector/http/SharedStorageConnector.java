@@ -218,46 +218,40 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
         && REFUSED.equals(answer.path("choices").path(0).path("finish_reason").asText(null));
   }
 
-  /** True once the bytes hold a complete SSE event with a {@code data:} line. */
-  static boolean hasCompleteDataEvent(byte[] sse) {
+  /** The {@code data:} payloads of the complete SSE events in {@code sse}, in order. */
+  static java.util.List<String> completeEventData(byte[] sse) {
     String s = new String(sse, StandardCharsets.UTF_8).replace("\r\n", "\n");
+    java.util.List<String> out = new java.util.ArrayList<>();
     int from = 0;
     int end;
     while ((end = s.indexOf("\n\n", from)) >= 0) {
-      String event = s.substring(from, end);
-      from = end + 2;
-      for (String line : event.split("\n", -1)) {
+      for (String line : s.substring(from, end).split("\n", -1)) {
         if (line.startsWith("data:")) {
-          return true;
+          out.add(line.substring(5).trim());
         }
       }
+      from = end + 2;
     }
-    return false;
+    return out;
+  }
+
+  /** True once the bytes hold a complete SSE event with a {@code data:} line. */
+  static boolean hasCompleteDataEvent(byte[] sse) {
+    return !completeEventData(sse).isEmpty();
   }
 
   /** Whether any complete SSE event in {@code sse} is a {@code cache_threshold} refusal. */
   static boolean refusedInSse(byte[] sse) {
-    String s = new String(sse, StandardCharsets.UTF_8).replace("\r\n", "\n");
-    int from = 0;
-    int end;
-    while ((end = s.indexOf("\n\n", from)) >= 0) {
-      String event = s.substring(from, end);
-      from = end + 2;
-      for (String line : event.split("\n", -1)) {
-        if (!line.startsWith("data:")) {
-          continue;
+    for (String data : completeEventData(sse)) {
+      if (data.isEmpty() || data.equals("[DONE]")) {
+        continue;
+      }
+      try {
+        if (refused(OpenAiJson.MAPPER.readTree(data))) {
+          return true;
         }
-        String data = line.substring(5).trim();
-        if (data.isEmpty() || data.equals("[DONE]")) {
-          continue;
-        }
-        try {
-          if (refused(OpenAiJson.MAPPER.readTree(data))) {
-            return true;
-          }
-        } catch (IOException e) {
-          // not JSON: not a refusal
-        }
+      } catch (IOException e) {
+        // not JSON: not a refusal
       }
     }
     return false;
