@@ -32,15 +32,7 @@ class ProxyConnectorsTest {
   @ParameterizedTest
   @CsvSource({"nixl,NIXL", "lmcache,SHARED_STORAGE", "sglang,SGLANG", "http,NONE"})
   void proxiesThroughEachConnector(String connector, KvTransferProtocol protocol) throws Exception {
-    try (SimulatedCluster cluster =
-        SimulatedCluster.builder()
-            .prefill(1)
-            .decode(1)
-            .model("m")
-            .protocol(protocol)
-            .configure(b -> b.latency(LatencyModel.ZERO))
-            .build()
-            .start()) {
+    try (SimulatedCluster cluster = onePair(protocol)) {
       List<String> args =
           new ArrayList<>(
               List.of(
@@ -105,15 +97,7 @@ class ProxyConnectorsTest {
    */
   @org.junit.jupiter.api.Test
   void sharedStorageDecodesFirstOnceTheDecoderHoldsThePrompt() throws Exception {
-    try (SimulatedCluster cluster =
-        SimulatedCluster.builder()
-            .prefill(1)
-            .decode(1)
-            .model("m")
-            .protocol(KvTransferProtocol.SHARED_STORAGE)
-            .configure(b -> b.latency(LatencyModel.ZERO))
-            .build()
-            .start()) {
+    try (SimulatedCluster cluster = onePair(KvTransferProtocol.SHARED_STORAGE)) {
       Proxy proxy =
           Proxy.start(
               "--connector",
@@ -175,15 +159,7 @@ class ProxyConnectorsTest {
   /** LMCache's first-token flow: /tokenize, prefill returns the first token, decode continues. */
   @org.junit.jupiter.api.Test
   void lmcacheFirstTokenModeAgainstSimulatedPods() throws Exception {
-    try (SimulatedCluster cluster =
-        SimulatedCluster.builder()
-            .prefill(1)
-            .decode(1)
-            .model("m")
-            .protocol(KvTransferProtocol.SHARED_STORAGE)
-            .configure(b -> b.latency(LatencyModel.ZERO))
-            .build()
-            .start()) {
+    try (SimulatedCluster cluster = onePair(KvTransferProtocol.SHARED_STORAGE)) {
       Proxy proxy =
           Proxy.start(
               "--connector",
@@ -231,6 +207,18 @@ class ProxyConnectorsTest {
       }
       assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
     }
+  }
+
+  /** One simulated prefill pod and one decode pod speaking {@code protocol}, model "m". */
+  private static SimulatedCluster onePair(KvTransferProtocol protocol) {
+    return SimulatedCluster.builder()
+        .prefill(1)
+        .decode(1)
+        .model("m")
+        .protocol(protocol)
+        .configure(b -> b.latency(LatencyModel.ZERO))
+        .build()
+        .start();
   }
 
   /** A {@code kvroute proxy} running in this JVM. */
