@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -230,22 +231,121 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void malformedAndOversizedPayloadsAreCountedAndSkipped() {
+  void malformedPayloadsAreCountedAndSkipped() {
     KvEventPublisher p = publisher("t", true);
-    KvEventSubscriber sub = track(subscriber().maxPayloadBytes(2048).build().start());
+    KvEventSubscriber sub = track(subscriber().build().start());
     sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
     warmUp(p, "pod-a");
     p.publish(stored(1));
     p.publishPayload(new byte[] {(byte) 0xc1}); // never-used msgpack byte
     p.publishPayload(new byte[] {(byte) 0x93, (byte) 0xdd, 0x7f, (byte) 0xff, (byte) 0xff, 0});
-    p.publish(stored(new long[200])); // 200 blocks x 16 tokens: far over 2048 bytes
     long last = p.publish(stored(2));
     Await.until("last batch", () -> listener.seen("pod-a", last));
     assertThat(sink.blocks("pod-a")).containsExactlyInAnyOrder(1L, 2L);
     assertThat(count("kvindex_decode_errors")).isEqualTo(2);
     assertThat(count("kvindex_dropped", "reason", "malformed")).isEqualTo(2);
-    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
     assertThat(count("kvindex_gaps")).isZero();
+  }
+
+  @Test
+  void oversizedFrameIsRefusedUnreadCountedOnceAndItsGapReplayed() {
+    KvEventPublisher p = publisher("t", true);
+    KvEventSubscriber sub = track(subscriber().maxPayloadBytes(2048).build().start());
+    sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    // the limit is JeroMQ's: a larger frame is refused from its size header, never allocated
+    assertThat(sub.subscriberMaxMsgSizes().join()).containsExactly(2048L);
+    try (ZMQ.Socket dealer = sub.newReplayDealer(new AtomicBoolean())) {
+      assertThat(dealer.getMaxMsgSize()).isEqualTo(2048L);
+    }
+    warmUp(p, "pod-a");
+    long first = p.publish(stored(1));
+    Await.until("first batch", () -> listener.seen("pod-a", first));
+
+    long big = p.publish(stored(new long[200])); // 200 blocks x 16 tokens: far over 2048 bytes
+    // JeroMQ ends a connect-mode session for good on an oversized frame; the subscriber reopens
+    // the socket. Batches published until then are lost live and come back through replay.
+    List<Long> hashes = new ArrayList<>();
+    long[] last = {-1};
+    Await.until(
+        "a batch after the oversized one",
+        () -> {
+          long h = 100 + hashes.size();
+          hashes.add(h);
+          last[0] = p.publish(stored(h));
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() < until) {
+            if (listener.seen("pod-a", last[0])) {
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+    Await.until("replay counted", () -> count("kvindex_replays", "outcome", "complete") >= 1);
+
+    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    assertThat(listener.notes).contains("dropped pod-a -1 oversized");
+    assertThat(listener.seen("pod-a", big)).isFalse();
+    // at least this one (a rare stalled handshake, timed out, reopens the socket too)
+    assertThat(count("kvindex_socket_reopens")).isPositive();
+    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(1);
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    Set<Long> expected = new java.util.TreeSet<>(hashes);
+    expected.add(1L);
+    assertThat(sink.blocks("pod-a")).isEqualTo(expected); // every other batch, none of the big one
+    // and in sequence order, the oversized one skipped
+    List<Long> seqs = new ArrayList<>();
+    for (String b : listener.batches) {
+      String[] f = b.split(":");
+      if (f[0].equals("pod-a") && Long.parseLong(f[1]) >= first) {
+        seqs.add(Long.parseLong(f[1]));
+      }
+    }
+    List<Long> want = new ArrayList<>();
+    for (long q = first; q <= last[0]; q++) {
+      if (q != big) {
+        want.add(q);
+      }
+    }
+    assertThat(seqs).isEqualTo(want);
+  }
+
+  @Test
+  void oversizedFrameInBindModeIsCountedAndThePublisherReconnects() {
+    KvEventSubscriber sub =
+        track(subscriber().bind("tcp://127.0.0.1:0").maxPayloadBytes(2048).build().start());
+    assertThat(sub.subscriberMaxMsgSizes().join()).containsExactly(2048L);
+    KvEventPublisher p =
+        track(
+            KvEventPublisher.builder()
+                .handshakeTimeout(Duration.ofMillis(500))
+                .endpoint(sub.boundEndpoint().orElseThrow())
+                .bind(false)
+                .topic("kv@pod-b@m")
+                .build());
+    warmUp(p, "pod-b");
+    long first = p.publish(stored(1));
+    Await.until("first batch", () -> listener.seen("pod-b", first));
+    p.publish(stored(new long[200]));
+    Await.until(
+        "a batch after the oversized one",
+        () -> {
+          long s = p.publish(stored(2));
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() < until) {
+            if (listener.seen("pod-b", s)) {
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    // the publisher is known by its address only: the frame was never read
+    assertThat(listener.notes).anyMatch(n -> n.matches("dropped .*127\\.0\\.0\\.1.* -1 oversized"));
+    // no replay endpoint in bind mode: the gap clears the pod, then it fills again
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+    assertThat(sink.blocks("pod-b")).containsExactly(2L);
   }
 
   @Test
