@@ -11,7 +11,8 @@ import java.util.Objects;
  * forwarded to it).
  *
  * <p><b>Thread-safety.</b> Implementations must be thread-safe: the subscriber calls them from its
- * shard threads, one pod's events always from the same thread and in order.
+ * shard threads and, while a pod's replay runs, from a replay thread; one pod's calls never overlap
+ * and come in order.
  */
 public interface KvEventSink {
 

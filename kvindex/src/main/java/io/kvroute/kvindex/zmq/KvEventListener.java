@@ -6,9 +6,10 @@ import io.kvroute.kvindex.event.KvEventBatch;
  * Observes a {@link KvEventSubscriber}: every applied batch and every stream problem. All methods
  * have no-op defaults; {@link #NONE} does nothing.
  *
- * <p>Called from the subscriber's shard threads (one pod's callbacks always from the same thread,
- * in order). Implementations must be thread-safe, fast, and must not throw (exceptions are logged
- * and ignored).
+ * <p>Called from the subscriber's shard threads and its replay threads (while that pod's replay
+ * runs): one pod's callbacks from these never overlap and come in order. Some {@link #onDropped}
+ * calls come from its I/O thread. Implementations must be thread-safe, fast, and must not throw
+ * (exceptions are logged and ignored).
  *
  * <p>{@code pod} is the pod identity ({@link PodEndpoint#identity(String, int)}); before a payload
  * is decoded in bound mode it is the pod id taken from the topic.
@@ -35,7 +36,9 @@ public interface KvEventListener {
 
   /**
    * A message was counted and skipped ({@code reason}: malformed, oversized, frames, overflow,
-   * pod_limit, sink_error); {@code cause} may be {@code null}.
+   * replay_buffer, pod_limit, sink_error); {@code cause} may be {@code null}. {@code seq} is -1
+   * when unknown (an oversized frame is refused unread; in bind mode {@code pod} is then the peer's
+   * address).
    */
   default void onDropped(String pod, long seq, String reason, Exception cause) {}
 }

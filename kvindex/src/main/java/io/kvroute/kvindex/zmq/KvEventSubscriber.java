@@ -12,8 +12,10 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -23,6 +25,8 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -33,7 +37,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
+import org.zeromq.ZEvent;
 import org.zeromq.ZMQ;
+import org.zeromq.ZMonitor;
+import zmq.ZError;
+import zmq.util.Errno;
 
 /**
  * Subscribes to vLLM/SGLang KV-event streams over ZMQ (JeroMQ), decodes them and applies them, per
@@ -55,19 +63,40 @@ import org.zeromq.ZMQ;
  * the subscriber first catches up on what the publisher's replay buffer still holds (a SUB socket
  * misses whatever was published before it connected), counted in {@code kvindex_catchups}.
  *
- * <p><b>Bad input never stops the stream.</b> Payloads larger than {@link
- * Builder#maxPayloadBytes(int)}, payloads that do not decode, and messages without exactly 3 frames
- * are counted and skipped (their sequence number still counts, so no false gap); later batches
- * apply. Each problem kind is logged once per pod at WARN, then only counted.
+ * <p><b>Replays run off the shard threads</b>, on {@link Builder#replayThreads(int)} threads
+ * ({@code kvindex-replay-<i>}), one replay per publisher at a time; further replays wait in a queue
+ * of 1024 (beyond it: resync by clearing, {@code kvindex_replays{outcome=rejected}}). While a
+ * publisher's replay runs, the shard holds back that publisher's live messages (the one that
+ * revealed the gap first; at most {@link Builder#replayBufferCapacity(int)}; gauge {@code
+ * kvindex_replay_buffered}) and goes on with its other pods; when the replay ends they are applied
+ * after the replayed batches, in order. Messages beyond the capacity are dropped ({@code
+ * kvindex_dropped{reason=replay_buffer}}) and recovered as after a queue overflow (below). A replay
+ * lasts at most {@link Builder#replayTimeout(Duration)}; removing the pod ends it early.
+ *
+ * <p><b>Bad input never stops the stream.</b> Payloads that do not decode and messages without
+ * exactly 3 frames are counted and skipped (their sequence number still counts, so no false gap);
+ * later batches apply. Each problem kind is logged once per pod at WARN (never with payload
+ * contents), then only counted.
+ *
+ * <p><b>Oversized frames are never allocated.</b> {@link Builder#maxPayloadBytes(int)} is set as
+ * JeroMQ's max message size on every SUB and replay DEALER socket, so JeroMQ refuses a larger frame
+ * from its size header. It then drops the whole connection (and the rest of what that connection
+ * carried): the subscriber learns why from the disconnect event, counts {@code
+ * kvindex_dropped{reason=oversized}} and calls {@code onDropped(pod, -1, "oversized", null)} (the
+ * sequence number is unknown: the message was never read; in bind mode the pod is unknown too and
+ * the peer's address is given instead). In connect mode JeroMQ 0.6.0 does not reconnect after such
+ * a protocol error, so the subscriber reopens the socket itself ({@code kvindex_socket_reopens};
+ * back-off from {@link Builder#reconnectInterval(Duration)} if it keeps happening without a message
+ * in between); in bind mode the publisher reconnects. The batches lost meanwhile are a gap,
+ * repaired like any other; in its replay the oversized batch is refused again, skipped (not counted
+ * twice) and the rest fetched on a fresh DEALER.
  *
  * <p><b>Bounds and back-pressure.</b> One I/O thread ({@code kvindex-zmq-io}) owns every socket and
  * hands messages to N shard threads ({@code kvindex-shard-<i>}; pod → shard by hash) through
  * bounded queues ({@link Builder#queueCapacity(int)} each). When a shard queue is full the message
  * is dropped, counted ({@code kvindex_dropped{reason=overflow}}) and the pod marked for resync:
- * replay if it has a replay endpoint, else clear. Replays run on the pod's shard thread and delay
- * the other pods of that shard while they last (bounded by {@link
- * Builder#replayTimeout(Duration)}). SUB sockets reconnect by themselves with exponential backoff
- * ({@link Builder#reconnectInterval(Duration)} up to {@link
+ * replay if it has a replay endpoint, else clear. SUB sockets reconnect by themselves with
+ * exponential backoff ({@link Builder#reconnectInterval(Duration)} up to {@link
  * Builder#reconnectIntervalMax(Duration)}). A connection whose ZMTP handshake stalls (seen rarely
  * with JeroMQ 0.6.0 on loopback: TCP established, greeting never read) is dropped after {@link
  * Builder#handshakeTimeout(Duration)} and retried; a replay request that gets no answer at all is
@@ -75,18 +104,25 @@ import org.zeromq.ZMQ;
  *
  * <p><b>Metrics</b> (Micrometer): {@code kvindex_events{type}}, {@code kvindex_batches}, {@code
  * kvindex_decode_errors}, {@code kvindex_unknown_tags}, {@code kvindex_gaps}, {@code
- * kvindex_replays{outcome=complete|incomplete}}, {@code kvindex_restarts}, {@code
- * kvindex_resyncs{reason=gap|overflow|restart}}, {@code kvindex_dropped{reason=malformed|
- * oversized|frames|overflow|pod_limit|sink_error}}, gauge {@code kvindex_queue_depth{shard}}.
+ * kvindex_replays{outcome=complete|incomplete|rejected}}, {@code kvindex_catchups}, {@code
+ * kvindex_restarts}, {@code kvindex_resyncs{reason=gap|overflow|restart}}, {@code
+ * kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},
+ * {@code kvindex_socket_reopens}, gauges {@code kvindex_queue_depth{shard}}, {@code
+ * kvindex_replay_queue_depth}, {@code kvindex_replay_buffered}.
  *
- * <p><b>Thread-safety.</b> Thread-safe. The sink and the listener are called from shard threads
- * (one pod always from the same thread, in order), except {@code onDropped(..., "overflow" |
- * "frames" | "pod_limit", ...)} which come from the I/O thread.
+ * <p><b>Thread-safety.</b> Thread-safe. The sink and the listener are called from the pod's shard
+ * thread, and from a replay thread while that pod's replay runs (it applies the replayed batches
+ * and reports the replay); one pod's calls never overlap and come in sequence order, handed over
+ * with happens-before edges. {@code onDropped(..., "overflow" | "frames" | "pod_limit" |
+ * "oversized", ...)} for live messages come from the I/O thread.
  */
 public final class KvEventSubscriber implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(KvEventSubscriber.class);
   private static final int REPLAY_ATTEMPTS = 3;
+  private static final int REPLAY_QUEUE_CAPACITY = 1024;
+  // JeroMQ keeps errno per thread; its event hooks run on the JeroMQ I/O thread that set it
+  private static final Errno JEROMQ_ERRNO = new Errno();
 
   private final KvEventSink sink;
   private final KvEventListener listener;
@@ -100,6 +136,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final int replayIdleMs;
   private final long replayTimeoutNanos;
   private final long replayCooldownNanos;
+  private final int replayBufferCapacity;
   private final long pollIntervalMs;
   private final int maxPods;
   private final KvEventCodec.Dialect dialect;
@@ -109,6 +146,9 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final Metrics metrics;
   private final Shard[] shards;
   private final Thread ioThread;
+  private final ThreadPoolExecutor replayExecutor;
+  private final AtomicInteger replayBuffered = new AtomicInteger();
+  private final List<Gauge> gauges = new ArrayList<>();
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
   private final Map<String, List<Stream>> podsById = new ConcurrentHashMap<>();
   private final Set<String> warned = ConcurrentHashMap.newKeySet();
@@ -121,6 +161,7 @@ public final class KvEventSubscriber implements AutoCloseable {
   private final List<ZMQ.Socket> ioSockets = new ArrayList<>();
   private final Map<ZMQ.Socket, Stream> ioStreamBySocket = new HashMap<>();
   private final Map<String, Stream> ioStreamByTopic = new HashMap<>();
+  private final List<Stream> ioReopens = new ArrayList<>();
   private ZMQ.Socket ioBoundSocket;
   private boolean ioDirty = true;
 
@@ -137,6 +178,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     this.replayIdleMs = (int) Math.min(Integer.MAX_VALUE, b.replayIdleTimeout.toMillis());
     this.replayTimeoutNanos = b.replayTimeout.toNanos();
     this.replayCooldownNanos = b.replayCooldown.toNanos();
+    this.replayBufferCapacity = b.replayBufferCapacity;
     this.pollIntervalMs = Math.max(1, b.pollInterval.toMillis());
     this.maxPods = b.maxPods;
     this.dialect = b.dialect;
@@ -150,6 +192,28 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     this.ioThread = new Thread(this::ioLoop, "kvindex-zmq-io");
     ioThread.setDaemon(true);
+    AtomicInteger replayThreadIndex = new AtomicInteger();
+    this.replayExecutor =
+        new ThreadPoolExecutor(
+            b.replayThreads,
+            b.replayThreads,
+            0,
+            TimeUnit.MILLISECONDS,
+            new ArrayBlockingQueue<>(REPLAY_QUEUE_CAPACITY),
+            r -> {
+              Thread t = new Thread(r, "kvindex-replay-" + replayThreadIndex.getAndIncrement());
+              t.setDaemon(true);
+              return t;
+            },
+            new ThreadPoolExecutor.AbortPolicy());
+    gauges.add(
+        Gauge.builder("kvindex_replay_queue_depth", replayExecutor, e -> e.getQueue().size())
+            .description("replays waiting for a replay thread")
+            .register(metrics.registry));
+    gauges.add(
+        Gauge.builder("kvindex_replay_buffered", replayBuffered, AtomicInteger::get)
+            .description("live KV event messages held back while their pod's replay runs")
+            .register(metrics.registry));
   }
 
   /** A new builder. */
@@ -225,7 +289,7 @@ public final class KvEventSubscriber implements AutoCloseable {
             if (s.removed) {
               continue;
             }
-            ZMQ.Socket sock = newSub();
+            ZMQ.Socket sock = newSub(s);
             sock.connect(s.endpoint);
             s.socket = sock;
             ioSockets.add(sock);
@@ -270,7 +334,7 @@ public final class KvEventSubscriber implements AutoCloseable {
               s.socket = null;
               ioDirty = true;
             }
-            s.shard.control(
+            Runnable removal =
                 () -> {
                   for (String id : s.identities) {
                     sink.removePod(id);
@@ -278,6 +342,14 @@ public final class KvEventSubscriber implements AutoCloseable {
                   warned.removeIf(k -> k.startsWith(s.label + '\0'));
                   if (remaining.decrementAndGet() == 0) {
                     done.complete(null);
+                  }
+                };
+            s.shard.control(
+                () -> {
+                  if (s.replaying) {
+                    s.afterReplay = removal; // the replay thread may still be applying batches
+                  } else {
+                    removal.run();
                   }
                 });
           }
@@ -304,6 +376,19 @@ public final class KvEventSubscriber implements AutoCloseable {
       for (Shard s : shards) {
         join(s.thread);
       }
+    }
+    // replays see running == false within one receive slice; their DEALERs must be closed before
+    // the context is
+    replayExecutor.shutdown();
+    try {
+      if (!replayExecutor.awaitTermination(60, TimeUnit.SECONDS)) {
+        LOG.warn("KV event replay threads did not stop within 60 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    for (Gauge g : gauges) {
+      metrics.registry.remove(g);
     }
     for (Shard s : shards) {
       Runnable c;
@@ -369,15 +454,82 @@ public final class KvEventSubscriber implements AutoCloseable {
     return shards[Math.floorMod(h, shards.length)];
   }
 
-  private ZMQ.Socket newSub() {
+  /** A SUB socket; {@code s} is its stream in connect mode, {@code null} for the bound socket. */
+  private ZMQ.Socket newSub(Stream s) {
     ZMQ.Socket sock = context.getContext().socket(SocketType.SUB);
     sock.setLinger(0);
     sock.setRcvHWM(receiveHwm);
     sock.setReconnectIVL((int) reconnectIvlMs);
     sock.setReconnectIVLMax((int) reconnectIvlMaxMs);
     sock.setHandshakeIvl(handshakeMs);
+    // JeroMQ refuses a larger frame from its size header, before allocating it, and drops the
+    // connection (see onDisconnected)
+    sock.setMaxMsgSize(maxPayloadBytes);
+    sock.setEventHook(ev -> onSocketEvent(s, sock, ev), ZMQ.EVENT_DISCONNECTED);
     sock.subscribe(topicFilter);
     return sock;
+  }
+
+  /** A replay DEALER; {@code refused} is set when JeroMQ drops it for an oversized frame. */
+  ZMQ.Socket newReplayDealer(AtomicBoolean refused) {
+    ZMQ.Socket d = context.getContext().socket(SocketType.DEALER);
+    d.setLinger(0);
+    d.setReceiveTimeOut((int) Math.min(replayIdleMs, pollIntervalMs));
+    d.setHandshakeIvl(handshakeMs);
+    d.setMaxMsgSize(maxPayloadBytes);
+    d.setEventHook(
+        ev -> {
+          if (JEROMQ_ERRNO.get() == ZError.EMSGSIZE
+              && ev.getEvent() == ZMonitor.Event.DISCONNECTED) {
+            refused.set(true);
+          }
+        },
+        ZMQ.EVENT_DISCONNECTED);
+    return d;
+  }
+
+  /** Test hook: the max message size of every SUB socket, read on the I/O thread. */
+  CompletableFuture<List<Long>> subscriberMaxMsgSizes() {
+    CompletableFuture<List<Long>> done = new CompletableFuture<>();
+    command(
+        () -> {
+          List<Long> sizes = new ArrayList<>();
+          for (ZMQ.Socket sock : ioSockets) {
+            sizes.add(sock.getMaxMsgSize());
+          }
+          done.complete(sizes);
+        },
+        done);
+    return done;
+  }
+
+  /**
+   * Runs on a JeroMQ I/O thread, synchronously from the engine that dropped the connection, so
+   * JeroMQ's per-thread errno still tells why: {@code EMSGSIZE} for a frame over the size limit,
+   * {@code ENOTCONN} for a peer that closed. JeroMQ 0.6.0 gives no other reason with the event.
+   */
+  private void onSocketEvent(Stream s, ZMQ.Socket sock, ZEvent ev) {
+    int errno = JEROMQ_ERRNO.get();
+    if (ev.getEvent() != ZMonitor.Event.DISCONNECTED) {
+      return;
+    }
+    boolean oversized = errno == ZError.EMSGSIZE;
+    boolean peerClosed = errno == ZError.ENOTCONN;
+    String peer = peerOf(ev);
+    commands.add(() -> onDisconnected(s, sock, oversized, peerClosed, peer));
+    LockSupport.unpark(ioThread);
+  }
+
+  private static String peerOf(ZEvent ev) {
+    Object v = ev.getValue();
+    if (v instanceof java.nio.channels.SocketChannel ch) {
+      try {
+        return String.valueOf(ch.getRemoteAddress());
+      } catch (java.io.IOException | RuntimeException e) {
+        // closed already: fall back to the endpoint
+      }
+    }
+    return ev.getAddress();
   }
 
   // ------------------------------------------------------------------ I/O thread
@@ -387,7 +539,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     try {
       if (bindEndpoint != null) {
         try {
-          ioBoundSocket = newSub();
+          ioBoundSocket = newSub(null);
           ioBoundSocket.bind(bindEndpoint);
           ioSockets.add(ioBoundSocket);
           bound.complete(ioBoundSocket.getLastEndpoint());
@@ -403,6 +555,9 @@ public final class KvEventSubscriber implements AutoCloseable {
         Runnable c;
         while ((c = commands.poll()) != null) {
           c.run();
+        }
+        if (!ioReopens.isEmpty()) {
+          reopenDue();
         }
         if (ioDirty) {
           if (poller != null) {
@@ -444,6 +599,73 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
   }
 
+  /**
+   * A connection of a SUB socket was dropped (I/O thread). After a peer close JeroMQ reconnects by
+   * itself; after a protocol error (an oversized frame, a ZMTP violation) it ends a connect-mode
+   * session for good, so the socket is reopened (with back-off if that keeps happening). In bind
+   * mode the publisher's own socket reconnects.
+   */
+  private void onDisconnected(
+      Stream s, ZMQ.Socket sock, boolean oversized, boolean peerClosed, String peer) {
+    if (oversized) {
+      oversizedFrame(s, peer);
+    }
+    if (s == null || s.removed || s.socket != sock || peerClosed || s.ioReopenPending) {
+      return;
+    }
+    s.ioReopenPending = true;
+    s.ioReopenAt = nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(s.ioReopenBackoffMs);
+    ioReopens.add(s);
+  }
+
+  private void oversizedFrame(Stream s, String peer) {
+    metrics.dropped("oversized");
+    String pod = s != null ? s.label : peer;
+    if (s != null) {
+      s.oversizedUnseen.incrementAndGet();
+    }
+    warnOnce(
+        s != null ? s.label : "bound to " + bindEndpoint,
+        "oversized",
+        "a frame over maxPayloadBytes="
+            + maxPayloadBytes
+            + " from "
+            + peer
+            + " was refused unread; the connection was dropped and is re-established, and the"
+            + " sequence gap is repaired like any other");
+    safeListener(() -> listener.onDropped(pod, -1, "oversized", null));
+  }
+
+  private void reopenDue() {
+    long now = nanoClock.getAsLong();
+    for (Iterator<Stream> it = ioReopens.iterator(); it.hasNext(); ) {
+      Stream s = it.next();
+      if (s.removed || s.socket == null) {
+        s.ioReopenPending = false;
+        it.remove();
+      } else if (now - s.ioReopenAt >= 0) {
+        s.ioReopenPending = false;
+        it.remove();
+        ZMQ.Socket old = s.socket;
+        drain(old, s); // what arrived complete before the drop
+        ioSockets.remove(old);
+        ioStreamBySocket.remove(old);
+        old.close();
+        ZMQ.Socket sock = newSub(s);
+        sock.connect(s.endpoint);
+        s.socket = sock;
+        ioSockets.add(sock);
+        ioStreamBySocket.put(sock, s);
+        ioDirty = true;
+        s.ioReopenBackoffMs =
+            s.ioReopenBackoffMs == 0
+                ? reconnectIvlMs
+                : Math.min(reconnectIvlMaxMs, 2 * s.ioReopenBackoffMs);
+        metrics.reopens.increment();
+      }
+    }
+  }
+
   private int drain(ZMQ.Socket sock, Stream fixed) {
     int n = 0;
     for (; n < 1024; n++) {
@@ -468,6 +690,7 @@ public final class KvEventSubscriber implements AutoCloseable {
       if (s == null || s.removed) {
         continue;
       }
+      s.ioReopenBackoffMs = 0;
       if (count != 3 || f1.length != 8) {
         metrics.dropped("frames");
         warnOnce(s, "frames", "expected 3 frames [topic, seq(8 bytes), payload], got " + count);
@@ -518,6 +741,15 @@ public final class KvEventSubscriber implements AutoCloseable {
     if (s.removed) {
       return;
     }
+    if (s.replaying) {
+      holdBack(s, m);
+      return;
+    }
+    live(s, m);
+  }
+
+  /** Applies a live message in sequence order, or starts a replay that it then waits behind. */
+  private void live(Stream s, Message m) {
     if (s.hasSeq) {
       long expected = s.lastSeq + 1;
       if (Long.compareUnsigned(m.seq, s.lastSeq) <= 0) {
@@ -547,14 +779,19 @@ public final class KvEventSubscriber implements AutoCloseable {
                   + Long.toUnsignedString(m.seq - 1));
         }
         safeListener(() -> listener.onGap(s.label, expected, m.seq));
-        recover(s, expected, m.seq, overflow ? "overflow" : "gap");
+        s.lastTopic = m.topic;
+        if (recover(s, expected, m.seq, overflow ? "overflow" : "gap", m)) {
+          return; // m waits behind the replay
+        }
       }
     }
     if (!s.hasSeq && s.replayEndpoint != null && m.seq != 0) {
       // First contact with a publisher that already sent batches (ZMQ drops what a SUB socket
       // publishes before it connects): catch up on whatever its replay buffer still holds.
       s.lastTopic = m.topic;
-      replay(s, 0, m.seq, true);
+      if (startReplay(s, 0, m.seq, true, "catch-up", m)) {
+        return;
+      }
     }
     s.lastSeq = m.seq;
     s.hasSeq = true;
@@ -565,18 +802,42 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
   }
 
+  /** A live message of a pod whose replay runs: kept, in order, up to replayBufferCapacity. */
+  private void holdBack(Stream s, Message m) {
+    if (s.replayBuffer.size() >= replayBufferCapacity) {
+      metrics.dropped("replay_buffer");
+      if (!s.resyncPending.get() || Long.compareUnsigned(s.droppedMax.get(), m.seq) < 0) {
+        s.droppedMax.set(m.seq);
+      }
+      s.resyncPending.set(true); // recovered like a queue overflow once the replay ends
+      warnOnce(
+          s,
+          "replay_buffer",
+          "more than replayBufferCapacity="
+              + replayBufferCapacity
+              + " batches arrived during a replay; the pod will be resynchronised");
+      safeListener(() -> listener.onDropped(s.label, m.seq, "replay_buffer", null));
+      return;
+    }
+    s.replayBuffer.addLast(m);
+    replayBuffered.incrementAndGet();
+  }
+
   /**
    * After a queue overflow: if the dropped messages are not followed by a queued message of the
    * same stream (whose gap would trigger recovery), recover now rather than wait for the next one.
    */
   private void resyncIfTailDropped(Stream s) {
-    if (s.removed || !s.resyncPending.get()) {
+    if (s.removed || s.replaying || !s.resyncPending.get()) {
       return;
     }
     long max = s.droppedMax.get();
     if (s.hasSeq && Long.compareUnsigned(s.lastSeq, max) >= 0) {
       s.resyncPending.set(false); // a later message already covered the drop through its gap
       return;
+    }
+    if (!s.replayBuffer.isEmpty()) {
+      return; // a held-back message's gap recovers the drop
     }
     for (Message q : s.shard.queue) {
       if (q.stream == s) {
@@ -585,7 +846,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
     s.resyncPending.set(false);
     if (s.hasSeq) {
-      recover(s, s.lastSeq + 1, max + 1, "overflow");
+      recover(s, s.lastSeq + 1, max + 1, "overflow", null);
     } else {
       clearAll(s, "overflow");
     }
@@ -593,53 +854,148 @@ public final class KvEventSubscriber implements AutoCloseable {
     s.hasSeq = true;
   }
 
-  private void recover(Stream s, long from, long to, String reason) {
+  /**
+   * Repairs a gap [from, to): starts a replay (then returns true; {@code trigger}, if any, waits
+   * behind it) or clears the pod.
+   */
+  private boolean recover(Stream s, long from, long to, String reason, Message trigger) {
     if (s.replayEndpoint != null
-        && (!s.replayCooling || nanoClock.getAsLong() - s.replayBlockedUntil >= 0)) {
-      if (replay(s, from, to, false)) {
-        return;
-      }
-      s.replayCooling = true;
-      s.replayBlockedUntil = nanoClock.getAsLong() + replayCooldownNanos;
+        && (!s.replayCooling || nanoClock.getAsLong() - s.replayBlockedUntil >= 0)
+        && startReplay(s, from, to, false, reason, trigger)) {
+      return true;
     }
     clearAll(s, reason);
+    return false;
   }
 
   /**
-   * Fetches and applies batches [from, to) from the pod's replay endpoint. With {@code catchUp},
-   * the replay may start later than {@code from} (the buffer's oldest batch): used on first
-   * contact, when nothing was known anyway.
+   * Hands a replay of [from, to) to the replay executor; until it ends, the pod's live messages are
+   * held back ({@link #holdBack}) and the shard thread goes on with other pods.
+   *
+   * @return false if the executor's queue is full (counted; nothing started)
+   */
+  private boolean startReplay(
+      Stream s, long from, long to, boolean catchUp, String reason, Message trigger) {
+    try {
+      replayExecutor.execute(() -> runReplay(s, from, to, catchUp, reason));
+    } catch (RejectedExecutionException e) {
+      metrics.replaysRejected.increment();
+      warnOnce(
+          s,
+          "replay_rejected",
+          "more than " + REPLAY_QUEUE_CAPACITY + " replays waiting; resynchronised instead");
+      return false;
+    }
+    s.replaying = true;
+    if (trigger != null) {
+      s.replayBuffer.addFirst(trigger);
+      replayBuffered.incrementAndGet();
+    }
+    return true;
+  }
+
+  /** Replay thread: fetches and applies the batches, then hands the pod back to its shard. */
+  private void runReplay(Stream s, long from, long to, boolean catchUp, String reason) {
+    boolean complete = false;
+    try {
+      complete = replay(s, from, to, catchUp);
+    } catch (RuntimeException e) {
+      LOG.warn("KV event replay for pod {} failed", s.label, e);
+    } finally {
+      boolean c = complete;
+      s.shard.control(() -> finishReplay(s, to, catchUp, reason, c));
+    }
+  }
+
+  /** Shard thread: the replay of [.., to) ended; apply the held-back messages in order. */
+  private void finishReplay(Stream s, long to, boolean catchUp, String reason, boolean complete) {
+    s.replaying = false;
+    s.oversizedUnseen.set(0);
+    if (s.removed || !running) {
+      replayBuffered.addAndGet(-s.replayBuffer.size());
+      s.replayBuffer.clear();
+      Runnable r = s.afterReplay;
+      s.afterReplay = null;
+      if (r != null) {
+        r.run();
+      }
+      return;
+    }
+    if (!catchUp && !complete) {
+      s.replayCooling = true;
+      s.replayBlockedUntil = nanoClock.getAsLong() + replayCooldownNanos;
+      clearAll(s, reason);
+    }
+    s.lastSeq = to - 1;
+    s.hasSeq = true;
+    Message m;
+    while (!s.replaying && (m = s.replayBuffer.pollFirst()) != null) {
+      replayBuffered.decrementAndGet();
+      live(s, m); // may start another replay: the rest stays held back
+    }
+    if (!s.replaying && s.resyncPending.get()) {
+      resyncIfTailDropped(s);
+    }
+  }
+
+  /**
+   * Replay thread: fetches and applies batches [from, to) from the pod's replay endpoint. With
+   * {@code catchUp}, the replay may start later than {@code from} (the buffer's oldest batch): used
+   * on first contact, when nothing was known anyway. A batch over maxPayloadBytes makes JeroMQ drop
+   * the DEALER's connection: when it was the first reply of a request, it is skipped (counted once
+   * with the live drop that caused the gap) and the rest requested on a fresh DEALER.
    */
   private boolean replay(Stream s, long from, long to, boolean catchUp) {
     long expected = from;
     int applied = 0;
-    int attempt = 0;
-    boolean answered = false;
+    int silentAttempts = 0;
+    boolean answeredThisAttempt = false;
+    long idleNanos = TimeUnit.MILLISECONDS.toNanos(replayIdleMs);
+    long idleSince = 0;
+    AtomicBoolean refused = null;
     ZMQ.Socket d = null;
     try {
       long deadline = nanoClock.getAsLong() + replayTimeoutNanos;
-      while (running && nanoClock.getAsLong() - deadline < 0) {
+      while (running && !s.removed && nanoClock.getAsLong() - deadline < 0) {
         if (d == null) {
-          // a fresh DEALER per attempt; a request that got no answer at all is retried
-          attempt++;
-          d = context.getContext().socket(SocketType.DEALER);
-          d.setLinger(0);
-          d.setReceiveTimeOut(replayIdleMs);
-          d.setHandshakeIvl(handshakeMs);
+          refused = new AtomicBoolean();
+          d = newReplayDealer(refused);
           d.connect(s.replayEndpoint);
           d.sendMore(new byte[0]);
           d.send(Endpoints.seqBytes(expected));
+          answeredThisAttempt = false;
+          idleSince = nanoClock.getAsLong();
         }
         List<byte[]> frames = receiveAll(d);
         if (frames == null) {
-          if (answered || attempt >= REPLAY_ATTEMPTS) {
+          if (refused.get()) {
+            d.close();
+            d = null;
+            if (!answeredThisAttempt) {
+              if (catchUp && applied == 0) {
+                break; // which batch was refused is unknown; first contact: nothing was known
+              }
+              oversizedReplayed(s, expected);
+              expected++;
+              if (expected == to) {
+                break;
+              }
+            }
+            continue; // a fresh DEALER from `expected`
+          }
+          if (nanoClock.getAsLong() - idleSince < idleNanos) {
+            continue;
+          }
+          if (answeredThisAttempt || ++silentAttempts >= REPLAY_ATTEMPTS) {
             break; // idle timeout
           }
+          // a request that got no answer at all is retried on a fresh DEALER
           d.close();
           d = null;
           continue;
         }
-        answered = true;
+        answeredThisAttempt = true;
+        idleSince = nanoClock.getAsLong();
         if (!frames.isEmpty() && frames.get(0).length == 0) {
           frames.remove(0);
         }
@@ -677,6 +1033,9 @@ public final class KvEventSubscriber implements AutoCloseable {
             s, topic, seq, payload.length > maxPayloadBytes ? null : payload, payload.length, true);
         expected++;
         applied++;
+        if (expected == to) {
+          break; // everything missed is here; later batches are held back or arrive live
+        }
       }
     } catch (RuntimeException e) {
       warnOnce(s, "replay_error", String.valueOf(e));
@@ -706,6 +1065,23 @@ public final class KvEventSubscriber implements AutoCloseable {
     int n = applied;
     safeListener(() -> listener.onReplay(s.label, start, to, n, complete));
     return complete;
+  }
+
+  /** A replayed batch refused for its size: counted unless its live copy already was. */
+  private void oversizedReplayed(Stream s, long seq) {
+    if (s.oversizedUnseen.getAndUpdate(v -> v > 0 ? v - 1 : 0) > 0) {
+      return;
+    }
+    metrics.dropped("oversized");
+    warnOnce(
+        s,
+        "oversized",
+        "replayed batch "
+            + Long.toUnsignedString(seq)
+            + " is over maxPayloadBytes="
+            + maxPayloadBytes
+            + "; skipped");
+    safeListener(() -> listener.onDropped(s.label, seq, "oversized", null));
   }
 
   private static List<byte[]> receiveAll(ZMQ.Socket d) {
@@ -783,10 +1159,14 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   private void warnOnce(Stream s, String kind, String detail) {
-    if (warned.add(s.label + '\0' + kind)) {
+    warnOnce(s.label, kind, detail);
+  }
+
+  private void warnOnce(String label, String kind, String detail) {
+    if (warned.add(label + '\0' + kind)) {
       LOG.warn(
           "KV events from pod {}: {} ({}); further occurrences are only counted in kvindex_* metrics",
-          s.label,
+          label,
           kind,
           detail);
     }
@@ -802,7 +1182,11 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   // ------------------------------------------------------------------ internals
 
-  /** One publisher's stream. Sequence state is confined to its shard thread. */
+  /**
+   * One publisher's stream. Sequence state is confined to its shard thread, except while a replay
+   * runs ({@code replaying}): the replay thread then owns it, and the shard only holds back the
+   * stream's live messages; the executor and the shard's control queue order the hand-overs.
+   */
   private static final class Stream {
     final String label;
     final String fixedIdentity;
@@ -820,6 +1204,14 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean hasSeq;
     boolean replayCooling;
     long replayBlockedUntil;
+    boolean replaying; // shard thread only
+    final ArrayDeque<Message> replayBuffer = new ArrayDeque<>(); // shard thread only
+    Runnable afterReplay; // shard thread only: a removal waiting for the replay to end
+    // frames refused live for their size and not yet met again in a replay
+    final AtomicInteger oversizedUnseen = new AtomicInteger();
+    boolean ioReopenPending; // I/O thread only
+    long ioReopenAt; // I/O thread only
+    long ioReopenBackoffMs; // I/O thread only
 
     Stream(
         String label, String fixedIdentity, String endpoint, String replayEndpoint, Shard shard) {
@@ -894,6 +1286,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     final Counter replaysIncomplete;
     final Counter restarts;
     final Counter catchUps;
+    final Counter replaysRejected;
+    final Counter reopens;
     final Map<String, Counter> resyncs = new ConcurrentHashMap<>();
     final Map<String, Counter> dropped = new ConcurrentHashMap<>();
 
@@ -910,6 +1304,8 @@ public final class KvEventSubscriber implements AutoCloseable {
       replaysIncomplete = r.counter("kvindex_replays", "outcome", "incomplete");
       restarts = r.counter("kvindex_restarts");
       catchUps = r.counter("kvindex_catchups");
+      replaysRejected = r.counter("kvindex_replays", "outcome", "rejected");
+      reopens = r.counter("kvindex_socket_reopens");
     }
 
     void events(KvEvent e) {
@@ -952,6 +1348,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     private Duration replayIdleTimeout = Duration.ofSeconds(2);
     private Duration replayTimeout = Duration.ofSeconds(30);
     private Duration replayCooldown = Duration.ofSeconds(30);
+    private int replayThreads = 2;
+    private int replayBufferCapacity = 4096;
     private Duration pollInterval = Duration.ofMillis(50);
     private int maxPods = 10_000;
     private KvEventCodec.Dialect dialect = KvEventCodec.Dialect.VLLM;
@@ -999,7 +1397,13 @@ public final class KvEventSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Larger payloads are counted and skipped (default 32 MiB). */
+    /**
+     * Largest accepted frame (default 32 MiB). Set as JeroMQ's max message size on every SUB and
+     * replay DEALER socket: a larger frame is refused from its size header, never allocated, and
+     * JeroMQ drops that connection; the subscriber counts it ({@code
+     * kvindex_dropped{reason=oversized}}), reconnects, and repairs the resulting gap like any
+     * other.
+     */
     public Builder maxPayloadBytes(int maxPayloadBytes) {
       this.maxPayloadBytes = maxPayloadBytes;
       return this;
@@ -1047,6 +1451,26 @@ public final class KvEventSubscriber implements AutoCloseable {
     /** After an incomplete replay, further gaps of that pod clear instead (default 30 s). */
     public Builder replayCooldown(Duration d) {
       this.replayCooldown = d;
+      return this;
+    }
+
+    /**
+     * Threads running replays (default 2), each one replay at a time; further replays wait in a
+     * queue of 1024 (beyond it the pod is resynchronised by clearing, counted in {@code
+     * kvindex_replays{outcome=rejected}}).
+     */
+    public Builder replayThreads(int replayThreads) {
+      this.replayThreads = replayThreads;
+      return this;
+    }
+
+    /**
+     * Live messages held back per publisher while its replay runs (default 4096); beyond it they
+     * are dropped ({@code kvindex_dropped{reason=replay_buffer}}) and the pod is resynchronised
+     * after the replay, as after a queue overflow.
+     */
+    public Builder replayBufferCapacity(int replayBufferCapacity) {
+      this.replayBufferCapacity = replayBufferCapacity;
       return this;
     }
 
@@ -1103,6 +1527,8 @@ public final class KvEventSubscriber implements AutoCloseable {
       positive("subscriber.queueCapacity", queueCapacity);
       positive("subscriber.maxPayloadBytes", maxPayloadBytes);
       positive("subscriber.maxPods", maxPods);
+      positive("subscriber.replayThreads", replayThreads);
+      positive("subscriber.replayBufferCapacity", replayBufferCapacity);
       if (receiveHwm < 0) {
         throw new IllegalArgumentException("subscriber.receiveHwm must be >= 0, was " + receiveHwm);
       }

@@ -18,6 +18,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -230,22 +232,123 @@ class KvEventSubscriberTest {
   }
 
   @Test
-  void malformedAndOversizedPayloadsAreCountedAndSkipped() {
+  void malformedPayloadsAreCountedAndSkipped() {
     KvEventPublisher p = publisher("t", true);
-    KvEventSubscriber sub = track(subscriber().maxPayloadBytes(2048).build().start());
+    KvEventSubscriber sub = track(subscriber().build().start());
     sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
     warmUp(p, "pod-a");
     p.publish(stored(1));
     p.publishPayload(new byte[] {(byte) 0xc1}); // never-used msgpack byte
     p.publishPayload(new byte[] {(byte) 0x93, (byte) 0xdd, 0x7f, (byte) 0xff, (byte) 0xff, 0});
-    p.publish(stored(new long[200])); // 200 blocks x 16 tokens: far over 2048 bytes
     long last = p.publish(stored(2));
     Await.until("last batch", () -> listener.seen("pod-a", last));
     assertThat(sink.blocks("pod-a")).containsExactlyInAnyOrder(1L, 2L);
     assertThat(count("kvindex_decode_errors")).isEqualTo(2);
     assertThat(count("kvindex_dropped", "reason", "malformed")).isEqualTo(2);
-    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
     assertThat(count("kvindex_gaps")).isZero();
+  }
+
+  @Test
+  void oversizedFrameIsRefusedUnreadCountedOnceAndItsGapReplayed() {
+    KvEventPublisher p = publisher("t", true);
+    KvEventSubscriber sub = track(subscriber().maxPayloadBytes(2048).build().start());
+    sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    // the limit is JeroMQ's: a larger frame is refused from its size header, never allocated
+    assertThat(sub.subscriberMaxMsgSizes().join()).containsExactly(2048L);
+    try (ZMQ.Socket dealer = sub.newReplayDealer(new AtomicBoolean())) {
+      assertThat(dealer.getMaxMsgSize()).isEqualTo(2048L);
+    }
+    warmUp(p, "pod-a");
+    long first = p.publish(stored(1));
+    Await.until("first batch", () -> listener.seen("pod-a", first));
+
+    long big = p.publish(stored(new long[200])); // 200 blocks x 16 tokens: far over 2048 bytes
+    // JeroMQ ends a connect-mode session for good on an oversized frame; the subscriber reopens
+    // the socket. Batches published until then are lost live and come back through replay.
+    List<Long> hashes = new ArrayList<>();
+    long[] last = {-1};
+    Await.until(
+        "a batch after the oversized one",
+        () -> {
+          long h = 100 + hashes.size();
+          hashes.add(h);
+          last[0] = p.publish(stored(h));
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() < until) {
+            if (listener.seen("pod-a", last[0])) {
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+    Await.until("replay counted", () -> count("kvindex_replays", "outcome", "complete") >= 1);
+
+    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    assertThat(listener.notes).contains("dropped pod-a -1 oversized");
+    assertThat(listener.seen("pod-a", big)).isFalse();
+    // at least one each: a rare stalled handshake (timed out) reopens the socket too, and the
+    // batches lost meanwhile make another gap, repaired by another replay
+    assertThat(count("kvindex_socket_reopens")).isPositive();
+    assertThat(count("kvindex_replays", "outcome", "complete")).isPositive();
+    assertThat(count("kvindex_replays", "outcome", "incomplete")).isZero();
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    Set<Long> expected = new java.util.TreeSet<>(hashes);
+    expected.add(1L);
+    assertThat(sink.blocks("pod-a")).isEqualTo(expected); // every other batch, none of the big one
+    // and in sequence order, the oversized one skipped
+    List<Long> seqs = new ArrayList<>();
+    for (String b : listener.batches) {
+      String[] f = b.split(":");
+      if (f[0].equals("pod-a") && Long.parseLong(f[1]) >= first) {
+        seqs.add(Long.parseLong(f[1]));
+      }
+    }
+    List<Long> want = new ArrayList<>();
+    for (long q = first; q <= last[0]; q++) {
+      if (q != big) {
+        want.add(q);
+      }
+    }
+    assertThat(seqs).isEqualTo(want);
+  }
+
+  @Test
+  void oversizedFrameInBindModeIsCountedAndThePublisherReconnects() {
+    KvEventSubscriber sub =
+        track(subscriber().bind("tcp://127.0.0.1:0").maxPayloadBytes(2048).build().start());
+    assertThat(sub.subscriberMaxMsgSizes().join()).containsExactly(2048L);
+    KvEventPublisher p =
+        track(
+            KvEventPublisher.builder()
+                .handshakeTimeout(Duration.ofMillis(500))
+                .endpoint(sub.boundEndpoint().orElseThrow())
+                .bind(false)
+                .topic("kv@pod-b@m")
+                .build());
+    warmUp(p, "pod-b");
+    long first = p.publish(stored(1));
+    Await.until("first batch", () -> listener.seen("pod-b", first));
+    p.publish(stored(new long[200]));
+    Await.until(
+        "a batch after the oversized one",
+        () -> {
+          long s = p.publish(stored(2));
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() < until) {
+            if (listener.seen("pod-b", s)) {
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    // the publisher is known by its address only: the frame was never read
+    assertThat(listener.notes).anyMatch(n -> n.matches("dropped .*127\\.0\\.0\\.1.* -1 oversized"));
+    // no replay endpoint in bind mode: the gap clears the pod, then it fills again
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+    assertThat(sink.blocks("pod-b")).containsExactly(2L);
   }
 
   @Test
@@ -440,6 +543,199 @@ class KvEventSubscriberTest {
     Await.until("replay counted", () -> count("kvindex_replays", "outcome", "complete") >= 1);
     assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
     assertThat(count("kvindex_resyncs", "reason", "overflow")).isZero();
+  }
+
+  private double gauge(String name) {
+    io.micrometer.core.instrument.Gauge g = registry.find(name).gauge();
+    return g == null ? Double.NaN : g.value();
+  }
+
+  /** Publishes empty batches until the subscriber applies one (first contact may catch up). */
+  private long warmUp(GatedReplayPod p, String identity) {
+    long[] seen = {-1};
+    Await.until(
+        "subscriber joined " + identity,
+        () -> {
+          long seq = p.publish(empty());
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() < until) {
+            if (listener.seen(identity, seq)) {
+              seen[0] = seq;
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+    return seen[0];
+  }
+
+  /** The batches of {@code pod} from sequence {@code from} on, in the order they were applied. */
+  private List<String> batchesFrom(String pod, long from) {
+    List<String> out = new ArrayList<>();
+    for (String b : listener.batches) {
+      String[] f = b.split(":");
+      if (f[0].equals(pod) && Long.parseLong(f[1]) >= from) {
+        out.add(b);
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void aSlowReplayHoldsBackOnlyItsPodWhoseLiveBatchesFollowInOrder() {
+    GatedReplayPod a = track(new GatedReplayPod("kv@pod-a@m"));
+    KvEventPublisher b = publisher("kv@pod-b@m", false);
+    KvEventSubscriber sub =
+        track(
+            subscriber()
+                .shards(1) // pod-a and pod-b share the shard thread
+                .replayIdleTimeout(Duration.ofSeconds(60))
+                .replayTimeout(Duration.ofSeconds(120))
+                .build()
+                .start());
+    sub.addPod(PodEndpoint.of("pod-a", a.endpoint()).withReplay(a.replayEndpoint())).join();
+    sub.addPod(PodEndpoint.of("pod-b", b.endpoint())).join();
+    warmUp(a, "pod-a");
+    warmUp(b, "pod-b");
+    long s1 = a.publish(stored(1));
+    Await.until("pod-a stored 1", () -> listener.seen("pod-a", s1));
+
+    a.holdFrom(a.nextSequence());
+    long missed = a.drop(stored(2));
+    long s3 = a.publish(stored(3)); // reveals the gap: the replay starts and is held
+    Await.until("replay requested", () -> a.held.getCount() == 0);
+    long s4 = a.publish(stored(4));
+    long s5 = a.publish(stored(5));
+    Await.until("pod-a's live batches held back", () -> gauge("kvindex_replay_buffered") == 3);
+
+    long t = b.publish(stored(20));
+    Await.until("pod-b applied while pod-a's replay is held", () -> listener.seen("pod-b", t));
+    assertThat(a.release.getCount()).as("pod-a's replay still held").isEqualTo(1);
+    assertThat(sink.blocks("pod-b")).containsExactly(20L);
+    assertThat(batchesFrom("pod-a", missed)).isEmpty();
+
+    a.release.countDown();
+    Await.until("pod-a's held-back batches", () -> listener.seen("pod-a", s5));
+    assertThat(batchesFrom("pod-a", missed))
+        .containsExactly(
+            "pod-a:" + missed + ":replayed", "pod-a:" + s3, "pod-a:" + s4, "pod-a:" + s5);
+    assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L);
+    assertThat(listener.notes)
+        .contains("replay pod-a " + missed + ".." + s3 + " n=1 complete=true");
+    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(1);
+    assertThat(gauge("kvindex_replay_buffered")).isZero();
+  }
+
+  @Test
+  void aReplayThatNeverAnswersTimesOutThenClearsAndTheHeldBackBatchesApply() {
+    AtomicLong clock = new AtomicLong();
+    GatedReplayPod a = track(new GatedReplayPod("kv@pod-a@m"));
+    KvEventPublisher b = publisher("kv@pod-b@m", false);
+    KvEventSubscriber sub =
+        track(
+            subscriber()
+                .shards(1)
+                .nanoClock(clock::get) // replay deadlines only pass when the test says so
+                .replayIdleTimeout(Duration.ofSeconds(1))
+                .replayTimeout(Duration.ofSeconds(5))
+                .build()
+                .start());
+    sub.addPod(PodEndpoint.of("pod-a", a.endpoint()).withReplay(a.replayEndpoint())).join();
+    sub.addPod(PodEndpoint.of("pod-b", b.endpoint())).join();
+    warmUp(a, "pod-a");
+    warmUp(b, "pod-b");
+    long s1 = a.publish(stored(1));
+    Await.until("pod-a stored 1", () -> listener.seen("pod-a", s1));
+
+    a.holdFrom(a.nextSequence()); // never released
+    long missed = a.drop(stored(2));
+    long s3 = a.publish(stored(3));
+    Await.until("replay requested", () -> a.held.getCount() == 0);
+    long s4 = a.publish(stored(4));
+    Await.until("pod-a's live batches held back", () -> gauge("kvindex_replay_buffered") == 2);
+    long t = b.publish(stored(20));
+    Await.until("pod-b applied while pod-a's replay waits", () -> listener.seen("pod-b", t));
+    assertThat(batchesFrom("pod-a", missed)).isEmpty();
+
+    clock.addAndGet(Duration.ofSeconds(10).toNanos());
+    Await.until("pod-a's held-back batches", () -> listener.seen("pod-a", s4));
+    assertThat(batchesFrom("pod-a", missed)).containsExactly("pod-a:" + s3, "pod-a:" + s4);
+    assertThat(listener.notes)
+        .contains("replay pod-a " + missed + ".." + s3 + " n=0 complete=false", "resync pod-a gap");
+    assertThat(sink.blocks("pod-a")).containsExactly(3L, 4L); // cleared, then refilled
+    assertThat(count("kvindex_replays", "outcome", "incomplete")).isEqualTo(1);
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+  }
+
+  @Test
+  void liveBatchesBeyondTheReplayBufferAreDroppedAndRecoveredByAnotherReplay() {
+    GatedReplayPod a = track(new GatedReplayPod("kv@pod-a@m"));
+    KvEventSubscriber sub =
+        track(
+            subscriber()
+                .replayBufferCapacity(2)
+                .replayIdleTimeout(Duration.ofSeconds(60))
+                .replayTimeout(Duration.ofSeconds(120))
+                .build()
+                .start());
+    sub.addPod(PodEndpoint.of("pod-a", a.endpoint()).withReplay(a.replayEndpoint())).join();
+    warmUp(a, "pod-a");
+    long s1 = a.publish(stored(1));
+    Await.until("pod-a stored 1", () -> listener.seen("pod-a", s1));
+
+    a.holdFrom(a.nextSequence());
+    long missed = a.drop(stored(2));
+    long s3 = a.publish(stored(3));
+    Await.until("replay requested", () -> a.held.getCount() == 0);
+    long s4 = a.publish(stored(4));
+    long s5 = a.publish(stored(5));
+    long s6 = a.publish(stored(6));
+    Await.until(
+        "two batches beyond the buffer",
+        () -> count("kvindex_dropped", "reason", "replay_buffer") == 2);
+    assertThat(gauge("kvindex_replay_buffered")).isEqualTo(2);
+
+    a.release.countDown();
+    Await.until("second replay", () -> listener.seen("pod-a", s6));
+    long s7 = a.publish(stored(7));
+    Await.until("live again", () -> listener.seen("pod-a", s7));
+    assertThat(batchesFrom("pod-a", missed))
+        .containsExactly(
+            "pod-a:" + missed + ":replayed",
+            "pod-a:" + s3,
+            "pod-a:" + s4,
+            "pod-a:" + s5 + ":replayed",
+            "pod-a:" + s6 + ":replayed",
+            "pod-a:" + s7);
+    assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
+    assertThat(listener.notes)
+        .contains(
+            "dropped pod-a " + s5 + " replay_buffer", "dropped pod-a " + s6 + " replay_buffer");
+    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(2);
+    assertThat(count("kvindex_resyncs", "reason", "overflow")).isZero();
+  }
+
+  @Test
+  void removingAPodEndsItsReplay() {
+    GatedReplayPod a = track(new GatedReplayPod("kv@pod-a@m"));
+    KvEventSubscriber sub =
+        track(
+            subscriber()
+                .replayIdleTimeout(Duration.ofSeconds(60))
+                .replayTimeout(Duration.ofSeconds(120))
+                .build()
+                .start());
+    sub.addPod(PodEndpoint.of("pod-a", a.endpoint()).withReplay(a.replayEndpoint())).join();
+    warmUp(a, "pod-a");
+    a.holdFrom(a.nextSequence()); // never released
+    a.drop(stored(2));
+    a.publish(stored(3));
+    Await.until("replay requested", () -> a.held.getCount() == 0);
+    sub.removePod("pod-a").orTimeout(10, TimeUnit.SECONDS).join();
+    assertThat(sink.pods()).doesNotContain("pod-a");
+    assertThat(sink.calls()).last().isEqualTo("removePod pod-a");
+    assertThat(gauge("kvindex_replay_buffered")).isZero();
   }
 
   @Test
