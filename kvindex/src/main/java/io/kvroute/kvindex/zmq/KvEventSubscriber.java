@@ -61,7 +61,11 @@ import zmq.util.Errno;
  * restart: the pod's entries are cleared and the batch applied. The first batch seen from a
  * publisher starts tracking; when the pod has a replay endpoint and that batch is not sequence 0,
  * the subscriber first catches up on what the publisher's replay buffer still holds (a SUB socket
- * misses whatever was published before it connected), counted in {@code kvindex_catchups}.
+ * misses whatever was published before it connected), counted in {@code kvindex_catchups}. The same
+ * catch-up also runs as soon as a connect-mode SUB completes its handshake with a publisher nothing
+ * has been heard from yet, so a pod that published before the subscription reached it and then
+ * stays quiet is indexed without waiting for its next batch; live copies of batches that catch-up
+ * fetched are skipped as duplicates.
  *
  * <p><b>Replays run off the shard threads</b>, on {@link Builder#replayThreads(int)} threads
  * ({@code kvindex-replay-<i>}), one replay per publisher at a time; further replays wait in a queue
@@ -120,6 +124,10 @@ public final class KvEventSubscriber implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(KvEventSubscriber.class);
   private static final int REPLAY_ATTEMPTS = 3;
+
+  /** The {@code to} of an open-ended catch-up: everything the replay buffer holds. */
+  private static final long OPEN_END = -1L; // the largest unsigned sequence number
+
   private static final int REPLAY_QUEUE_CAPACITY = 1024;
   // JeroMQ keeps errno per thread; its event hooks run on the JeroMQ I/O thread that set it
   private static final Errno JEROMQ_ERRNO = new Errno();
@@ -465,7 +473,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     // JeroMQ refuses a larger frame from its size header, before allocating it, and drops the
     // connection (see onDisconnected)
     sock.setMaxMsgSize(maxPayloadBytes);
-    sock.setEventHook(ev -> onSocketEvent(s, sock, ev), ZMQ.EVENT_DISCONNECTED);
+    sock.setEventHook(
+        ev -> onSocketEvent(s, sock, ev), ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL);
     sock.subscribe(topicFilter);
     return sock;
   }
@@ -510,6 +519,12 @@ public final class KvEventSubscriber implements AutoCloseable {
    */
   private void onSocketEvent(Stream s, ZMQ.Socket sock, ZEvent ev) {
     int errno = JEROMQ_ERRNO.get();
+    if (ev.getEvent() == ZMonitor.Event.HANDSHAKE_PROTOCOL) {
+      if (s != null) {
+        s.shard.control(() -> onConnected(s));
+      }
+      return;
+    }
     if (ev.getEvent() != ZMonitor.Event.DISCONNECTED) {
       return;
     }
@@ -869,6 +884,21 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   /**
+   * Shard thread: the SUB socket finished its handshake with the pod's publisher. A SUB misses what
+   * is published before its subscription reaches the publisher, and a pod that publishes once and
+   * then idles would stay unknown until its next batch; so when nothing has been heard from the pod
+   * yet, everything its replay buffer holds is fetched now. The replay's DEALER connects after this
+   * handshake, so its request reaches the publisher after the subscription did: a batch is either
+   * in the replay or arrives live (held back, then skipped as a duplicate).
+   */
+  private void onConnected(Stream s) {
+    if (s.removed || !running || s.hasSeq || s.replaying || s.replayEndpoint == null) {
+      return;
+    }
+    startReplay(s, 0, OPEN_END, true, "connect", null);
+  }
+
+  /**
    * Hands a replay of [from, to) to the replay executor; until it ends, the pod's live messages are
    * held back ({@link #holdBack}) and the shard thread goes on with other pods.
    *
@@ -926,11 +956,24 @@ public final class KvEventSubscriber implements AutoCloseable {
       s.replayBlockedUntil = nanoClock.getAsLong() + replayCooldownNanos;
       clearAll(s, reason);
     }
-    s.lastSeq = to - 1;
-    s.hasSeq = true;
+    if (to != OPEN_END) {
+      s.lastSeq = to - 1;
+      s.hasSeq = true;
+    } else if (s.replayApplied > 0) {
+      s.lastSeq = s.replayNext - 1;
+      s.hasSeq = true;
+    }
+    // An open-ended catch-up may also have fetched batches that arrived live meanwhile: those
+    // copies are duplicates, not a restart. (A publisher restarting during the catch-up is seen
+    // at its next batch instead.)
+    boolean dedupe = to == OPEN_END && s.replayApplied > 0;
+    long covered = s.lastSeq;
     Message m;
     while (!s.replaying && (m = s.replayBuffer.pollFirst()) != null) {
       replayBuffered.decrementAndGet();
+      if (dedupe && Long.compareUnsigned(m.seq, covered) <= 0) {
+        continue;
+      }
       live(s, m); // may start another replay: the rest stays held back
     }
     if (!s.replaying && s.resyncPending.get()) {
@@ -1045,6 +1088,8 @@ public final class KvEventSubscriber implements AutoCloseable {
       }
     }
     boolean complete = expected == to;
+    s.replayNext = expected;
+    s.replayApplied = applied;
     if (catchUp) {
       metrics.catchUps.increment();
       return complete;
@@ -1205,6 +1250,8 @@ public final class KvEventSubscriber implements AutoCloseable {
     boolean replayCooling;
     long replayBlockedUntil;
     boolean replaying; // shard thread only
+    long replayNext; // written by the replay thread, read by the shard after the hand-back
+    int replayApplied; // likewise
     final ArrayDeque<Message> replayBuffer = new ArrayDeque<>(); // shard thread only
     Runnable afterReplay; // shard thread only: a removal waiting for the replay to end
     // frames refused live for their size and not yet met again in a replay

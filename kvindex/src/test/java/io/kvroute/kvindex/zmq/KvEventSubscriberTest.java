@@ -165,6 +165,27 @@ class KvEventSubscriberTest {
     assertThat(count("kvindex_gaps")).isZero();
   }
 
+  /**
+   * The slow-joiner case: a pod that published before the subscription reached it and then stays
+   * quiet is still indexed, through the catch-up that follows the SUB's handshake.
+   */
+  @Test
+  void aQuietPodIsCaughtUpOnConnectWithoutAnotherBatch() {
+    KvEventPublisher p = publisher("kv@pod-q@m", true);
+    p.publish(stored(21, 22));
+    long last = p.publish(stored(23));
+    KvEventSubscriber sub = track(subscriber().build().start());
+    sub.addPod(PodEndpoint.of("pod-q", p.endpoint()).withReplay(p.replayEndpoint())).join();
+    Await.until("batches published before joining applied", () -> listener.seen("pod-q", last));
+    assertThat(sink.blocks("pod-q")).containsExactlyInAnyOrder(21L, 22L, 23L);
+    Await.until("catch-up counted", () -> count("kvindex_catchups") == 1);
+    // later batches follow in order, with no gap
+    long next = p.publish(stored(24));
+    Await.until("live batch after the catch-up", () -> listener.seen("pod-q", next));
+    assertThat(count("kvindex_gaps")).isZero();
+    assertThat(sink.blocks("pod-q")).contains(24L);
+  }
+
   @Test
   void gapWithoutReplayEndpointClearsThePod() {
     KvEventPublisher p = publisher("t", false);
