@@ -3,7 +3,14 @@ package io.kvroute.kvindex.internal;
 /**
  * Open-addressing (linear probing, backward-shift deletion) map from engine key to request key,
  * with a small flag per entry and approximate-LRU eviction by sampling access stamps. Key 0 is
- * reserved. Not thread-safe: guarded by the index lock.
+ * reserved.
+ *
+ * <p>Memory: 17 bytes per slot ({@code keys[]}, {@code vals[]} and one byte holding the flag and a
+ * 6-bit stamp). The capacity doubles up to {@code maxSize / 0.8}, so a full map costs about 21
+ * bytes per mapping. Stamps count coarse ticks of {@code maxSize / 16} inserts, so ages are
+ * compared over about four turnovers of the map.
+ *
+ * <p>Not thread-safe: guarded by the index lock.
  */
 final class EngineKeyMap {
   static final byte BOUNDARY = 0; // the engine block ends at an index-block boundary
@@ -11,29 +18,32 @@ final class EngineKeyMap {
   static final byte MULTI = 2; // maps to several request keys (see the index's multi map)
 
   private static final int SAMPLES = 8;
+  private static final int FLAG_BITS = 2;
+  private static final int FLAG_MASK = (1 << FLAG_BITS) - 1;
+  private static final int STAMP_MASK = 0xFF >>> FLAG_BITS;
 
   private long[] keys;
   private long[] vals;
-  private byte[] meta;
-  private int[] stamps;
-  private int mask;
+  private byte[] meta; // flag | stamp << FLAG_BITS
   private int size;
   private final int maxSize;
   private final int maxCapacity;
+  private final int tickLen;
+  private int tick;
+  private int sinceTick;
   private long rnd = 0x2545F4914F6CDD1DL;
 
   EngineKeyMap(int maxSize) {
-    this.maxSize = maxSize;
-    this.maxCapacity = InMemoryBlockIndex.tableCapacity(maxSize);
-    alloc(Math.min(1024, maxCapacity));
+    this.maxCapacity = InMemoryBlockIndex.maxCapacity(maxSize);
+    this.maxSize = InMemoryBlockIndex.maxSize(maxSize, maxCapacity);
+    this.tickLen = Math.max(1, this.maxSize / (STAMP_MASK + 1) * 4);
+    alloc(InMemoryBlockIndex.initialCapacity(maxCapacity));
   }
 
   private void alloc(int cap) {
     keys = new long[cap];
     vals = new long[cap];
     meta = new byte[cap];
-    stamps = new int[cap];
-    mask = cap - 1;
   }
 
   int size() {
@@ -42,7 +52,8 @@ final class EngineKeyMap {
 
   int find(long k) {
     long[] ks = keys;
-    int i = InMemoryBlockIndex.spread(k) & mask;
+    int cap = ks.length;
+    int i = InMemoryBlockIndex.home(k, cap);
     while (true) {
       long x = ks[i];
       if (x == k) {
@@ -51,7 +62,9 @@ final class EngineKeyMap {
       if (x == 0) {
         return -1;
       }
-      i = (i + 1) & mask;
+      if (++i == cap) {
+        i = 0;
+      }
     }
   }
 
@@ -60,55 +73,68 @@ final class EngineKeyMap {
   }
 
   byte meta(int slot) {
-    return meta[slot];
+    return (byte) (meta[slot] & FLAG_MASK);
   }
 
-  void touch(int slot, int stamp) {
-    stamps[slot] = stamp;
+  /** Marks the mapping in {@code slot} as used now. */
+  void touch(int slot) {
+    meta[slot] = pack(meta[slot] & FLAG_MASK);
+  }
+
+  private byte pack(int flag) {
+    return (byte) (flag | (tick & STAMP_MASK) << FLAG_BITS);
   }
 
   /**
    * Puts a mapping; returns the key evicted to make room (0 if none) so the caller can drop side
    * data.
    */
-  long put(long k, long v, byte m, int stamp) {
+  long put(long k, long v, byte m) {
     int s = find(k);
     if (s >= 0) {
       vals[s] = v;
-      meta[s] = m;
-      stamps[s] = stamp;
+      meta[s] = pack(m);
       return 0;
     }
     long evicted = 0;
     if (size >= maxSize) {
-      evicted = evictOne(stamp);
-    } else if (size + 1 > (keys.length >> 2) * 3 && keys.length < maxCapacity) {
-      rehash(keys.length * 2);
+      evicted = evictOne();
+    } else if (InMemoryBlockIndex.needsGrowth(size, keys.length, maxCapacity)) {
+      rehash(InMemoryBlockIndex.grownCapacity(keys.length, maxCapacity));
     }
-    int i = InMemoryBlockIndex.spread(k) & mask;
+    int cap = keys.length;
+    int i = InMemoryBlockIndex.home(k, cap);
     while (keys[i] != 0) {
-      i = (i + 1) & mask;
+      if (++i == cap) {
+        i = 0;
+      }
     }
     keys[i] = k;
     vals[i] = v;
-    meta[i] = m;
-    stamps[i] = stamp;
+    meta[i] = pack(m);
     size++;
+    if (++sinceTick >= tickLen) {
+      sinceTick = 0;
+      tick++;
+    }
     return evicted;
   }
 
-  private long evictOne(int now) {
+  private long evictOne() {
+    int cap = keys.length;
     int best = -1;
     int bestAge = -1;
     for (int n = 0; n < SAMPLES; n++) {
       rnd ^= rnd << 13;
       rnd ^= rnd >>> 7;
       rnd ^= rnd << 17;
-      int i = (int) rnd & mask;
+      int i = (int) (((rnd >>> 32) * cap) >>> 32);
       while (keys[i] == 0) {
-        i = (i + 1) & mask;
+        if (++i == cap) {
+          i = 0;
+        }
       }
-      int age = now - stamps[i];
+      int age = (tick - ((meta[i] & 0xFF) >>> FLAG_BITS)) & STAMP_MASK;
       if (age > bestAge) {
         bestAge = age;
         best = i;
@@ -120,20 +146,20 @@ final class EngineKeyMap {
   }
 
   void deleteSlot(int i) {
+    int cap = keys.length;
     int j = i;
     while (true) {
-      j = (j + 1) & mask;
+      if (++j == cap) {
+        j = 0;
+      }
       long k = keys[j];
       if (k == 0) {
         break;
       }
-      int home = InMemoryBlockIndex.spread(k) & mask;
-      // move j to i if home is not cyclically in (i, j]
-      if (((j - home) & mask) >= ((j - i) & mask)) {
+      if (InMemoryBlockIndex.mayShift(InMemoryBlockIndex.home(k, cap), i, j, cap)) {
         keys[i] = k;
         vals[i] = vals[j];
         meta[i] = meta[j];
-        stamps[i] = stamps[j];
         i = j;
       }
     }
@@ -145,25 +171,25 @@ final class EngineKeyMap {
     long[] ok = keys;
     long[] ov = vals;
     byte[] om = meta;
-    int[] os = stamps;
     alloc(cap);
     for (int s = 0; s < ok.length; s++) {
       long k = ok[s];
       if (k != 0) {
-        int i = InMemoryBlockIndex.spread(k) & mask;
+        int i = InMemoryBlockIndex.home(k, cap);
         while (keys[i] != 0) {
-          i = (i + 1) & mask;
+          if (++i == cap) {
+            i = 0;
+          }
         }
         keys[i] = k;
         vals[i] = ov[s];
         meta[i] = om[s];
-        stamps[i] = os[s];
       }
     }
   }
 
   void clear() {
-    alloc(Math.min(1024, maxCapacity));
+    alloc(InMemoryBlockIndex.initialCapacity(maxCapacity));
     size = 0;
   }
 }

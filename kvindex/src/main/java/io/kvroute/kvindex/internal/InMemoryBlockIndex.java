@@ -31,11 +31,20 @@ import org.slf4j.LoggerFactory;
  * The in-memory {@link BlockIndex}.
  *
  * <p><b>Layout.</b> One open-addressing table (linear probing, backward-shift deletion) of request
- * keys in parallel arrays: {@code keys[]}, {@code inline[]} (up to two packed entries), {@code
- * ext[]} (a {@link PodSet} once a key has more than two entries) and {@code stamps[]} (last access,
- * for eviction). An entry is an int: {@code pod << 12 | group << 4 | tier}, pods being small dense
- * ids. A {@code PodSet} with many entries also keeps two pod bitsets (any tier, GPU) so a lookup
- * intersects 64 pods per instruction. Engine keys live in a second table ({@link EngineKeyMap}).
+ * keys in parallel arrays: {@code keys[]}, {@code cells[]} and {@code stamps[]} (one byte: last
+ * access, for eviction). An entry is an int: {@code pod << 12 | group << 4 | tier}, pods being
+ * small dense ids. A key's cell is its entry when it has one (the common case: no other storage),
+ * else an index into {@code pairs[]} (two entries, as two ints) or into {@code sets[]} (a {@link
+ * PodSet} once a key has more than two entries). A {@code PodSet} with many entries also keeps two
+ * pod bitsets (any tier, GPU) so a lookup intersects 64 pods per instruction. Engine keys live in a
+ * second table ({@link EngineKeyMap}: 17 bytes per slot).
+ *
+ * <p><b>Memory.</b> Tables double from 1,024 slots up to {@code maxKeys / 0.8} slots (slots are
+ * picked by multiply-shift, so the last size need not be a power of two): a full index is at load
+ * 0.8. The request-key table costs 13 bytes per slot (16 per key when full), plus 8 bytes per
+ * two-entry key and about 70 per key with more entries; an engine-key mapping about 21 per mapping.
+ * Measured with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included:
+ * about 38 bytes per entry when each block is on one pod and 26 when it is on four.
  *
  * <p><b>Lookup.</b> All keys of the request are resolved to slots first (independent probes the CPU
  * overlaps), then the blocks are scanned in order with an "active pods" bitset; a pod drops out at
@@ -43,9 +52,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Bounds.</b> {@code maxKeys}: when full, an insert evicts the least recently used of 8
  * randomly sampled keys (approximate LRU, like Redis); stamps are refreshed by stores and by lookup
- * hits. {@code maxPodsPerKey}: the oldest entry of the key is dropped. {@code maxEngineKeys}: the
- * same sampled LRU. {@code allBlocksCleared}/{@code removePod} sweep the table: O(capacity) under
- * the write lock (about 30 ms per 10 million keys).
+ * hits. Stamps count coarse ticks of {@code maxKeys / 64} inserts (8 bits: ages compare over about
+ * four turnovers of the table). {@code maxPodsPerKey}: the oldest entry of the key is dropped.
+ * {@code maxEngineKeys}: the same sampled LRU. {@code allBlocksCleared}/{@code removePod} sweep the
+ * table: O(capacity) under the write lock (about 30 ms per 10 million keys).
  *
  * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
  * per call, lookups take the read lock and run concurrently.
@@ -53,7 +63,11 @@ import org.slf4j.LoggerFactory;
 public final class InMemoryBlockIndex implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
   private static final int EMPTY = -1;
-  private static final long EMPTY_INLINE = -1L;
+  private static final int KIND_MASK = 0xC0000000;
+  private static final int PAIR = 0x80000000;
+  private static final int SET = 0xC0000000;
+  private static final int MAX_POOL = 0x3FFFFFFE; // EMPTY is SET | 0x3FFFFFFF
+  private static final int MAX_ARRAY = Integer.MAX_VALUE - 16;
   private static final int MAX_TIERS = 16;
   private static final int SAMPLES = 8;
   private static final int MAX_SIDE_ENTRIES = 1 << 16;
@@ -82,15 +96,25 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   // request-key table
   private long[] keys;
-  private long[] inline;
-  private Object[] ext;
-  private int[] stamps;
-  private int mask;
+  private int[] cells;
+  private byte[] stamps;
   private int size;
   private long entries;
+  private final int maxSize;
   private final int maxCapacity;
+  private final int tickLen;
+  private int tick;
+  private int sinceTick;
   private long rnd = 0x9E3779B97F4A7C15L;
-  private int clock;
+
+  // entries of keys held by two (pairs) or more (sets) entries
+  private int[] pairs = new int[64];
+  private int pairTop;
+  private int pairFree = -1;
+  private PodSet[] sets = new PodSet[16];
+  private int setTop;
+  private int[] setFree = new int[16];
+  private int setFreeCount;
 
   // engine keys
   private final EngineKeyMap engine;
@@ -117,8 +141,10 @@ public final class InMemoryBlockIndex implements BlockIndex {
     for (Map.Entry<String, Double> e : config.tierWeights().entrySet()) {
       addTier(e.getKey(), e.getValue());
     }
-    this.maxCapacity = tableCapacity(config.maxKeys());
-    allocTable(Math.min(1024, maxCapacity));
+    this.maxCapacity = maxCapacity(config.maxKeys());
+    this.maxSize = maxSize(config.maxKeys(), maxCapacity);
+    this.tickLen = Math.max(1, maxSize / 64);
+    allocTable(initialCapacity(maxCapacity));
     this.engine = new EngineKeyMap(config.maxEngineKeys());
     for (String r : List.of("max_keys", "max_pods_per_key", "max_engine_keys")) {
       evictions.put(r, new LongAdder());
@@ -138,18 +164,53 @@ public final class InMemoryBlockIndex implements BlockIndex {
     config.meterRegistry().ifPresent(this::bindMeters);
   }
 
-  static int tableCapacity(int maxEntries) {
-    long need = (long) Math.ceil(maxEntries / 0.75) + 1;
-    int cap = 1;
-    while (cap < need) {
-      cap <<= 1;
-    }
-    return Math.max(cap, 16);
+  // Table sizing, shared with EngineKeyMap. Capacities double from 1024 up to a final capacity of
+  // maxEntries / 0.8 (not a power of two: slots are picked by multiply-shift), so a full table
+  // is at load 0.8 whatever maxEntries is.
+
+  /** The final capacity of a table of at most {@code maxEntries} keys (load 0.8 when full). */
+  static int maxCapacity(int maxEntries) {
+    long cap = (long) maxEntries * 5 / 4 + 2;
+    return (int) Math.max(16, Math.min(cap, MAX_ARRAY));
   }
 
-  static int spread(long k) {
+  /** The number of keys a table of {@code maxCapacity} slots may hold (beyond, it evicts). */
+  static int maxSize(int maxEntries, int maxCapacity) {
+    return (int) Math.min(maxEntries, (long) maxCapacity * 4 / 5);
+  }
+
+  static int initialCapacity(int maxCapacity) {
+    return Math.min(1024, maxCapacity);
+  }
+
+  static boolean needsGrowth(int size, int capacity, int maxCapacity) {
+    return capacity < maxCapacity && (long) (size + 1) * 5 > (long) capacity * 4;
+  }
+
+  static int grownCapacity(int capacity, int maxCapacity) {
+    return (int) Math.min(2L * capacity, maxCapacity);
+  }
+
+  /** Home slot of {@code k} in a table of {@code capacity} slots. */
+  static int home(long k, int capacity) {
     long h = k * 0x9E3779B97F4A7C15L;
-    return (int) (h >>> 32) ^ (int) h;
+    return (int) (((h >>> 32) * capacity) >>> 32);
+  }
+
+  /**
+   * Backward-shift deletion: may the key in {@code j}, homed at {@code home}, move to {@code i}?
+   */
+  static boolean mayShift(int home, int i, int j, int capacity) {
+    // yes unless home is cyclically in (i, j]
+    int fromHome = j - home;
+    if (fromHome < 0) {
+      fromHome += capacity;
+    }
+    int fromHole = j - i;
+    if (fromHole < 0) {
+      fromHole += capacity;
+    }
+    return fromHome >= fromHole;
   }
 
   private static <V> LinkedHashMap<Long, V> boundedMap() {
@@ -291,9 +352,8 @@ public final class InMemoryBlockIndex implements BlockIndex {
         return;
       }
       int tier = tierId(medium);
-      int now = ++clock;
       if (tokenIds == null || tokenIds.length == 0 || blockSize <= 0) {
-        tierUpdate(pod, engineHashes, tier, groupIdx, now);
+        tierUpdate(pod, engineHashes, tier, groupIdx);
         return;
       }
       storeWithTokens(
@@ -306,14 +366,13 @@ public final class InMemoryBlockIndex implements BlockIndex {
           loraName,
           tier,
           groupIdx,
-          extraKeys,
-          now);
+          extraKeys);
     } finally {
       lock.unlockWrite(stamp);
     }
   }
 
-  private void tierUpdate(int pod, long[] hashes, int tier, int group, int now) {
+  private void tierUpdate(int pod, long[] hashes, int tier, int group) {
     for (long h : hashes) {
       long ek = engineKey(h, group);
       int es = engine.find(ek);
@@ -321,7 +380,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
         drop("unknown_engine_key", 1);
         continue;
       }
-      engine.touch(es, now);
+      engine.touch(es);
       if (engine.meta(es) == EngineKeyMap.MULTI) {
         long[] rks = multi.get(ek);
         if (rks == null) {
@@ -329,10 +388,10 @@ public final class InMemoryBlockIndex implements BlockIndex {
           continue;
         }
         for (long rk : rks) {
-          addEntry(rk, entry(pod, group, tier), now);
+          addEntry(rk, entry(pod, group, tier));
         }
       } else {
-        addEntry(engine.value(es), entry(pod, group, tier), now);
+        addEntry(engine.value(es), entry(pod, group, tier));
       }
       blocksStored.increment();
     }
@@ -348,8 +407,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       String lora,
       int tier,
       int group,
-      List<?> extraKeys,
-      int now) {
+      List<?> extraKeys) {
     int n = hashes.length;
     int ibs = config.blockSize();
     if (bs % ibs != 0 && ibs % bs != 0) {
@@ -390,7 +448,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
           return;
         }
         parentKey = engine.value(es);
-        engine.touch(es, now);
+        engine.touch(es);
       }
     }
     int p = pending == null ? 0 : pending.length;
@@ -425,14 +483,14 @@ public final class InMemoryBlockIndex implements BlockIndex {
         continue; // its index block is not complete yet (pending below)
       }
       for (int j = jFrom; j <= jTo; j++) {
-        addEntry(rk[j], entry(pod, group, tier), now);
+        addEntry(rk[j], entry(pod, group, tier));
       }
       long evicted;
       if (jFrom == jTo) {
         evicted =
-            engine.put(ek, rk[jTo], end % ibs == 0 ? EngineKeyMap.BOUNDARY : EngineKeyMap.MID, now);
+            engine.put(ek, rk[jTo], end % ibs == 0 ? EngineKeyMap.BOUNDARY : EngineKeyMap.MID);
       } else {
-        evicted = engine.put(ek, rk[jTo], EngineKeyMap.MULTI, now);
+        evicted = engine.put(ek, rk[jTo], EngineKeyMap.MULTI);
         multi.put(ek, Arrays.copyOfRange(rk, jFrom, jTo + 1));
       }
       if (evicted != 0) {
@@ -476,7 +534,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
         return;
       }
       int tier = tierId(medium);
-      clock++;
       int e = entry(pod, groupIdx, tier);
       for (long h : engineHashes) {
         long ek = engineKey(h, groupIdx);
@@ -545,17 +602,14 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   private void allocTable(int cap) {
     keys = new long[cap];
-    inline = new long[cap];
-    Arrays.fill(inline, EMPTY_INLINE);
-    ext = new Object[cap];
-    stamps = new int[cap];
-    mask = cap - 1;
+    cells = new int[cap];
+    stamps = new byte[cap];
   }
 
   private int find(long k) {
     long[] ks = keys;
-    int m = mask;
-    int i = spread(k) & m;
+    int cap = ks.length;
+    int i = home(k, cap);
     while (true) {
       long x = ks[i];
       if (x == k) {
@@ -564,40 +618,51 @@ public final class InMemoryBlockIndex implements BlockIndex {
       if (x == 0) {
         return -1;
       }
-      i = (i + 1) & m;
+      if (++i == cap) {
+        i = 0;
+      }
     }
   }
 
-  private int insert(long k, int now) {
-    if (size >= config.maxKeys()) {
-      evictKey(now);
-    } else if (size + 1 > (keys.length >> 2) * 3 && keys.length < maxCapacity) {
-      rehash(keys.length * 2);
+  private int insert(long k) {
+    if (size >= maxSize) {
+      evictKey();
+    } else if (needsGrowth(size, keys.length, maxCapacity)) {
+      rehash(grownCapacity(keys.length, maxCapacity));
     }
-    int i = spread(k) & mask;
+    int cap = keys.length;
+    int i = home(k, cap);
     while (keys[i] != 0) {
-      i = (i + 1) & mask;
+      if (++i == cap) {
+        i = 0;
+      }
     }
     keys[i] = k;
-    inline[i] = EMPTY_INLINE;
-    ext[i] = null;
-    stamps[i] = now;
+    cells[i] = EMPTY;
+    stamps[i] = (byte) tick;
     size++;
+    if (++sinceTick >= tickLen) {
+      sinceTick = 0;
+      tick++;
+    }
     return i;
   }
 
-  private void evictKey(int now) {
+  private void evictKey() {
+    int cap = keys.length;
     int best = -1;
     int bestAge = -1;
     for (int n = 0; n < SAMPLES; n++) {
       rnd ^= rnd << 13;
       rnd ^= rnd >>> 7;
       rnd ^= rnd << 17;
-      int i = (int) rnd & mask;
+      int i = (int) (((rnd >>> 32) * cap) >>> 32);
       while (keys[i] == 0) {
-        i = (i + 1) & mask;
+        if (++i == cap) {
+          i = 0;
+        }
       }
-      int age = now - stamps[i];
+      int age = (tick - stamps[i]) & 0xFF;
       if (age > bestAge) {
         bestAge = age;
         best = i;
@@ -609,24 +674,27 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void dropAllEntries(int slot) {
-    Object x = ext[slot];
-    if (x == null) {
-      long v = inline[slot];
-      countRemoved((int) (v >>> 32));
-      countRemoved((int) v);
-    } else {
-      PodSet ps = (PodSet) x;
+    int c = cells[slot];
+    if (c >= 0) {
+      countRemoved(c);
+    } else if (isPair(c)) {
+      int r = index(c);
+      countRemoved(pairs[2 * r]);
+      countRemoved(pairs[2 * r + 1]);
+      freePair(r);
+    } else if (c != EMPTY) {
+      PodSet ps = sets[index(c)];
       for (int i = 0; i < ps.n; i++) {
         countRemoved(ps.e[i]);
       }
+      freeSet(index(c));
     }
+    cells[slot] = EMPTY;
   }
 
   private void countRemoved(int e) {
-    if (e != EMPTY) {
-      podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]--;
-      entries--;
-    }
+    podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]--;
+    entries--;
   }
 
   private void countAdded(int e) {
@@ -635,104 +703,169 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void deleteSlot(int i) {
+    int cap = keys.length;
     int j = i;
     while (true) {
-      j = (j + 1) & mask;
+      if (++j == cap) {
+        j = 0;
+      }
       long k = keys[j];
       if (k == 0) {
         break;
       }
-      int home = spread(k) & mask;
-      if (((j - home) & mask) >= ((j - i) & mask)) {
+      if (mayShift(home(k, cap), i, j, cap)) {
         keys[i] = k;
-        inline[i] = inline[j];
-        ext[i] = ext[j];
+        cells[i] = cells[j];
         stamps[i] = stamps[j];
         i = j;
       }
     }
     keys[i] = 0;
-    inline[i] = EMPTY_INLINE;
-    ext[i] = null;
+    cells[i] = EMPTY;
     size--;
   }
 
   private void rehash(int cap) {
     long[] ok = keys;
-    long[] oi = inline;
-    Object[] oe = ext;
-    int[] os = stamps;
+    int[] oc = cells;
+    byte[] os = stamps;
     allocTable(cap);
     for (int s = 0; s < ok.length; s++) {
       long k = ok[s];
       if (k != 0) {
-        int i = spread(k) & mask;
+        int i = home(k, cap);
         while (keys[i] != 0) {
-          i = (i + 1) & mask;
+          if (++i == cap) {
+            i = 0;
+          }
         }
         keys[i] = k;
-        inline[i] = oi[s];
-        ext[i] = oe[s];
+        cells[i] = oc[s];
         stamps[i] = os[s];
       }
     }
   }
 
-  private void addEntry(long rk, int e, int now) {
+  // cells: an entry (>= 0), PAIR | index into pairs[] (two entries, oldest first), SET | index
+  // into sets[] (a PodSet), or EMPTY (no key)
+
+  private static boolean isPair(int cell) {
+    return (cell & KIND_MASK) == PAIR;
+  }
+
+  private static int index(int cell) {
+    return cell & ~KIND_MASK;
+  }
+
+  private int allocPair(int a, int b) {
+    int r;
+    if (pairFree >= 0) {
+      r = pairFree;
+      pairFree = pairs[2 * r];
+    } else {
+      r = pairTop++;
+      if (2 * r + 1 >= pairs.length) {
+        pairs = Arrays.copyOf(pairs, grow(pairs.length, 2 * r + 2));
+      }
+    }
+    pairs[2 * r] = a;
+    pairs[2 * r + 1] = b;
+    return PAIR | r;
+  }
+
+  private void freePair(int r) {
+    pairs[2 * r] = pairFree;
+    pairFree = r;
+  }
+
+  private int allocSet(PodSet ps) {
+    int r;
+    if (setFreeCount > 0) {
+      r = setFree[--setFreeCount];
+    } else {
+      r = setTop++;
+      if (r >= sets.length) {
+        sets = Arrays.copyOf(sets, grow(sets.length, r + 1));
+      }
+    }
+    sets[r] = ps;
+    return SET | r;
+  }
+
+  private void freeSet(int r) {
+    sets[r] = null;
+    if (setFreeCount == setFree.length) {
+      setFree = Arrays.copyOf(setFree, grow(setFree.length, setFreeCount + 1));
+    }
+    setFree[setFreeCount++] = r;
+  }
+
+  private static int grow(int length, int need) {
+    long n = Math.max((long) need, length + (length >> 1) + 16);
+    if (n > MAX_POOL) {
+      throw new IllegalStateException("kvindex: more than " + MAX_POOL + " multi-pod keys");
+    }
+    return (int) n;
+  }
+
+  private void addEntry(long rk, int e) {
     int slot = find(rk);
     if (slot < 0) {
-      slot = insert(rk, now);
+      slot = insert(rk);
     } else {
-      stamps[slot] = now;
+      stamps[slot] = (byte) tick;
     }
-    Object x = ext[slot];
-    if (x == null) {
-      long v = inline[slot];
-      int a = (int) (v >>> 32);
-      int b = (int) v;
+    int c = cells[slot];
+    int max = config.maxPodsPerKey();
+    if (c == EMPTY) {
+      cells[slot] = e;
+    } else if (c >= 0) {
+      if (c == e) {
+        return;
+      }
+      if (max <= 1) {
+        dropOldest(c);
+        cells[slot] = e;
+      } else {
+        cells[slot] = allocPair(c, e);
+      }
+    } else if (isPair(c)) {
+      int r = index(c);
+      int a = pairs[2 * r];
+      int b = pairs[2 * r + 1];
       if (a == e || b == e) {
         return;
       }
-      int count = (a != EMPTY ? 1 : 0) + (b != EMPTY ? 1 : 0);
-      if (count >= config.maxPodsPerKey()) {
-        // drop the oldest (a), shift b into a
-        countRemoved(a);
-        evictions.get("max_pods_per_key").increment();
-        a = b;
-        b = EMPTY;
-        count--;
-      }
-      if (a == EMPTY) {
-        inline[slot] = pack(e, b);
-      } else if (b == EMPTY) {
-        inline[slot] = pack(a, e);
+      if (max <= 2) {
+        dropOldest(a);
+        pairs[2 * r] = b;
+        pairs[2 * r + 1] = e;
       } else {
         PodSet ps = new PodSet();
         ps.add(a, podHigh);
         ps.add(b, podHigh);
         ps.add(e, podHigh);
-        ext[slot] = ps;
-        inline[slot] = EMPTY_INLINE;
+        freePair(r);
+        cells[slot] = allocSet(ps);
       }
-      countAdded(e);
     } else {
-      PodSet ps = (PodSet) x;
+      PodSet ps = sets[index(c)];
       if (ps.indexOf(e) >= 0) {
         return;
       }
-      if (ps.n >= config.maxPodsPerKey()) {
+      if (ps.n >= max) {
         int old = ps.e[0];
         ps.removeAt(0);
-        countRemoved(old);
-        evictions.get("max_pods_per_key").increment();
+        dropOldest(old);
       }
       ps.add(e, podHigh);
-      countAdded(e);
     }
+    countAdded(e);
   }
 
-  private static long pack(int a, int b) {
-    return ((long) a << 32) | (b & 0xFFFFFFFFL);
+  private void dropOldest(int e) {
+    countRemoved(e);
+    evictions.get("max_pods_per_key").increment();
   }
 
   private void removeEntry(long rk, int e) {
@@ -740,30 +873,37 @@ public final class InMemoryBlockIndex implements BlockIndex {
     if (slot < 0) {
       return;
     }
-    Object x = ext[slot];
+    int c = cells[slot];
     boolean empty;
-    if (x == null) {
-      long v = inline[slot];
-      int a = (int) (v >>> 32);
-      int b = (int) v;
+    if (c >= 0) {
+      if (c != e) {
+        return;
+      }
+      empty = true;
+    } else if (isPair(c)) {
+      int r = index(c);
+      int a = pairs[2 * r];
+      int b = pairs[2 * r + 1];
       if (a == e) {
-        a = b;
-        b = EMPTY;
+        cells[slot] = b;
       } else if (b == e) {
-        b = EMPTY;
+        cells[slot] = a;
       } else {
         return;
       }
-      inline[slot] = pack(a, b);
-      empty = a == EMPTY;
+      freePair(r);
+      empty = false;
     } else {
-      PodSet ps = (PodSet) x;
+      PodSet ps = sets[index(c)];
       int i = ps.indexOf(e);
       if (i < 0) {
         return;
       }
       ps.removeAt(i);
       empty = ps.n == 0;
+      if (empty) {
+        freeSet(index(c));
+      }
     }
     countRemoved(e);
     if (empty) {
@@ -778,25 +918,32 @@ public final class InMemoryBlockIndex implements BlockIndex {
         i++;
         continue;
       }
-      boolean empty;
-      Object x = ext[i];
-      if (x == null) {
-        long v = inline[i];
-        int a = (int) (v >>> 32);
-        int b = (int) v;
-        if (b != EMPTY && podOf(b) == pod) {
-          countRemoved(b);
-          b = EMPTY;
+      int c = cells[i];
+      boolean empty = false;
+      if (c >= 0) {
+        if (podOf(c) == pod) {
+          countRemoved(c);
+          empty = true;
         }
-        if (a != EMPTY && podOf(a) == pod) {
-          countRemoved(a);
-          a = b;
-          b = EMPTY;
+      } else if (isPair(c)) {
+        int r = index(c);
+        int a = pairs[2 * r];
+        int b = pairs[2 * r + 1];
+        boolean dropA = podOf(a) == pod;
+        boolean dropB = podOf(b) == pod;
+        if (dropA || dropB) {
+          freePair(r);
+          if (dropA) {
+            countRemoved(a);
+          }
+          if (dropB) {
+            countRemoved(b);
+          }
+          empty = dropA && dropB;
+          cells[i] = empty ? EMPTY : dropA ? b : a;
         }
-        inline[i] = pack(a, b);
-        empty = a == EMPTY;
       } else {
-        PodSet ps = (PodSet) x;
+        PodSet ps = sets[index(c)];
         for (int k = ps.n - 1; k >= 0; k--) {
           if (podOf(ps.e[k]) == pod) {
             countRemoved(ps.e[k]);
@@ -804,6 +951,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
           }
         }
         empty = ps.n == 0;
+        if (empty) {
+          freeSet(index(c));
+        }
       }
       if (empty) {
         deleteSlot(i); // re-examine i: a later key may have moved into it
@@ -874,8 +1024,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
         // phase 1: resolve every key to its slot before scanning
         int[] slots = s.slots;
         int n = 0;
-        long[] ks = keys;
-        Object[] ex = ext;
+        int[] cs = cells;
+        int[] pr = pairs;
+        PodSet[] ss = sets;
         int touch = 0;
         while (n < numKeys) {
           int sl = find(requestKeys[n]);
@@ -883,22 +1034,23 @@ public final class InMemoryBlockIndex implements BlockIndex {
             break;
           }
           slots[n++] = sl;
-          Object x = ex[sl];
-          if (x != null) {
-            touch += ((PodSet) x).n;
+          int c = cs[sl];
+          if (c < 0) {
+            touch += isPair(c) ? pr[2 * index(c)] : ss[index(c)].n;
           }
         }
         s.sink = touch;
         // phase 2: scan in order; [lo, hi) bounds the non-zero words of active
-        int now = clock;
+        byte now = (byte) tick;
+        byte[] st = stamps;
         int lo = 0;
         int hi = words;
         int b = 0;
         for (; b < n && activeCount > 0; b++) {
           int sl = slots[b];
-          stamps[sl] = now;
-          Object x = ex[sl];
-          PodSet ps = x == null ? null : (PodSet) x;
+          st[sl] = now;
+          int c = cs[sl];
+          PodSet ps = c < 0 && !isPair(c) ? ss[index(c)] : null;
           long[] any;
           long[] gpu;
           int lim;
@@ -912,10 +1064,11 @@ public final class InMemoryBlockIndex implements BlockIndex {
             lim = hi;
             Arrays.fill(next, lo, hi, 0);
             Arrays.fill(gnext, lo, hi, 0);
-            if (ps == null) {
-              long v = inline[sl];
-              mark((int) (v >>> 32), active, next, gnext);
-              mark((int) v, active, next, gnext);
+            if (c >= 0) {
+              mark(c, active, next, gnext);
+            } else if (ps == null) {
+              mark(pr[2 * index(c)], active, next, gnext);
+              mark(pr[2 * index(c) + 1], active, next, gnext);
             } else {
               for (int k = 0; k < ps.n; k++) {
                 mark(ps.e[k], active, next, gnext);
@@ -941,7 +1094,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
               long nonGpu = nx & ~gpu[w];
               while (nonGpu != 0) {
                 int p = (w << 6) + Long.numberOfTrailingZeros(nonGpu);
-                writer.addTierBlocks(into, posOf[p], bestTier(sl, ps, p), 1);
+                writer.addTierBlocks(into, posOf[p], bestTier(c, ps, p), 1);
                 nonGpu &= nonGpu - 1;
               }
               if (newLo < 0) {
@@ -1001,7 +1154,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
           posOf[p] = -1;
         }
       }
-      clock++;
     } finally {
       lock.unlockRead(stamp);
     }
@@ -1009,9 +1161,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private static void mark(int e, long[] active, long[] next, long[] gnext) {
-    if (e == EMPTY) {
-      return;
-    }
     int p = podOf(e);
     int w = p >>> 6;
     long bit = 1L << p;
@@ -1024,12 +1173,13 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   /** Best (highest-weight) tier of pod {@code p} in a slot, GPU excluded (caller checked). */
-  private int bestTier(int slot, PodSet ps, int p) {
+  private int bestTier(int cell, PodSet ps, int p) {
     int best = -1;
-    if (ps == null) {
-      long v = inline[slot];
-      best = better(best, (int) (v >>> 32), p);
-      best = better(best, (int) v, p);
+    if (cell >= 0) {
+      best = better(best, cell, p);
+    } else if (ps == null) {
+      best = better(best, pairs[2 * index(cell)], p);
+      best = better(best, pairs[2 * index(cell) + 1], p);
     } else {
       for (int k = 0; k < ps.n; k++) {
         best = better(best, ps.e[k], p);
@@ -1039,7 +1189,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private int better(int best, int e, int p) {
-    if (e == EMPTY || podOf(e) != p) {
+    if (podOf(e) != p) {
       return best;
     }
     int t = tierOf(e);
