@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * 0.8. The request-key table costs 13 bytes per slot (16 per key when full), plus 8 bytes per
  * two-entry key and about 70 per key with more entries; an engine-key mapping about 21 per mapping.
  * Measured with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included:
- * about 38 bytes per entry when each block is on one pod and 26 when it is on four.
+ * about 38 bytes per entry when each block is on one pod, 24 on two and 27 on four.
  *
  * <p><b>Lookup.</b> All keys of the request are resolved to slots first (independent probes the CPU
  * overlaps), then the blocks are scanned in order with an "active pods" bitset; a pod drops out at
