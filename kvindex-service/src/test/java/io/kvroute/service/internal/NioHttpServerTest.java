@@ -164,6 +164,17 @@ class NioHttpServerTest {
     return read(s, false);
   }
 
+  /** Polls {@code condition} until it holds, failing after 5 s. */
+  private static void await(String what, java.util.function.BooleanSupplier condition) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting until " + what);
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+    }
+  }
+
   private static boolean closedByServer(Socket s) throws IOException {
     try {
       return s.getInputStream().read() < 0;
@@ -401,10 +412,7 @@ class NioHttpServerTest {
     assertThat(registry.get("kvservice_http_connections_rejected_total").counter().count())
         .isEqualTo(1.0);
     a.close();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (server.connections() > 1 && System.nanoTime() < deadline) {
-      Thread.sleep(10);
-    }
+    await("the closed connection is forgotten", () -> server.connections() <= 1);
     Socket d = connect();
     send(d, "GET /d HTTP/1.1\r\n\r\n");
     assertThat(read(d).body()).isEqualTo("GET /d 0 ");
@@ -461,7 +469,7 @@ class NioHttpServerTest {
     start();
     Socket s = connect();
     send(s, "GET /big HTTP/1.1\r\n\r\nGET /after HTTP/1.1\r\n\r\n");
-    Thread.sleep(200); // the server fills the socket and waits for it to drain
+    // 16 MiB exceeds the socket buffers: the server must finish the answer across partial writes
     Response r = read(s);
     assertThat(r.body()).hasSize(16 << 20);
     for (int i = 0; i < r.body().length(); i += 4099) {
@@ -481,10 +489,7 @@ class NioHttpServerTest {
     Socket a = connect();
     send(a, "POST /async HTTP/1.1\r\nContent-Length: 1\r\n\r\nq");
     a.close(); // the asynchronous answer finds the connection gone
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (server.connections() > 0 && System.nanoTime() < deadline) {
-      Thread.sleep(10);
-    }
+    await("every connection is forgotten", () -> server.connections() == 0);
     assertThat(server.connections()).isZero();
   }
 
