@@ -4,15 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvroute.kvindex.event.KvEventBatch;
 import io.kvroute.kvindex.event.KvEventCodec;
+import io.kvroute.kvindex.vectors.GoldenVectors;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -96,19 +94,9 @@ final class TestSupport {
     return t;
   }
 
+  /** A golden vector file from kvindex's test-jar (vLLM's own hashes and payloads). */
   static JsonNode vectors(String name) {
-    String base = System.getProperty("basedir", System.getProperty("user.dir"));
-    for (Path p = Paths.get(base).toAbsolutePath(); p != null; p = p.getParent()) {
-      Path v = p.resolve("shared").resolve("vectors").resolve(name);
-      if (Files.isRegularFile(v)) {
-        try {
-          return JSON.readTree(v.toFile());
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      }
-    }
-    throw new IllegalStateException("vector file " + name + " not found above " + base);
+    return GoldenVectors.read(name);
   }
 
   /** One received PUB message. */

@@ -1,6 +1,6 @@
 package io.kvroute.kvindex.event;
 
-import static io.kvroute.kvindex.event.TestVectors.hex;
+import static io.kvroute.kvindex.vectors.GoldenVectors.hex;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;

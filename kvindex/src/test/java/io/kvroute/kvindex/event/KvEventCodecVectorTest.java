@@ -1,10 +1,11 @@
 package io.kvroute.kvindex.event;
 
-import static io.kvroute.kvindex.event.TestVectors.hex;
+import static io.kvroute.kvindex.vectors.GoldenVectors.hex;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvroute.kvindex.vectors.GoldenVectors;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -19,7 +20,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 class KvEventCodecVectorTest {
 
   static Stream<Arguments> vectors() {
-    JsonNode root = TestVectors.read("kv_events_msgpack.json");
+    JsonNode root = GoldenVectors.read("kv_events_msgpack.json");
     List<Arguments> out = new ArrayList<>();
     for (JsonNode v : root.get("vectors")) {
       out.add(Arguments.of(v.get("name").asText(), v));

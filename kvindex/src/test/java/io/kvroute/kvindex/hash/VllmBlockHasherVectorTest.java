@@ -3,6 +3,7 @@ package io.kvroute.kvindex.hash;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvroute.kvindex.vectors.GoldenVectors;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -46,7 +47,7 @@ class VllmBlockHasherVectorTest {
 
   @TestFactory
   Stream<DynamicTest> noneHashTable() {
-    JsonNode t = VectorFiles.read("none_hash_table.json").get("none_hash");
+    JsonNode t = GoldenVectors.read("none_hash_table.json").get("none_hash");
     List<DynamicTest> tests = new ArrayList<>();
     for (Map.Entry<String, JsonNode> seed : t.properties()) {
       for (Map.Entry<String, JsonNode> alg : seed.getValue().properties()) {
@@ -80,7 +81,7 @@ class VllmBlockHasherVectorTest {
             "hash_sha256_cbor_seed0.json",
             "hash_xxhash_seed0.json",
             "hash_xxhash_cbor_seed0.json")) {
-      JsonNode root = VectorFiles.read(file);
+      JsonNode root = GoldenVectors.read(file);
       for (JsonNode c : root.get("cases")) {
         tests.add(
             DynamicTest.dynamicTest(
@@ -129,7 +130,7 @@ class VllmBlockHasherVectorTest {
 
   @TestFactory
   Stream<DynamicTest> directBlockHashes() {
-    JsonNode root = VectorFiles.read("hash_block_tokens_direct_seed0.json");
+    JsonNode root = GoldenVectors.read("hash_block_tokens_direct_seed0.json");
     int[] tokens = ints(root.get("token_ids"));
     String seed = root.get("pythonhashseed").asText();
     List<DynamicTest> tests = new ArrayList<>();
@@ -162,7 +163,7 @@ class VllmBlockHasherVectorTest {
 
   @TestFactory
   Stream<DynamicTest> legacy64BitChain() {
-    JsonNode root = VectorFiles.read("hash_legacy_sha256_cbor_64bit_seed0.json");
+    JsonNode root = GoldenVectors.read("hash_legacy_sha256_cbor_64bit_seed0.json");
     List<DynamicTest> tests = new ArrayList<>();
     for (JsonNode c : root.get("cases")) {
       tests.add(

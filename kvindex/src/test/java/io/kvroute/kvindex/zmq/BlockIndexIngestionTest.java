@@ -10,7 +10,7 @@ import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.event.KvEventBatch;
 import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.event.KvEventSink;
-import io.kvroute.kvindex.event.TestVectors;
+import io.kvroute.kvindex.vectors.GoldenVectors;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -25,9 +25,9 @@ class BlockIndexIngestionTest {
     // vector A5_store_two_blocks: two root blocks of 16 tokens each
     byte[] payload = null;
     for (com.fasterxml.jackson.databind.JsonNode v :
-        TestVectors.read("kv_events_msgpack.json").get("vectors")) {
+        GoldenVectors.read("kv_events_msgpack.json").get("vectors")) {
       if (v.get("name").asText().equals("A5_store_two_blocks")) {
-        payload = TestVectors.hex(v.get("payload_hex").asText());
+        payload = GoldenVectors.hex(v.get("payload_hex").asText());
       }
     }
     assertThat(payload).as("vector A5_store_two_blocks").isNotNull();

@@ -3,7 +3,7 @@ package io.kvroute.kvindex.zmq;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kvroute.kvindex.event.TestVectors;
+import io.kvroute.kvindex.vectors.GoldenVectors;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +20,7 @@ class KvEventPublisherCaptureTest {
   @ParameterizedTest
   @ValueSource(ints = {0, 1})
   void liveAndReplayFramesMatchTheCapture(int run) {
-    JsonNode capture = TestVectors.read("zmq_frames_capture.json").get("runs").get(run);
+    JsonNode capture = GoldenVectors.read("zmq_frames_capture.json").get("runs").get(run);
     KvEventPublisher.ReplyFormat format =
         capture.get("variant").asText().equals("legacy")
             ? KvEventPublisher.ReplyFormat.LEGACY
@@ -28,7 +28,8 @@ class KvEventPublisherCaptureTest {
     JsonNode live = capture.get("live_sub_frames");
     String topic =
         new String(
-            TestVectors.hex(live.get(0).get(0).asText()), java.nio.charset.StandardCharsets.UTF_8);
+            GoldenVectors.hex(live.get(0).get(0).asText()),
+            java.nio.charset.StandardCharsets.UTF_8);
     try (ZContext ctx = new ZContext(1);
         KvEventPublisher p =
             KvEventPublisher.builder()
@@ -52,7 +53,7 @@ class KvEventPublisherCaptureTest {
       int next = 0;
       while (received.isEmpty()) {
         assertThat(System.nanoTime()).as("SUB joined").isLessThan(deadline);
-        p.publishPayload(TestVectors.hex(live.get(0).get(2).asText()));
+        p.publishPayload(GoldenVectors.hex(live.get(0).get(2).asText()));
         next++;
         List<String> m = receive(sub);
         if (m != null) {
@@ -61,7 +62,7 @@ class KvEventPublisherCaptureTest {
       }
       long firstSeen = Long.parseLong(received.get(0).get(1), 16);
       for (int i = 1; i < live.size(); i++) {
-        p.publishPayload(TestVectors.hex(live.get(i).get(2).asText()));
+        p.publishPayload(GoldenVectors.hex(live.get(i).get(2).asText()));
       }
       while (received.size() < (next - firstSeen) + live.size() - 1) {
         List<String> m = receive(sub);
@@ -134,9 +135,9 @@ class KvEventPublisherCaptureTest {
       return null;
     }
     List<String> frames = new ArrayList<>();
-    frames.add(TestVectors.hex(f));
+    frames.add(GoldenVectors.hex(f));
     while (s.hasReceiveMore()) {
-      frames.add(TestVectors.hex(s.recv()));
+      frames.add(GoldenVectors.hex(s.recv()));
     }
     return frames;
   }
