@@ -67,7 +67,9 @@ import picocli.CommandLine.Option;
 @Command(
     name = "gateway",
     mixinStandardHelpOptions = true,
-    description = "A reference OpenAI gateway routed by KvRouter (the example a Java team copies).")
+    header = "Runs a reference OpenAI gateway routed by KvRouter.",
+    description =
+        "Serves /v1/completions and /v1/chat/completions through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
 final class GatewayCommand implements Callable<Integer> {
 
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
@@ -220,7 +222,8 @@ final class GatewayCommand implements Callable<Integer> {
     } catch (RuntimeException e) {
       spec.commandLine()
           .getErr()
-          .println("kvroute gateway: invalid --config " + config + ": " + e.getMessage());
+          .println(
+              "kvroute gateway: invalid --config " + config + ": " + Main.oneLine(e.getMessage()));
       return 2;
     }
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);

@@ -21,22 +21,22 @@ import picocli.CommandLine.Option;
 @Command(
     name = "proxy",
     mixinStandardHelpOptions = true,
-    description = {
-      "A standalone PD proxy for /v1/completions and /v1/chat/completions (streaming and not),",
-      "a drop-in for vLLM's reference disaggregation proxies. Pairs are chosen round-robin;",
-      "a failing pair is retried on the next one before the first byte reaches the client."
-    })
+    header = "Runs a standalone prefill/decode (PD) disaggregation proxy.",
+    description =
+        "Serves /v1/completions and /v1/chat/completions (streaming and not) as a drop-in for vLLM's reference disaggregation proxies. Pairs are chosen round-robin; a failing pair is retried on the next one before the first byte reaches the client.")
 final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
 
   @Option(
       names = "--connector",
       defaultValue = "http",
-      description = "Connector type (found with ServiceLoader): ${COMPLETION-CANDIDATES}")
+      completionCandidates = Main.ConnectorTypes.class,
+      description = "Connector type, one of: ${COMPLETION-CANDIDATES}")
   String connector;
 
   @Option(
       names = "--prefill",
       split = ",",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description = "Prefill base URLs, comma separated (none: decode only)")
   List<String> prefill = new ArrayList<>();
 
@@ -67,6 +67,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
 
   @Option(
       names = "--param",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description =
           "Connector parameter KEY=VALUE (repeatable), e.g. --param rewriteLocalhost=true")
   java.util.Map<String, String> params = new java.util.LinkedHashMap<>();
