@@ -2,6 +2,7 @@ package io.kvroute.connector.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
@@ -12,7 +13,6 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.internal.Futures;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.ZonedDateTime;
@@ -297,7 +297,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected static <A, B> CompletableFuture<B> cancellable(
       CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
-    return Futures.composeCancellable(first, next);
+    return CancellableFutures.compose(first, next);
   }
 
   /** A decode request to {@code endpoint} with {@code body}. */

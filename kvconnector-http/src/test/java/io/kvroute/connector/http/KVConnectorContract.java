@@ -581,7 +581,7 @@ public abstract class KVConnectorContract {
   }
 
   /** Reads an HTTP/1.1 request head and its Content-Length body from {@code in}. */
-  protected static void readRequest(java.io.InputStream in) throws IOException {
+  public static void readRequest(java.io.InputStream in) throws IOException {
     StringBuilder head = new StringBuilder();
     while (!head.toString().endsWith("\r\n\r\n")) {
       int c = in.read();

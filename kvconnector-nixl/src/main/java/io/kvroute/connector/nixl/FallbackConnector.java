@@ -1,5 +1,6 @@
 package io.kvroute.connector.nixl;
 
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
@@ -7,7 +8,6 @@ import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
-import io.kvroute.connector.internal.Futures;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -237,7 +237,7 @@ public final class FallbackConnector extends AbstractHttpConnector {
     f.whenComplete(
         (d, t) -> {
           if (t != null) {
-            Throwable cause = Futures.unwrap(t);
+            Throwable cause = CancellableFutures.unwrap(t);
             if (pd.disaggregated()
                 && index < members.size() - 1
                 && doesNotSpeak(cause)

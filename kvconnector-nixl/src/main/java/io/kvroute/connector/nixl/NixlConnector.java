@@ -42,10 +42,10 @@ import java.util.concurrent.CompletableFuture;
  * </ol>
  *
  * <p>Both legs carry the same {@code X-Request-Id} (the request's id; {@link
- * io.kvroute.connector.PdOrchestrator} mints a fresh one per attempt) and the client's headers
- * minus routing and hop-by-hop headers. Client-supplied {@code kv_transfer_params}, {@code
- * bootstrap_*} and {@code disaggregated_params} never reach either pod (the reference proxy would
- * pass them on when the prefill returns none; spec §8.3 says not to).
+ * io.kvroute.pd.PdOrchestrator} mints a fresh one per attempt) and the client's headers minus
+ * routing and hop-by-hop headers. Client-supplied {@code kv_transfer_params}, {@code bootstrap_*}
+ * and {@code disaggregated_params} never reach either pod (the reference proxy would pass them on
+ * when the prefill returns none; spec §8.3 says not to).
  *
  * <p>Parameters (the {@code config:} block of {@code kvConnector}):
  *

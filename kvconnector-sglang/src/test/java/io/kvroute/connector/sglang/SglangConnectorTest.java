@@ -226,8 +226,8 @@ class SglangConnectorTest extends KVConnectorContract {
       Endpoint p1 =
           new Endpoint("p1", "http", "127.0.0.1", failing.getPort(), Endpoint.Role.PREFILL, null);
       StreamingResponse r =
-          io.kvroute.connector.PdOrchestrator.builder(connector(), scheduler)
-              .retryBudget(io.kvroute.connector.RetryBudget.unlimited())
+          io.kvroute.pd.PdOrchestrator.builder(connector(), scheduler)
+              .retryBudget(io.kvroute.pd.RetryBudget.unlimited())
               .retry(
                   new ConnectorConfig.Retry(
                       3, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(10)))
@@ -235,9 +235,8 @@ class SglangConnectorTest extends KVConnectorContract {
               .execute(
                   request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
                   java.util.List.of(
-                      new io.kvroute.connector.PdOrchestrator.Pair(p1, decodeEndpoint()),
-                      new io.kvroute.connector.PdOrchestrator.Pair(
-                          prefillEndpoint(), decodeEndpoint())))
+                      new io.kvroute.pd.PdOrchestrator.Pair(p1, decodeEndpoint()),
+                      new io.kvroute.pd.PdOrchestrator.Pair(prefillEndpoint(), decodeEndpoint())))
               .get(30, TimeUnit.SECONDS);
       assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8))
           .contains("ok");

@@ -2,13 +2,13 @@ package io.kvroute.connector.http.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.internal.Futures;
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
@@ -53,7 +53,7 @@ public final class ConcurrentLegs {
       leg.head.whenComplete(
           (resp, t) -> {
             if (t != null) {
-              leg.finish(null, Futures.unwrap(t), settled);
+              leg.finish(null, CancellableFutures.unwrap(t), settled);
               return;
             }
             leg.response.set(resp);
@@ -71,7 +71,7 @@ public final class ConcurrentLegs {
                 .whenComplete(
                     (bytes, t2) -> {
                       if (t2 != null) {
-                        Throwable cause = Futures.unwrap(t2);
+                        Throwable cause = CancellableFutures.unwrap(t2);
                         leg.finish(
                             null,
                             cause instanceof UpstreamException
@@ -167,7 +167,7 @@ public final class ConcurrentLegs {
           // A decode cancelled by this class is not a decode failure.
           if (t != null && !decode.isCancelled() && !result.isDone()) {
             prefill.cancel();
-            result.completeExceptionally(Futures.unwrap(t));
+            result.completeExceptionally(CancellableFutures.unwrap(t));
           }
         });
     prefill.result.whenComplete(
@@ -176,7 +176,7 @@ public final class ConcurrentLegs {
             // A prefill cancelled by this class: the decode failure or the caller decides.
             if (!prefill.result.isCancelled() && !result.isDone()) {
               cancelDecode(decode);
-              result.completeExceptionally(Futures.unwrap(t));
+              result.completeExceptionally(CancellableFutures.unwrap(t));
             }
             return;
           }

@@ -1,4 +1,4 @@
-package io.kvroute.connector.internal;
+package io.kvroute.pd;
 
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Leg;
@@ -20,7 +20,7 @@ import java.util.function.LongSupplier;
  * <p>Thread-safe for the usual single-subscriber use; signals are forwarded on the upstream's
  * thread.
  */
-public final class ObservedStream implements StreamingResponse {
+final class ObservedStream implements StreamingResponse {
   private final StreamingResponse upstream;
   private final String connectorType;
   private final String endpointId;
@@ -66,7 +66,7 @@ public final class ObservedStream implements StreamingResponse {
    * breaks before its first byte. {@code onEnd} runs once when a delivered stream ends: with null
    * on completion, the error, or a {@link java.util.concurrent.CancellationException}.
    */
-  public static CompletableFuture<StreamingResponse> prefetch(
+  static CompletableFuture<StreamingResponse> prefetch(
       StreamingResponse upstream,
       String connectorType,
       String endpointId,
