@@ -369,11 +369,10 @@ final class ProxyServer implements AutoCloseable {
     private Json() {}
 
     static String quote(String s) {
-      try {
-        return io.kvroute.connector.http.OpenAiJson.MAPPER.writeValueAsString(s);
-      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-        throw new IllegalStateException(e);
-      }
+      return new String(
+          io.kvroute.connector.http.OpenAiJson.toBytes(
+              com.fasterxml.jackson.databind.node.TextNode.valueOf(s)),
+          java.nio.charset.StandardCharsets.UTF_8);
     }
   }
 }

@@ -1,19 +1,16 @@
 package io.kvroute.router;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.OkHttpTransport;
-import io.kvroute.connector.http.OpenAiJson;
 import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.MetricsScraper;
@@ -104,7 +101,10 @@ public final class KvRouter implements AutoCloseable {
     this.defaultConnector = b.defaultConnector;
     this.modelConnectors = Map.copyOf(b.modelConnectors);
     this.ownsTransport = b.transport == null;
-    this.transport = b.transport != null ? b.transport : OkHttpTransport.create();
+    this.transport =
+        b.transport != null
+            ? b.transport
+            : HttpTransports.discover(Thread.currentThread().getContextClassLoader());
     this.executor =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -449,81 +449,7 @@ public final class KvRouter implements AutoCloseable {
   // ---------------------------------------------------------------- request parsing
 
   SchedulingRequest toSchedulingRequest(InferenceRequest request) {
-    ObjectNode body = OpenAiJson.parseObject(request.body(), maxRequestBytes);
-    JsonNode model = body.get("model");
-    if (model == null || !model.isTextual() || model.asText().isBlank()) {
-      throw new ConnectorException.InvalidRequestException(
-          "request body field \"model\" must be a non-empty string");
-    }
-    SchedulingRequest.Builder b =
-        SchedulingRequest.builder().model(model.asText()).headers(request.headers());
-    if (request.api() == InferenceRequest.Api.CHAT_COMPLETIONS) {
-      JsonNode messages = body.get("messages");
-      if (messages == null || !messages.isArray() || messages.isEmpty()) {
-        throw new ConnectorException.InvalidRequestException(
-            "request body field \"messages\" must be a non-empty array");
-      }
-      List<SchedulingRequest.ChatMessage> list = new ArrayList<>();
-      for (JsonNode m : messages) {
-        String role = m.path("role").asText("user");
-        list.add(new SchedulingRequest.ChatMessage(role, content(m.get("content"))));
-      }
-      b.messages(list);
-    } else {
-      JsonNode prompt = body.get("prompt");
-      if (prompt == null) {
-        throw new ConnectorException.InvalidRequestException(
-            "request body field \"prompt\" is required for /v1/completions");
-      }
-      if (prompt.isTextual()) {
-        b.prompt(prompt.asText());
-      } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isIntegralNumber()) {
-        int[] tokens = new int[prompt.size()];
-        for (int i = 0; i < tokens.length; i++) {
-          JsonNode t = prompt.get(i);
-          if (!t.canConvertToInt()) {
-            throw new ConnectorException.InvalidRequestException(
-                "request body field \"prompt[" + i + "]\" must be a token id (int)");
-          }
-          tokens[i] = t.intValue();
-        }
-        b.tokenIds(tokens);
-      } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isTextual()) {
-        b.prompt(prompt.get(0).asText()); // batch prompts: route by the first
-      } else {
-        throw new ConnectorException.InvalidRequestException(
-            "request body field \"prompt\" must be a string, a list of strings or token ids");
-      }
-    }
-    JsonNode salt = body.get("cache_salt");
-    if (salt != null && salt.isTextual()) {
-      b.cacheSalt(salt.asText());
-    }
-    b.candidates(candidates(model.asText()));
-    try {
-      return b.build();
-    } catch (IllegalArgumentException e) {
-      throw new ConnectorException.InvalidRequestException(e.getMessage());
-    }
-  }
-
-  private static String content(JsonNode c) {
-    if (c == null || c.isNull()) {
-      return "";
-    }
-    if (c.isTextual()) {
-      return c.asText();
-    }
-    if (c.isArray()) {
-      StringBuilder sb = new StringBuilder();
-      for (JsonNode part : c) {
-        if ("text".equals(part.path("type").asText()) && part.has("text")) {
-          sb.append(part.get("text").asText());
-        }
-      }
-      return sb.toString();
-    }
-    return c.toString();
+    return OpenAiRequests.toSchedulingRequest(request, maxRequestBytes, this::candidates);
   }
 
   private List<Endpoint> candidates(String model) {
@@ -648,7 +574,10 @@ public final class KvRouter implements AutoCloseable {
       return this;
     }
 
-    /** The HTTP transport (default: a new {@link OkHttpTransport}, closed with the router). */
+    /**
+     * The HTTP transport (default: a new one from {@link HttpTransports#discover}, the OkHttp
+     * transport of {@code kvconnector-http}, closed with the router).
+     */
     public Builder transport(HttpTransport transport) {
       this.transport = Objects.requireNonNull(transport, "transport");
       return this;

@@ -121,8 +121,12 @@ public class NixlConnectorBenchmark {
     StreamingResponse r =
         transport
             .send(
-                new HttpTransport.Outbound(
-                    leg, e, "/v1/completions", headers, body, Duration.ofSeconds(10), streaming))
+                HttpTransport.Outbound.post(e, "/v1/completions", body)
+                    .leg(leg)
+                    .headers(headers)
+                    .timeout(Duration.ofSeconds(10))
+                    .streaming(streaming)
+                    .build())
             .get(10, TimeUnit.SECONDS);
     return r.readAll(1 << 20).get(10, TimeUnit.SECONDS);
   }

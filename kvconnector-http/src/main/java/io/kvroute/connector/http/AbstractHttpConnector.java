@@ -148,8 +148,11 @@ public abstract class AbstractHttpConnector implements KVConnector {
       Duration timeout) {
     return cancellable(
         transport.send(
-            new HttpTransport.Outbound(
-                leg, endpoint, path, headers, OpenAiJson.toBytes(body), timeout, false)),
+            HttpTransport.Outbound.post(endpoint, path, OpenAiJson.toBytes(body))
+                .leg(leg)
+                .headers(headers)
+                .timeout(timeout)
+                .build()),
         resp -> {
           if (resp.status() / 100 != 2) {
             return errorFrom(leg, endpoint, resp)
@@ -165,7 +168,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
 
   private static ObjectNode parseResponse(Leg leg, Endpoint endpoint, byte[] bytes) {
     try {
-      JsonNode n = OpenAiJson.MAPPER.readTree(bytes);
+      JsonNode n = OpenAiJson.readTree(bytes);
       if (n != null && n.isObject()) {
         return (ObjectNode) n;
       }
@@ -246,14 +249,12 @@ public abstract class AbstractHttpConnector implements KVConnector {
     CompletableFuture<StreamingResponse> result =
         cancellable(
             transport.send(
-                new HttpTransport.Outbound(
-                    Leg.DECODE,
-                    decode.endpoint(),
-                    decode.path(),
-                    decode.headers(),
-                    decode.body(),
-                    context.decodeTimeout(),
-                    true)),
+                HttpTransport.Outbound.post(decode.endpoint(), decode.path(), decode.body())
+                    .leg(Leg.DECODE)
+                    .headers(decode.headers())
+                    .timeout(context.decodeTimeout())
+                    .streaming(true)
+                    .build()),
             resp -> {
               if (resp.status() / 100 != 2) {
                 return errorFrom(Leg.DECODE, decode.endpoint(), resp)
@@ -281,8 +282,18 @@ public abstract class AbstractHttpConnector implements KVConnector {
   @Override
   public CompletableFuture<Boolean> checkHealth(Endpoint endpoint) {
     return transport
-        .probe(endpoint, "/health", context.config().timeouts().healthCheck())
-        .handle((status, t) -> t == null && status == 200);
+        .send(
+            HttpTransport.Outbound.get(endpoint, "/health")
+                .timeout(context.config().timeouts().healthCheck())
+                .build())
+        .handle(
+            (resp, t) -> {
+              if (t != null) {
+                return false;
+              }
+              resp.cancel();
+              return resp.status() == 200;
+            });
   }
 
   /** Runs {@link #prepareDecode} and then the decode leg; cancelling cancels whichever runs. */

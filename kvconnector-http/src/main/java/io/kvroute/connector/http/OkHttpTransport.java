@@ -1,7 +1,6 @@
 package io.kvroute.connector.http;
 
 import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import java.io.IOException;
@@ -131,10 +130,12 @@ public final class OkHttpTransport implements HttpTransport {
 
   @Override
   public CompletableFuture<StreamingResponse> send(Outbound out) {
-    Request.Builder rb =
-        new Request.Builder()
-            .url(out.endpoint().baseUrl() + out.path())
-            .post(RequestBody.create(out.body(), JSON));
+    Request.Builder rb = new Request.Builder().url(out.url());
+    if (out.method() == Method.POST) {
+      rb.post(RequestBody.create(out.body(), JSON));
+    } else {
+      rb.get();
+    }
     out.headers()
         .forEach(
             (name, values) -> {
@@ -174,41 +175,6 @@ public final class OkHttpTransport implements HttpTransport {
             StreamingResponse r = new OkHttpStreamingResponse(out, call, response);
             if (!future.complete(r)) {
               r.cancel();
-            }
-          }
-        });
-    return future;
-  }
-
-  @Override
-  public CompletableFuture<Integer> probe(
-      io.kvroute.connector.Endpoint endpoint, String path, Duration timeout) {
-    Call call =
-        client
-            .newBuilder()
-            .callTimeout(timeout)
-            .build()
-            .newCall(new Request.Builder().url(endpoint.baseUrl() + path).get().build());
-    CompletableFuture<Integer> future = new CompletableFuture<>();
-    future.whenComplete(
-        (r, t) -> {
-          if (future.isCancelled()) {
-            call.cancel();
-          }
-        });
-    Outbound what =
-        new Outbound(Leg.PREFILL, endpoint, path, Map.of(), new byte[0], timeout, false);
-    call.enqueue(
-        new Callback() {
-          @Override
-          public void onFailure(Call call, IOException e) {
-            future.completeExceptionally(failure(what, e, call.isCanceled()));
-          }
-
-          @Override
-          public void onResponse(Call call, Response response) {
-            try (response) {
-              future.complete(response.code());
             }
           }
         });
@@ -259,12 +225,7 @@ public final class OkHttpTransport implements HttpTransport {
         0,
         null,
         null,
-        out.leg().name().toLowerCase(Locale.ROOT)
-            + " request to "
-            + out.endpoint().baseUrl()
-            + out.path()
-            + " "
-            + what,
+        out.leg().name().toLowerCase(Locale.ROOT) + " request to " + out.url() + " " + what,
         e);
   }
 

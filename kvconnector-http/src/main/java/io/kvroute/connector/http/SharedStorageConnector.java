@@ -193,7 +193,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
             bytes -> {
               JsonNode n;
               try {
-                n = OpenAiJson.MAPPER.readTree(bytes);
+                n = OpenAiJson.readTree(bytes);
               } catch (IOException e) {
                 throw new UpstreamException(
                     Leg.DECODE,
@@ -247,7 +247,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
         continue;
       }
       try {
-        if (refused(OpenAiJson.MAPPER.readTree(data))) {
+        if (refused(OpenAiJson.readTree(data))) {
           return true;
         }
       } catch (IOException e) {

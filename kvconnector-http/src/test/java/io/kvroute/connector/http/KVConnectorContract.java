@@ -215,7 +215,7 @@ public abstract class KVConnectorContract {
 
   /** Reads a recorded request's body as JSON. */
   protected static JsonNode body(RecordedRequest r) throws IOException {
-    return OpenAiJson.MAPPER.readTree(r.getBody().utf8());
+    return OpenAiJson.readTree(r.getBody().utf8());
   }
 
   /** The unwrapped cause of a failed future. */
@@ -281,7 +281,7 @@ public abstract class KVConnectorContract {
     assertThat(d.getUrl().encodedPath()).isEqualTo("/v1/completions");
     assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo(d.getHeaders().get("X-Request-Id"));
     assertThat(d.getHeaders().get("Authorization")).isEqualTo("Bearer t");
-    JsonNode orig = OpenAiJson.MAPPER.readTree(original);
+    JsonNode orig = OpenAiJson.readTree(original);
     checkPrefillBody(body(p), orig, InferenceRequest.Api.COMPLETIONS);
     checkDecodeBody(body(d), orig);
     assertThat(d.getBody().utf8()).as("big integers survive").contains("12345678901234567890");
@@ -314,7 +314,7 @@ public abstract class KVConnectorContract {
     assertThat(all).contains("t0").contains("t49").endsWith("data: [DONE]\n\n");
     RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
     RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    JsonNode orig = OpenAiJson.MAPPER.readTree(original);
+    JsonNode orig = OpenAiJson.readTree(original);
     checkPrefillBody(body(p), orig, InferenceRequest.Api.CHAT_COMPLETIONS);
     checkDecodeBody(body(d), orig);
   }
@@ -639,7 +639,7 @@ public abstract class KVConnectorContract {
     assertThat(d.endpoint()).isEqualTo(decodeEndpoint());
     assertThat(d.url()).isEqualTo(decodeEndpoint().baseUrl() + "/v1/completions");
     assertThat(d.headers().get("X-Request-Id")).containsExactly("req-1");
-    JsonNode body = OpenAiJson.MAPPER.readTree(d.body());
+    JsonNode body = OpenAiJson.readTree(d.body());
     assertThat(body.path("max_tokens").asInt()).isEqualTo(5);
     assertThatThrownBy(() -> d.headers().put("x", List.of()))
         .isInstanceOf(UnsupportedOperationException.class);

@@ -123,7 +123,7 @@ public final class LmcacheConnector extends HttpConnector {
     if (ids) {
       tokens = CompletableFuture.completedFuture((ArrayNode) prompt);
     } else {
-      ObjectNode req = OpenAiJson.MAPPER.createObjectNode();
+      ObjectNode req = OpenAiJson.objectNode();
       req.set("prompt", prompt);
       tokens =
           requestJson(
@@ -212,7 +212,7 @@ public final class LmcacheConnector extends HttpConnector {
       PdRequest pd, StreamingResponse resp, byte[] bytes, String prefillText) {
     JsonNode n;
     try {
-      n = OpenAiJson.MAPPER.readTree(bytes);
+      n = OpenAiJson.readTree(bytes);
     } catch (IOException e) {
       n = null;
     }
@@ -242,7 +242,7 @@ public final class LmcacheConnector extends HttpConnector {
 
   /** The synthetic first SSE chunk, shaped as LMCache's proxy shapes it. */
   static byte[] headChunk(ObjectNode prefill, String finishReason) {
-    ObjectNode h = OpenAiJson.MAPPER.createObjectNode();
+    ObjectNode h = OpenAiJson.objectNode();
     h.set("id", prefill.get("id"));
     h.put("object", "text_completion");
     h.set("created", prefill.get("created"));

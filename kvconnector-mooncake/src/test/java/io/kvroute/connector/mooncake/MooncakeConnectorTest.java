@@ -210,8 +210,7 @@ class MooncakeConnectorTest extends KVConnectorContract {
     assertThat(body(prefillServer.takeRequest(5, TimeUnit.SECONDS)).has("kv_transfer_params"))
         .isTrue();
     assertThat(
-            io.kvroute.connector.http.OpenAiJson.MAPPER
-                .readTree(d.body())
+            io.kvroute.connector.http.OpenAiJson.readTree(d.body())
                 .at("/kv_transfer_params/remote_engine_id")
                 .asText())
         .isEqualTo("eng-1");

@@ -86,7 +86,7 @@ class FallbackConnectorTest extends KVConnectorContract {
     assertThat(d.attributes()).containsEntry("connector", "http");
     assertThat(lastPrefillBody().has("kv_transfer_params")).isTrue();
     assertThat(lastPrefillBody().has("kv_transfer_params")).as("http prefill").isFalse();
-    assertThat(OpenAiJson.MAPPER.readTree(d.body()).path("max_tokens").asInt()).isEqualTo(7);
+    assertThat(OpenAiJson.readTree(d.body()).path("max_tokens").asInt()).isEqualTo(7);
     assertThat(events).containsExactly("fallback:fallback");
 
     // The next request goes to http directly: one prefill call, no NIXL fields.
@@ -110,7 +110,7 @@ class FallbackConnectorTest extends KVConnectorContract {
     assertThat(d.attributes())
         .containsEntry("connector", "nixl")
         .containsEntry("kv_transfer_params", "absent");
-    assertThat(OpenAiJson.MAPPER.readTree(d.body()).has("kv_transfer_params")).isFalse();
+    assertThat(OpenAiJson.readTree(d.body()).has("kv_transfer_params")).isFalse();
     assertThat(c.rememberedFallbacks()).isEqualTo(1);
     assertThat(events).contains("fallback:fallback", "nixl:prefill_without_kv_transfer_params");
     lastPrefillBody();

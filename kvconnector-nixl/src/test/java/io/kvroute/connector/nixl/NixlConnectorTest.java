@@ -185,7 +185,7 @@ class NixlConnectorTest extends KVConnectorContract {
                       prefillEndpoint(),
                       decodeEndpoint()))
               .get(30, TimeUnit.SECONDS);
-      assertThat(OpenAiJson.MAPPER.readTree(d.body()).has("kv_transfer_params")).isFalse();
+      assertThat(OpenAiJson.readTree(d.body()).has("kv_transfer_params")).isFalse();
       assertThat(events).containsExactly(NixlConnector.EVENT_NO_PARAMS);
     }
   }
@@ -200,7 +200,7 @@ class NixlConnectorTest extends KVConnectorContract {
                     prefillEndpoint().withId("p").withLabels(Map.of()),
                     decodeEndpoint()))
             .get(30, TimeUnit.SECONDS);
-    return OpenAiJson.MAPPER.readTree(d.body()).get("kv_transfer_params");
+    return OpenAiJson.readTree(d.body()).get("kv_transfer_params");
   }
 
   @Test

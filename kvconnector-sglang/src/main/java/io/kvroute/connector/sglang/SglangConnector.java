@@ -196,14 +196,12 @@ public final class SglangConnector extends AbstractHttpConnector {
     long start = context.nanoClock().getAsLong();
     return ConcurrentLegs.PrefillLeg.send(
         transport,
-        new HttpTransport.Outbound(
-            Leg.PREFILL,
-            endpoint,
-            pd.request().api().path(),
-            legHeaders(pd.request()),
-            OpenAiJson.toBytes(prefill),
-            context.prefillTimeout(),
-            false),
+        HttpTransport.Outbound.post(
+                endpoint, pd.request().api().path(), OpenAiJson.toBytes(prefill))
+            .leg(Leg.PREFILL)
+            .headers(legHeaders(pd.request()))
+            .timeout(context.prefillTimeout())
+            .build(),
         maxPrefillResponseBytes,
         resp -> errorFrom(Leg.PREFILL, endpoint, resp),
         (answer, t) ->

@@ -107,8 +107,8 @@ class SglangConnectorTest extends KVConnectorContract {
     Set<Long> rooms = new HashSet<>();
     for (int i = 0; i < 3; i++) {
       String[] legs = run(c, prefillEndpoint(), "{\"prompt\":\"x\"}");
-      long p = OpenAiJson.MAPPER.readTree(legs[0]).get("bootstrap_room").asLong();
-      long d = OpenAiJson.MAPPER.readTree(legs[1]).get("bootstrap_room").asLong();
+      long p = OpenAiJson.readTree(legs[0]).get("bootstrap_room").asLong();
+      long d = OpenAiJson.readTree(legs[1]).get("bootstrap_room").asLong();
       assertThat(p).isEqualTo(d).isNotNegative();
       rooms.add(p);
     }
@@ -127,7 +127,7 @@ class SglangConnectorTest extends KVConnectorContract {
             "{\"prompt\":[\"a\",\"b\"],\"bootstrap_host\":[\"127.0.0.1\",\"127.0.0.1\"],"
                 + "\"bootstrap_port\":[8998,8998],\"bootstrap_room\":[7,8]}");
     String[] tokens = run(fixedRooms(config(), 1), prefillEndpoint(), "{\"prompt\":[1,2,3]}");
-    assertThat(OpenAiJson.MAPPER.readTree(tokens[1]).get("bootstrap_room").isNumber()).isTrue();
+    assertThat(OpenAiJson.readTree(tokens[1]).get("bootstrap_room").isNumber()).isTrue();
   }
 
   @Test

@@ -99,7 +99,7 @@ public final class ConcurrentLegs {
 
     private static Object parse(HttpTransport.Outbound out, byte[] bytes) {
       try {
-        JsonNode n = OpenAiJson.MAPPER.readTree(bytes);
+        JsonNode n = OpenAiJson.readTree(bytes);
         if (n != null && n.isObject()) {
           return n;
         }
