@@ -1,5 +1,7 @@
 package io.kvroute.service;
 
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.service.ServiceConfig.PodSpec;
@@ -103,7 +105,13 @@ public final class KvIndexService implements AutoCloseable {
     RemoteTokenizer tokenizer =
         config
             .tokenizer()
-            .map(t -> new RemoteTokenizer(t, this::podHttpUrls, registry))
+            .map(
+                t ->
+                    new RemoteTokenizer(
+                        t,
+                        this::podHttpUrls,
+                        b.transport != null ? b.transport : HttpTransports.shared(),
+                        registry))
             .orElse(null);
     Gauge.builder("kvservice_pods", tracker, t -> t.ids().size()).register(registry);
     Gauge.builder("kvservice_pods_not_ready", this, s -> s.notReadyPods().size())
@@ -381,6 +389,7 @@ public final class KvIndexService implements AutoCloseable {
     private LongSupplier nanoClock = System::nanoTime;
     private Clock wallClock = Clock.systemUTC();
     private Function<KvIndexService, EventFeed> feedFactory;
+    private HttpTransport transport;
 
     private Builder(ServiceConfig config) {
       this.config = Objects.requireNonNull(config, "config");
@@ -389,6 +398,15 @@ public final class KvIndexService implements AutoCloseable {
     /** The Prometheus registry (default: a new one). */
     public Builder meterRegistry(PrometheusMeterRegistry registry) {
       this.registry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
+
+    /**
+     * The transport of the remote tokenizer's {@code /tokenize} calls (default {@link
+     * HttpTransports#shared()}); the caller keeps ownership.
+     */
+    public Builder transport(HttpTransport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
       return this;
     }
 

@@ -130,6 +130,7 @@ public final class KvRouter implements AutoCloseable {
             ? null
             : MetricsScraper.builder(scheduler.metricsStore(), executor)
                 .interval(b.metricsInterval)
+                .transport(transport)
                 .build();
     for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
       addEndpoint(e.getKey(), e.getValue());
