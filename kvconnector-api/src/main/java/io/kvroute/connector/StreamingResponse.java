@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * An upstream response whose head (status and headers) has arrived and whose body streams through
@@ -100,11 +99,13 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
 
   /** A response whose whole body is already in memory (for tests and synthetic answers). */
   static StreamingResponse of(int status, Map<String, List<String>> headers, byte[] body) {
-    byte[] copy = body.clone();
     Map<String, List<String>> h = Map.copyOf(headers);
+    FlowRelay<ByteBuffer> relay =
+        FlowRelay.of(
+            body.length == 0
+                ? List.of()
+                : List.of(ByteBuffer.wrap(body.clone()).asReadOnlyBuffer()));
     return new StreamingResponse() {
-      private final AtomicBoolean subscribed = new AtomicBoolean();
-
       @Override
       public int status() {
         return status;
@@ -116,46 +117,13 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
       }
 
       @Override
-      public void cancel() {}
+      public void cancel() {
+        relay.cancel();
+      }
 
       @Override
       public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
-        if (!subscribed.compareAndSet(false, true)) {
-          s.onSubscribe(
-              new Flow.Subscription() {
-                @Override
-                public void request(long n) {}
-
-                @Override
-                public void cancel() {}
-              });
-          s.onError(new IllegalStateException("a StreamingResponse has one subscriber"));
-          return;
-        }
-        AtomicBoolean done = new AtomicBoolean();
-        s.onSubscribe(
-            new Flow.Subscription() {
-              @Override
-              public void request(long n) {
-                if (n <= 0) {
-                  if (done.compareAndSet(false, true)) {
-                    s.onError(new IllegalArgumentException("request(n) needs n > 0, was " + n));
-                  }
-                  return;
-                }
-                if (done.compareAndSet(false, true)) {
-                  if (copy.length > 0) {
-                    s.onNext(ByteBuffer.wrap(copy).asReadOnlyBuffer());
-                  }
-                  s.onComplete();
-                }
-              }
-
-              @Override
-              public void cancel() {
-                done.set(true);
-              }
-            });
+        relay.subscribe(s);
       }
     };
   }

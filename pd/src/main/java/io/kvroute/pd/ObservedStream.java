@@ -1,6 +1,7 @@
 package io.kvroute.pd;
 
 import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.FlowRelay;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
@@ -9,16 +10,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 /**
  * Wraps a decode response: subscribes at once, waits for the first body chunk (so a failure before
  * any byte can still be retried on another pair), then hands out a response that replays that chunk
- * and forwards the rest, reporting chunk timing to the listener.
+ * and relays the rest with the subscriber's demand, reporting chunk timing to the listener.
  *
- * <p>Thread-safe for the usual single-subscriber use; signals are forwarded on the upstream's
- * thread.
+ * <p>Thread-safe; the demand and cancellation plumbing is a {@link FlowRelay}.
  */
 final class ObservedStream implements StreamingResponse {
   private final StreamingResponse upstream;
@@ -28,20 +28,8 @@ final class ObservedStream implements StreamingResponse {
   private final LongSupplier nanoClock;
   private final long startNanos;
   private final CompletableFuture<StreamingResponse> ready = new CompletableFuture<>();
-  private final AtomicBoolean subscribed = new AtomicBoolean();
-
-  private final Object lock = new Object();
-  private Flow.Subscription upstreamSubscription;
-  private Flow.Subscriber<? super ByteBuffer> downstream;
-  private ByteBuffer firstChunk;
-  private boolean firstDelivered;
-  private boolean upstreamDone;
-  private Throwable upstreamError;
-  private long pendingDemand;
-  private long lastChunkNanos;
-  private boolean ended;
-  private final java.util.function.Consumer<Throwable> onEnd;
-  private final AtomicBoolean endReported = new AtomicBoolean();
+  private final FlowRelay<ByteBuffer> relay;
+  private volatile long lastChunkNanos;
 
   private ObservedStream(
       StreamingResponse upstream,
@@ -50,14 +38,23 @@ final class ObservedStream implements StreamingResponse {
       ConnectorListener listener,
       LongSupplier nanoClock,
       long startNanos,
-      java.util.function.Consumer<Throwable> onEnd) {
-    this.onEnd = onEnd;
+      Consumer<Throwable> onEnd) {
     this.upstream = upstream;
     this.connectorType = connectorType;
     this.endpointId = endpointId;
     this.listener = listener;
     this.nanoClock = nanoClock;
     this.startNanos = startNanos;
+    this.relay =
+        FlowRelay.create(
+            error -> {
+              listener.decodeEnded(
+                  connectorType,
+                  endpointId,
+                  ConnectorListener.outcome(error),
+                  nanoClock.getAsLong() - startNanos);
+              onEnd.accept(error);
+            });
   }
 
   /**
@@ -73,11 +70,11 @@ final class ObservedStream implements StreamingResponse {
       ConnectorListener listener,
       LongSupplier nanoClock,
       long startNanos,
-      java.util.function.Consumer<Throwable> onEnd) {
+      Consumer<Throwable> onEnd) {
     ObservedStream s =
         new ObservedStream(
             upstream, connectorType, endpointId, listener, nanoClock, startNanos, onEnd);
-    upstream.subscribe(s.new UpstreamSubscriber());
+    upstream.subscribe(s.new FirstChunk());
     s.ready.whenComplete(
         (r, t) -> {
           if (s.ready.isCancelled()) {
@@ -99,170 +96,39 @@ final class ObservedStream implements StreamingResponse {
 
   @Override
   public void cancel() {
-    synchronized (lock) {
-      ended = true;
-    }
-    reportEnd(new java.util.concurrent.CancellationException("decode stream cancelled"));
-    Flow.Subscription s = upstreamSubscription;
-    if (s != null) {
-      s.cancel();
-    }
+    relay.cancel();
     upstream.cancel();
   }
 
   @Override
   public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
-    if (!subscribed.compareAndSet(false, true)) {
-      subscriber.onSubscribe(
-          new Flow.Subscription() {
-            @Override
-            public void request(long n) {}
-
-            @Override
-            public void cancel() {}
-          });
-      subscriber.onError(new IllegalStateException("a StreamingResponse has one subscriber"));
-      return;
-    }
-    synchronized (lock) {
-      downstream = subscriber;
-    }
-    subscriber.onSubscribe(
-        new Flow.Subscription() {
-          @Override
-          public void request(long n) {
-            if (n <= 0) {
-              fail(new IllegalArgumentException("request(n) needs n > 0, was " + n));
-              ObservedStream.this.cancel();
-              return;
-            }
-            onDemand(n);
-          }
-
-          @Override
-          public void cancel() {
-            ObservedStream.this.cancel();
-          }
-        });
+    relay.subscribe(subscriber);
   }
 
-  private void onDemand(long n) {
-    ByteBuffer first = null;
-    boolean complete = false;
-    Throwable error = null;
-    long forward = 0;
-    Flow.Subscriber<? super ByteBuffer> d;
-    synchronized (lock) {
-      if (ended) {
-        return;
-      }
-      d = downstream;
-      long remaining = n;
-      if (!firstDelivered) {
-        firstDelivered = true;
-        first = firstChunk;
-        firstChunk = null;
-        if (first != null) {
-          remaining--;
-        }
-      }
-      if (upstreamDone) {
-        complete = upstreamError == null;
-        error = upstreamError;
-        ended = true;
-      } else {
-        pendingDemand = saturatingAdd(pendingDemand, remaining);
-        forward = remaining;
-      }
-    }
-    if (first != null) {
-      d.onNext(first);
-    }
-    if (complete) {
-      finish(d, null);
-      return;
-    }
-    if (error != null) {
-      finish(d, error);
-      return;
-    }
-    if (forward > 0) {
-      upstreamSubscription.request(forward);
-    }
-  }
+  /** Reads the first chunk, then hands the upstream over to the relay. */
+  private final class FirstChunk implements Flow.Subscriber<ByteBuffer> {
+    private Flow.Subscription subscription;
 
-  private void fail(Throwable t) {
-    Flow.Subscriber<? super ByteBuffer> d;
-    synchronized (lock) {
-      if (ended) {
-        return;
-      }
-      ended = true;
-      d = downstream;
-    }
-    if (d != null) {
-      finish(d, t);
-    }
-  }
-
-  private void reportEnd(Throwable error) {
-    if (endReported.compareAndSet(false, true)) {
-      listener.decodeEnded(
-          connectorType,
-          endpointId,
-          ConnectorListener.outcome(error),
-          nanoClock.getAsLong() - startNanos);
-      onEnd.accept(error);
-    }
-  }
-
-  private void finish(Flow.Subscriber<? super ByteBuffer> d, Throwable error) {
-    reportEnd(error);
-    if (error == null) {
-      d.onComplete();
-    } else {
-      d.onError(error);
-    }
-  }
-
-  private static long saturatingAdd(long a, long b) {
-    long r = a + b;
-    return r < 0 ? Long.MAX_VALUE : r;
-  }
-
-  private final class UpstreamSubscriber implements Flow.Subscriber<ByteBuffer> {
     @Override
-    public void onSubscribe(Flow.Subscription subscription) {
-      upstreamSubscription = subscription;
-      subscription.request(1);
+    public void onSubscribe(Flow.Subscription s) {
+      subscription = s;
+      s.request(1);
     }
 
     @Override
     public void onNext(ByteBuffer item) {
       long now = nanoClock.getAsLong();
       if (!ready.isDone()) {
-        synchronized (lock) {
-          firstChunk = item;
-          lastChunkNanos = now;
-        }
+        lastChunkNanos = now;
         listener.decodeFirstByte(connectorType, endpointId, now - startNanos);
+        relay.buffered(item);
+        relay.onSubscribe(subscription);
         ready.complete(ObservedStream.this);
         return;
       }
-      Flow.Subscriber<? super ByteBuffer> d;
-      synchronized (lock) {
-        if (ended) {
-          return;
-        }
-        long gap = now - lastChunkNanos;
-        lastChunkNanos = now;
-        listener.decodeChunk(connectorType, gap);
-        if (pendingDemand != Long.MAX_VALUE) {
-          pendingDemand--;
-        }
-        d = downstream;
-      }
-      d.onNext(item);
+      listener.decodeChunk(connectorType, now - lastChunkNanos);
+      lastChunkNanos = now;
+      relay.onNext(item);
     }
 
     @Override
@@ -280,41 +146,19 @@ final class ObservedStream implements StreamingResponse {
                 throwable));
         return;
       }
-      Flow.Subscriber<? super ByteBuffer> d;
-      synchronized (lock) {
-        upstreamDone = true;
-        upstreamError = throwable;
-        if (ended || !firstDelivered || downstream == null) {
-          return;
-        }
-        ended = true;
-        d = downstream;
-      }
-      finish(d, throwable);
+      relay.onError(throwable);
     }
 
     @Override
     public void onComplete() {
-      boolean readyNow = !ready.isDone();
-      Flow.Subscriber<? super ByteBuffer> d;
-      synchronized (lock) {
-        upstreamDone = true;
-        if (readyNow) {
-          listener.decodeFirstByte(connectorType, endpointId, nanoClock.getAsLong() - startNanos);
-        }
-        if (ended || !firstDelivered || downstream == null) {
-          d = null;
-        } else {
-          ended = true;
-          d = downstream;
-        }
-      }
-      if (readyNow) {
+      if (!ready.isDone()) {
+        listener.decodeFirstByte(connectorType, endpointId, nanoClock.getAsLong() - startNanos);
+        relay.onSubscribe(subscription);
+        relay.onComplete();
         ready.complete(ObservedStream.this);
+        return;
       }
-      if (d != null) {
-        finish(d, null);
-      }
+      relay.onComplete();
     }
   }
 }
