@@ -13,6 +13,8 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.internal.ConcurrentLegs;
+import io.kvroute.connector.http.internal.PeekedStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.ZonedDateTime;
@@ -309,6 +311,62 @@ public abstract class AbstractHttpConnector implements KVConnector {
   protected static <A, B> CompletableFuture<B> cancellable(
       CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
     return CancellableFutures.compose(first, next);
+  }
+
+  /**
+   * Starts a prefill leg that runs at the same time as the decode leg (SGLang, vLLM's
+   * MooncakeConnector): {@code POST path} of {@code body} to {@code endpoint}, timed out after the
+   * prefill timeout, its 2xx JSON answer parsed (at most {@code maxPrefillResponseBytes}), a
+   * non-2xx answer turned into an {@link UpstreamException}, its outcome reported to the listener.
+   * {@code settled} runs once with the failure (or null) before the future completes. Cancelling
+   * the future releases the upstream call at whatever stage it is. Pass it to {@link
+   * #joinConcurrentLegs}.
+   */
+  protected CompletableFuture<ObjectNode> sendConcurrentPrefill(
+      Endpoint endpoint,
+      String path,
+      Map<String, List<String>> headers,
+      ObjectNode body,
+      java.util.function.Consumer<Throwable> settled) {
+    long start = context.nanoClock().getAsLong();
+    ConcurrentLegs.PrefillLeg leg =
+        ConcurrentLegs.PrefillLeg.send(
+            transport,
+            HttpTransport.Outbound.post(endpoint, path, OpenAiJson.toBytes(body))
+                .leg(Leg.PREFILL)
+                .headers(headers)
+                .timeout(context.prefillTimeout())
+                .build(),
+            maxPrefillResponseBytes,
+            resp -> errorFrom(Leg.PREFILL, endpoint, resp),
+            (answer, t) -> {
+              listener.prefillEnded(
+                  type(),
+                  endpoint.id(),
+                  ConnectorListener.outcome(t),
+                  context.nanoClock().getAsLong() - start);
+              settled.accept(t);
+            });
+    return leg.result();
+  }
+
+  /**
+   * The decode response of two legs running together, handed out only once the prefill succeeded
+   * too (so a dead prefill is seen before any decode byte reaches the client, and the pair can
+   * still be retried). A failure of either leg cancels the other and fails the result with that
+   * leg's error; cancelling the result cancels both.
+   */
+  protected static CompletableFuture<StreamingResponse> joinConcurrentLegs(
+      CompletableFuture<ObjectNode> prefill, CompletableFuture<StreamingResponse> decode) {
+    return ConcurrentLegs.join(prefill, decode);
+  }
+
+  /**
+   * A response that sends {@code first} as its first chunk and then {@code rest}'s body, read only
+   * as the subscriber asks for it (for a synthetic first chunk, such as a prefill's token).
+   */
+  protected static StreamingResponse prependChunk(byte[] first, StreamingResponse rest) {
+    return PeekedStream.prepend(first, rest);
   }
 
   /** A decode request to {@code endpoint} with {@code body}. */

@@ -12,7 +12,6 @@ import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.HttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.http.internal.PeekedStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -199,8 +198,7 @@ public final class LmcacheConnector extends HttpConnector {
         sendDecode(req),
         resp -> {
           if (streaming) {
-            return CompletableFuture.completedFuture(
-                PeekedStream.prepend(headChunk(prefill, null), resp));
+            return CompletableFuture.completedFuture(prependChunk(headChunk(prefill, null), resp));
           }
           return resp.readAll(maxPrefillResponseBytes())
               .thenApply(bytes -> merged(pd, resp, bytes, prefillText));

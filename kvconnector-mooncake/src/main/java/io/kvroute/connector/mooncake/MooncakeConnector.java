@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.KVConnector;
@@ -16,7 +15,6 @@ import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.http.internal.ConcurrentLegs;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -103,7 +101,6 @@ public final class MooncakeConnector extends AbstractHttpConnector {
   public static final String BOOTSTRAP_PORT_LABEL = "kvroute.io/mooncake-bootstrap-port";
 
   private final int bootstrapPort;
-  private final int maxPrefillResponseBytes;
   private final Duration bootstrapTimeout;
   private final long cacheTtlNanos;
   private final int cacheSize;
@@ -119,8 +116,6 @@ public final class MooncakeConnector extends AbstractHttpConnector {
   MooncakeConnector(KVConnectorProvider.Context context, Supplier<String> transferIds) {
     super(context);
     this.transferIds = transferIds;
-    this.maxPrefillResponseBytes =
-        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
     this.bootstrapPort = context.config().intParam("bootstrapPort", 8998);
     if (bootstrapPort < 1 || bootstrapPort > 65535) {
       throw new ConnectorConfigException(
@@ -221,7 +216,7 @@ public final class MooncakeConnector extends AbstractHttpConnector {
                     address + "/query answered HTTP " + response.status(),
                     null);
               }
-              return response.readAll(maxPrefillResponseBytes);
+              return response.readAll(maxPrefillResponseBytes());
             })
         .handle(
             (bytes, t) -> {
@@ -370,25 +365,14 @@ public final class MooncakeConnector extends AbstractHttpConnector {
         decodeRequest(pd.request(), pd.decode(), body, attrs));
   }
 
-  private ConcurrentLegs.PrefillLeg sendPrefill(PdRequest pd, Legs legs) {
+  private CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, Legs legs) {
     Endpoint prefill = legs.prefill();
-    long start = context.nanoClock().getAsLong();
-    return ConcurrentLegs.PrefillLeg.send(
-        transport,
-        HttpTransport.Outbound.post(
-                prefill, pd.request().api().path(), OpenAiJson.toBytes(legs.prefillBody()))
-            .leg(Leg.PREFILL)
-            .headers(legs.prefillHeaders())
-            .timeout(context.prefillTimeout())
-            .build(),
-        maxPrefillResponseBytes,
-        resp -> errorFrom(Leg.PREFILL, prefill, resp),
-        (answer, t) -> {
-          listener.prefillEnded(
-              TYPE,
-              prefill.id(),
-              ConnectorListener.outcome(t),
-              context.nanoClock().getAsLong() - start);
+    return sendConcurrentPrefill(
+        prefill,
+        pd.request().api().path(),
+        legs.prefillHeaders(),
+        legs.prefillBody(),
+        t -> {
           if (t != null) {
             // A restarted prefiller has a new engine id: ask its bootstrap server again next time.
             synchronized (cache) {
@@ -435,7 +419,7 @@ public final class MooncakeConnector extends AbstractHttpConnector {
         bootstrap(pd.prefill()),
         b -> {
           Legs legs = legs(pd, body, b);
-          return ConcurrentLegs.join(sendPrefill(pd, legs), sendDecode(legs.decode()));
+          return joinConcurrentLegs(sendPrefill(pd, legs), sendDecode(legs.decode()));
         });
   }
 
