@@ -13,7 +13,7 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;

@@ -13,7 +13,7 @@ import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.time.Duration;
 import java.util.List;

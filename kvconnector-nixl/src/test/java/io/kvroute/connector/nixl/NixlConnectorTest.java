@@ -9,7 +9,7 @@ import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.kvroute.connector.http;
+package io.kvroute.connector.contract;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -16,6 +16,8 @@ import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.OkHttpTransport;
+import io.kvroute.connector.http.OpenAiJson;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
