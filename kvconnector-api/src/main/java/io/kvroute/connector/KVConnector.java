@@ -22,7 +22,7 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Implementations are thread-safe and stateless per request; futures complete on transport
  * threads. Errors are {@link ConnectorException}s, usually {@link UpstreamException} naming the leg
- * and endpoint. A connector never retries by itself: {@link PdOrchestrator} does.
+ * and endpoint. A connector never retries by itself: {@code io.kvroute.pd.PdOrchestrator} does.
  */
 public interface KVConnector extends AutoCloseable {
 

@@ -41,7 +41,7 @@ import java.util.concurrent.CompletableFuture;
  *       ({@link FallbackConnector} uses them).
  * </ol>
  *
- * <p>Both legs carry the same {@code X-Request-Id} (the request's id; {@link
+ * <p>Both legs carry the same {@code X-Request-Id} (the request's id; {@code
  * io.kvroute.pd.PdOrchestrator} mints a fresh one per attempt) and the client's headers minus
  * routing and hop-by-hop headers. Client-supplied {@code kv_transfer_params}, {@code bootstrap_*}
  * and {@code disaggregated_params} never reach either pod (the reference proxy would pass them on
