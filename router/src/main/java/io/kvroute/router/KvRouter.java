@@ -1,5 +1,6 @@
 package io.kvroute.router;
 
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
@@ -17,13 +18,16 @@ import io.kvroute.scoring.MetricsScraper;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulingRequest;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,7 +40,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,6 +95,11 @@ public final class KvRouter implements AutoCloseable {
   /** A model's connector and the orchestrator that retries over pairs with it. */
   private record Pipeline(KVConnector connector, PdOrchestrator orchestrator) {}
 
+  /**
+   * Validates everything first (connector types included), then starts the executor, the scraper
+   * and the endpoints' event subscriptions; if starting fails part way, what was started is closed
+   * again before the exception leaves.
+   */
   private KvRouter(Builder b) {
     this.scheduler = b.scheduler != null ? b.scheduler : Scheduler.builder().build();
     this.connectors =
@@ -100,47 +108,66 @@ public final class KvRouter implements AutoCloseable {
             : KVConnectors.discover(Thread.currentThread().getContextClassLoader());
     this.defaultConnector = b.defaultConnector;
     this.modelConnectors = Map.copyOf(b.modelConnectors);
-    this.ownsTransport = b.transport == null;
-    this.transport =
-        b.transport != null
-            ? b.transport
-            : HttpTransports.discover(Thread.currentThread().getContextClassLoader());
-    this.executor =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "kvroute-router");
-              t.setDaemon(true);
-              return t;
-            });
+    // Fail on unknown connector types before anything runs, rather than on the first request.
+    connectors.provider(defaultConnector.type());
+    modelConnectors.values().forEach(c -> connectors.provider(c.type()));
     this.listener = b.listener;
     this.nanoClock = b.nanoClock;
     this.eventFeed = b.eventFeed;
     this.observabilityHeaders = b.observabilityHeaders;
     this.drainTimeout = b.drainTimeout;
     this.maxRequestBytes = b.maxRequestBytes;
+
+    Deque<Runnable> undo = new ArrayDeque<>();
+    try {
+      this.ownsTransport = b.transport == null;
+      this.transport =
+          b.transport != null
+              ? b.transport
+              : HttpTransports.discover(Thread.currentThread().getContextClassLoader());
+      if (ownsTransport) {
+        undo.push(transport::close);
+      }
+      this.executor =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "kvroute-router");
+                t.setDaemon(true);
+                return t;
+              });
+      undo.push(executor::shutdownNow);
+      this.scraper =
+          b.metricsInterval == null
+              ? null
+              : MetricsScraper.builder(scheduler.metricsStore(), executor)
+                  .interval(b.metricsInterval)
+                  .transport(transport)
+                  .build();
+      for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
+        addEndpoint(e.getKey(), e.getValue());
+        undo.push(() -> removeEndpoint(e.getKey().id()));
+      }
+      if (scraper != null) {
+        scraper.start();
+        undo.push(scraper::close);
+      }
+    } catch (RuntimeException e) {
+      undo.forEach(KvRouter::quietly);
+      throw e;
+    }
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
-    io.micrometer.core.instrument.Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get)
-        .register(registry);
-    io.micrometer.core.instrument.Gauge.builder("kvroute.endpoints", endpoints, Map::size)
-        .register(registry);
-    this.scraper =
-        b.metricsInterval == null
-            ? null
-            : MetricsScraper.builder(scheduler.metricsStore(), executor)
-                .interval(b.metricsInterval)
-                .transport(transport)
-                .build();
-    for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
-      addEndpoint(e.getKey(), e.getValue());
+    Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
+    Gauge.builder("kvroute.endpoints", endpoints, Map::size).register(registry);
+  }
+
+  private static void quietly(Runnable r) {
+    try {
+      r.run();
+    } catch (RuntimeException e) {
+      log.warn("kvroute: cleaning up after a failed start: {}", e.toString());
     }
-    if (scraper != null) {
-      scraper.start();
-    }
-    // Fail fast on unknown connector types rather than on the first request.
-    connectors.provider(defaultConnector.type());
-    modelConnectors.values().forEach(c -> connectors.provider(c.type()));
   }
 
   /** A builder. */
@@ -300,11 +327,6 @@ public final class KvRouter implements AutoCloseable {
     return d.prefixMatch(e).cachedTokens();
   }
 
-  /** The prefill candidates to pair with {@code decode} (a fallback gets its own choice). */
-  List<Endpoint> prefillsFor(Decision d, Endpoint decode) {
-    return scheduler.prefillEndpointsFor(d, decode);
-  }
-
   // ---------------------------------------------------------------- route
 
   /**
@@ -318,7 +340,6 @@ public final class KvRouter implements AutoCloseable {
         .thenCompose(
             rd -> {
               Pipeline p = pipeline(rd.model());
-              AtomicLong firstByte = new AtomicLong();
               PdOrchestrator.AttemptObserver observer =
                   new PdOrchestrator.AttemptObserver() {
                     @Override
@@ -349,7 +370,6 @@ public final class KvRouter implements AutoCloseable {
                       out.completeExceptionally(t);
                       return;
                     }
-                    firstByte.set(nanoClock.getAsLong());
                     RoutedResponse routed =
                         new RoutedResponse(resp, rd, () -> finishRoute(rd, start));
                     if (!out.complete(routed)) {
@@ -371,11 +391,10 @@ public final class KvRouter implements AutoCloseable {
     f.whenComplete(
         (resp, t) -> {
           if (t != null) {
-            Throwable cause =
-                t instanceof java.util.concurrent.CompletionException ? t.getCause() : t;
+            Throwable cause = CancellableFutures.unwrap(t);
             sink.onError(
-                cause instanceof ConnectorException
-                    ? (ConnectorException) cause
+                cause instanceof ConnectorException ce
+                    ? ce
                     : new ConnectorException("routing failed: " + cause, 500, cause));
             return;
           }
@@ -399,8 +418,8 @@ public final class KvRouter implements AutoCloseable {
                 @Override
                 public void onError(Throwable t2) {
                   sink.onError(
-                      t2 instanceof ConnectorException
-                          ? (ConnectorException) t2
+                      t2 instanceof ConnectorException ce
+                          ? ce
                           : new ConnectorException("stream failed: " + t2, 502, t2));
                 }
 
