@@ -5,13 +5,12 @@ import io.kvroute.connector.HttpTransports;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.service.ServiceConfig.PodSpec;
-import io.kvroute.service.internal.EventFeed;
-import io.kvroute.service.internal.Feeds;
 import io.kvroute.service.internal.HttpApi;
 import io.kvroute.service.internal.NioHttpServer;
 import io.kvroute.service.internal.PodTracker;
 import io.kvroute.service.internal.RemoteTokenizer;
 import io.kvroute.service.internal.TrackingBlockIndex;
+import io.kvroute.service.internal.ZmqEventFeed;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -31,7 +30,6 @@ import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +66,7 @@ public final class KvIndexService implements AutoCloseable {
   private final LongSupplier nanoClock;
   private final PodTracker tracker;
   private final TrackingBlockIndex index;
-  private final EventFeed feed;
+  private final ZmqEventFeed feed;
   private final NioHttpServer server;
   private final ScheduledExecutorService scheduler;
   private final Object podsLock = new Object();
@@ -101,7 +99,10 @@ public final class KvIndexService implements AutoCloseable {
       throw new ServiceConfigException(e.getMessage());
     }
     this.index = new TrackingBlockIndex(BlockIndex.inMemory(indexConfig), tracker);
-    this.feed = b.feedFactory != null ? b.feedFactory.apply(this) : Feeds.zmq(this, b.nanoClock);
+    this.feed =
+        b.withoutEventFeed
+            ? ZmqEventFeed.disabled()
+            : ZmqEventFeed.of(index, config.topic(), registry, b.nanoClock);
     RemoteTokenizer tokenizer =
         config
             .tokenizer()
@@ -388,7 +389,7 @@ public final class KvIndexService implements AutoCloseable {
     private PrometheusMeterRegistry registry;
     private LongSupplier nanoClock = System::nanoTime;
     private Clock wallClock = Clock.systemUTC();
-    private Function<KvIndexService, EventFeed> feedFactory;
+    private boolean withoutEventFeed;
     private HttpTransport transport;
 
     private Builder(ServiceConfig config) {
@@ -427,7 +428,7 @@ public final class KvIndexService implements AutoCloseable {
      * (embeddings that receive events themselves, and tests of the HTTP layer).
      */
     public Builder withoutEventFeed() {
-      this.feedFactory = s -> EventFeed.NONE;
+      this.withoutEventFeed = true;
       return this;
     }
 
