@@ -82,8 +82,9 @@ public final class ModulePathMain {
   }
 
   private static Endpoint endpoint(VllmSimulator s, Endpoint.Role role) {
-    return new Endpoint(
-        s.name(), "http", s.baseUrl().getHost(), s.baseUrl().getPort(), role, Map.of());
+    return Endpoint.builder(s.name(), s.baseUrl().getHost(), s.baseUrl().getPort())
+        .role(role)
+        .build();
   }
 
   private static void check(boolean ok, String what) {

@@ -30,7 +30,7 @@ class CoreTypesTest {
         .hasMessageContaining("must not have a path");
     assertThatThrownBy(() -> Endpoint.of("ftp://host:21", Endpoint.Role.DECODE))
         .hasMessageContaining("scheme must be http or https");
-    assertThatThrownBy(() -> new Endpoint("a", "http", "h", 0, Endpoint.Role.DECODE, Map.of()))
+    assertThatThrownBy(() -> Endpoint.builder("a", "h", 0).role(Endpoint.Role.DECODE).build())
         .hasMessageContaining("port must be in 1..65535");
     assertThatThrownBy(() -> Endpoint.Role.parse("middle"))
         .hasMessageContaining("prefill, decode, both");

@@ -100,8 +100,9 @@ class PdOrchestratorTest {
         };
     connector =
         new HttpConnector(
-            new KVConnectorProvider.Context(
-                ConnectorConfig.of("http"), transport, listener, scheduler, System::nanoTime));
+            KVConnectorProvider.Context.builder(ConnectorConfig.of("http"), transport, scheduler)
+                .listener(listener)
+                .build());
   }
 
   @AfterEach
@@ -115,8 +116,10 @@ class PdOrchestratorTest {
     MockWebServer s = new MockWebServer();
     s.start();
     servers.add(s);
-    return new Endpoint(
-        id, "http", "127.0.0.1", s.getPort(), role, Map.of("index", "" + (servers.size() - 1)));
+    return Endpoint.builder(id, "127.0.0.1", s.getPort())
+        .role(role)
+        .labels(Map.of("index", "" + (servers.size() - 1)))
+        .build();
   }
 
   private MockWebServer server(Endpoint e) {
@@ -359,8 +362,9 @@ class PdOrchestratorTest {
     try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       Thread t = rawServer(raw, "data: {\"x\":1}\n\n");
       Endpoint d1 =
-          new Endpoint(
-              "d1", "http", "127.0.0.1", raw.getLocalPort(), Endpoint.Role.DECODE, Map.of());
+          Endpoint.builder("d1", "127.0.0.1", raw.getLocalPort())
+              .role(Endpoint.Role.DECODE)
+              .build();
       StreamingResponse r =
           orchestrator()
               .build()
@@ -380,8 +384,9 @@ class PdOrchestratorTest {
     try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       Thread t = rawServer(raw, null);
       Endpoint d1 =
-          new Endpoint(
-              "d1", "http", "127.0.0.1", raw.getLocalPort(), Endpoint.Role.DECODE, Map.of());
+          Endpoint.builder("d1", "127.0.0.1", raw.getLocalPort())
+              .role(Endpoint.Role.DECODE)
+              .build();
       StreamingResponse r =
           orchestrator()
               .build()

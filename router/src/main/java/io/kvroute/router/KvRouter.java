@@ -454,8 +454,10 @@ public final class KvRouter implements AutoCloseable {
         k -> {
           KVConnector c =
               connectors.create(
-                  new KVConnectorProvider.Context(
-                      config, transport, listener, executor, nanoClock));
+                  KVConnectorProvider.Context.builder(config, transport, executor)
+                      .listener(listener)
+                      .nanoClock(nanoClock)
+                      .build());
           PdOrchestrator o =
               PdOrchestrator.builder(c, executor)
                   .retry(config.retry())

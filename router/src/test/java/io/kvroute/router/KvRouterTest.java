@@ -38,7 +38,7 @@ class KvRouterTest {
     MockWebServer s = new MockWebServer();
     s.start();
     servers.add(s);
-    return new Endpoint(id, "http", "127.0.0.1", s.getPort(), role, labels);
+    return Endpoint.builder(id, "127.0.0.1", s.getPort()).role(role).labels(labels).build();
   }
 
   private MockWebServer server(Endpoint e) {

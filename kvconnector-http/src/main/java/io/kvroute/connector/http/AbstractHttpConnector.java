@@ -372,8 +372,10 @@ public abstract class AbstractHttpConnector implements KVConnector {
   /** A decode request to {@code endpoint} with {@code body}. */
   protected DecodeRequest decodeRequest(
       InferenceRequest request, Endpoint endpoint, ObjectNode body, Map<String, String> attrs) {
-    return new DecodeRequest(
-        endpoint, request.api().path(), legHeaders(request), OpenAiJson.toBytes(body), attrs);
+    return DecodeRequest.builder(endpoint, request.api().path(), OpenAiJson.toBytes(body))
+        .headers(legHeaders(request))
+        .attributes(attrs)
+        .build();
   }
 
   /** Validation failures as a failed future rather than a throw. */

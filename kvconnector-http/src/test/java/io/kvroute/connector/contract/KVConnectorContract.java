@@ -168,19 +168,22 @@ public abstract class KVConnectorContract {
           }
         };
     return KVConnectors.discover(getClass().getClassLoader())
-        .create(new KVConnectorProvider.Context(config, transport, l, scheduler, System::nanoTime));
+        .create(
+            KVConnectorProvider.Context.builder(config, transport, scheduler).listener(l).build());
   }
 
   /** The prefill pod as an endpoint. */
   protected Endpoint prefillEndpoint() {
-    return new Endpoint(
-        "prefill-0", "http", "127.0.0.1", prefillServer.getPort(), Endpoint.Role.PREFILL, Map.of());
+    return Endpoint.builder("prefill-0", "127.0.0.1", prefillServer.getPort())
+        .role(Endpoint.Role.PREFILL)
+        .build();
   }
 
   /** The decode pod as an endpoint. */
   protected Endpoint decodeEndpoint() {
-    return new Endpoint(
-        "decode-0", "http", "127.0.0.1", decodeServer.getPort(), Endpoint.Role.DECODE, Map.of());
+    return Endpoint.builder("decode-0", "127.0.0.1", decodeServer.getPort())
+        .role(Endpoint.Role.DECODE)
+        .build();
   }
 
   /** A JSON response. */
@@ -448,7 +451,7 @@ public abstract class KVConnectorContract {
       closedPort = s.getLocalPort();
     }
     Endpoint dead =
-        new Endpoint("dead", "http", "127.0.0.1", closedPort, Endpoint.Role.PREFILL, Map.of());
+        Endpoint.builder("dead", "127.0.0.1", closedPort).role(Endpoint.Role.PREFILL).build();
     Throwable t =
         failure(
             connector()
@@ -557,13 +560,9 @@ public abstract class KVConnectorContract {
       server.setDaemon(true);
       server.start();
       Endpoint decode =
-          new Endpoint(
-              "decode-raw",
-              "http",
-              "127.0.0.1",
-              raw.getLocalPort(),
-              Endpoint.Role.DECODE,
-              Map.of());
+          Endpoint.builder("decode-raw", "127.0.0.1", raw.getLocalPort())
+              .role(Endpoint.Role.DECODE)
+              .build();
       StreamingResponse r =
           connector()
               .proxy(

@@ -197,7 +197,7 @@ public final class MooncakeConnector extends AbstractHttpConnector {
       return failed(e);
     }
     Endpoint bootstrapEndpoint =
-        new Endpoint(prefill.id(), "http", prefill.host(), port, prefill.role(), Map.of());
+        Endpoint.builder(prefill.id(), prefill.host(), port).role(prefill.role()).build();
     String address = bootstrapEndpoint.baseUrl();
     CompletableFuture<StreamingResponse> call =
         transport.send(

@@ -111,12 +111,13 @@ public final class FallbackConnector extends AbstractHttpConnector {
     for (String type : chain) {
       built.add(
           registry.create(
-              new KVConnectorProvider.Context(
-                  context.config().withType(type).withParams(memberParams),
-                  context.transport(),
-                  context.listener(),
-                  context.scheduler(),
-                  context.nanoClock())));
+              KVConnectorProvider.Context.builder(
+                      context.config().withType(type).withParams(memberParams),
+                      context.transport(),
+                      context.scheduler())
+                  .listener(context.listener())
+                  .nanoClock(context.nanoClock())
+                  .build()));
     }
     this.members = List.copyOf(built);
     this.marks =
@@ -257,7 +258,7 @@ public final class FallbackConnector extends AbstractHttpConnector {
           }
           Map<String, String> attrs = new LinkedHashMap<>(d.attributes());
           attrs.put("connector", member.type());
-          result.complete(new DecodeRequest(d.endpoint(), d.path(), d.headers(), d.body(), attrs));
+          result.complete(d.toBuilder().attributes(attrs).build());
         });
   }
 

@@ -47,8 +47,10 @@ class FallbackConnectorTest extends KVConnectorContract {
           }
         };
     return new FallbackConnector(
-        new KVConnectorProvider.Context(
-            config().withParams(params), transport, l, scheduler, clock::get),
+        KVConnectorProvider.Context.builder(config().withParams(params), transport, scheduler)
+            .listener(l)
+            .nanoClock(clock::get)
+            .build(),
         KVConnectors.discover(getClass().getClassLoader()));
   }
 

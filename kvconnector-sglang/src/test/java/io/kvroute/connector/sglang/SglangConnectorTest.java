@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorConfigException;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
@@ -57,8 +56,7 @@ class SglangConnectorTest extends KVConnectorContract {
   private SglangConnector fixedRooms(ConnectorConfig cfg, long firstRoom) {
     AtomicLong next = new AtomicLong(firstRoom);
     return new SglangConnector(
-        new KVConnectorProvider.Context(
-            cfg, transport, ConnectorListener.NONE, scheduler, System::nanoTime),
+        KVConnectorProvider.Context.builder(cfg, transport, scheduler).build(),
         next::getAndIncrement);
   }
 
@@ -133,13 +131,10 @@ class SglangConnectorTest extends KVConnectorContract {
   @Test
   void labelPortAndIpv6Host() throws Exception {
     Endpoint v6 =
-        new Endpoint(
-            "p6",
-            "http",
-            "::1",
-            prefillServer.getPort(),
-            Endpoint.Role.PREFILL,
-            Map.of(SglangConnector.BOOTSTRAP_PORT_LABEL, "9100"));
+        Endpoint.builder("p6", "::1", prefillServer.getPort())
+            .role(Endpoint.Role.PREFILL)
+            .labels(Map.of(SglangConnector.BOOTSTRAP_PORT_LABEL, "9100"))
+            .build();
     KVConnector.DecodeRequest d =
         fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 3)
             .prepareDecode(
@@ -224,7 +219,9 @@ class SglangConnectorTest extends KVConnectorContract {
             }
           });
       Endpoint p1 =
-          new Endpoint("p1", "http", "127.0.0.1", failing.getPort(), Endpoint.Role.PREFILL, null);
+          Endpoint.builder("p1", "127.0.0.1", failing.getPort())
+              .role(Endpoint.Role.PREFILL)
+              .build();
       StreamingResponse r =
           io.kvroute.pd.PdOrchestrator.builder(connector(), scheduler)
               .retryBudget(io.kvroute.pd.RetryBudget.unlimited())

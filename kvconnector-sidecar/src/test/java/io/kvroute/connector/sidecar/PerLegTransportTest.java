@@ -3,7 +3,6 @@ package io.kvroute.connector.sidecar;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvroute.connector.ConnectorConfig;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.InferenceRequest;
@@ -72,12 +71,7 @@ class PerLegTransportTest {
   private KVConnector http(PerLegTransport t) {
     return KVConnectors.discover(getClass().getClassLoader())
         .create(
-            new KVConnectorProvider.Context(
-                ConnectorConfig.of("http"),
-                t,
-                ConnectorListener.NONE,
-                scheduler,
-                System::nanoTime));
+            KVConnectorProvider.Context.builder(ConnectorConfig.of("http"), t, scheduler).build());
   }
 
   private PdRequest pd(PrefillTargetAllowlist allow) {
