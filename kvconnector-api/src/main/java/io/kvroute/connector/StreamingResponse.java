@@ -127,4 +127,36 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
       }
     };
   }
+
+  /**
+   * A response with {@code head}'s status and headers whose body comes from {@code body} (a relay
+   * of {@code head}'s body, usually: read ahead, timed, or with chunks added). Cancelling it
+   * cancels both.
+   */
+  static StreamingResponse relayed(StreamingResponse head, FlowRelay<ByteBuffer> body) {
+    java.util.Objects.requireNonNull(head, "head");
+    java.util.Objects.requireNonNull(body, "body");
+    return new StreamingResponse() {
+      @Override
+      public int status() {
+        return head.status();
+      }
+
+      @Override
+      public Map<String, List<String>> headers() {
+        return head.headers();
+      }
+
+      @Override
+      public void cancel() {
+        body.cancel();
+        head.cancel();
+      }
+
+      @Override
+      public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
+        body.subscribe(s);
+      }
+    };
+  }
 }

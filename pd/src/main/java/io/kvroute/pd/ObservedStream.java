@@ -6,21 +6,20 @@ import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import java.nio.ByteBuffer;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 /**
- * Wraps a decode response: subscribes at once, waits for the first body chunk (so a failure before
- * any byte can still be retried on another pair), then hands out a response that replays that chunk
- * and relays the rest with the subscriber's demand, reporting chunk timing to the listener.
+ * Observes a decode response: subscribes at once, waits for the first body chunk (so a failure
+ * before any byte can still be retried on another pair), then hands out a response that replays
+ * that chunk and relays the rest with the subscriber's demand, reporting chunk timing to the
+ * listener.
  *
  * <p>Thread-safe; the demand and cancellation plumbing is a {@link FlowRelay}.
  */
-final class ObservedStream implements StreamingResponse {
+final class ObservedStream {
   private final StreamingResponse upstream;
   private final String connectorType;
   private final String endpointId;
@@ -29,6 +28,7 @@ final class ObservedStream implements StreamingResponse {
   private final long startNanos;
   private final CompletableFuture<StreamingResponse> ready = new CompletableFuture<>();
   private final FlowRelay<ByteBuffer> relay;
+  private final StreamingResponse response;
   private volatile long lastChunkNanos;
 
   private ObservedStream(
@@ -55,6 +55,7 @@ final class ObservedStream implements StreamingResponse {
                   nanoClock.getAsLong() - startNanos);
               onEnd.accept(error);
             });
+    this.response = StreamingResponse.relayed(upstream, relay);
   }
 
   /**
@@ -84,27 +85,6 @@ final class ObservedStream implements StreamingResponse {
     return s.ready;
   }
 
-  @Override
-  public int status() {
-    return upstream.status();
-  }
-
-  @Override
-  public Map<String, List<String>> headers() {
-    return upstream.headers();
-  }
-
-  @Override
-  public void cancel() {
-    relay.cancel();
-    upstream.cancel();
-  }
-
-  @Override
-  public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
-    relay.subscribe(subscriber);
-  }
-
   /** Reads the first chunk, then hands the upstream over to the relay. */
   private final class FirstChunk implements Flow.Subscriber<ByteBuffer> {
     private Flow.Subscription subscription;
@@ -123,7 +103,7 @@ final class ObservedStream implements StreamingResponse {
         listener.decodeFirstByte(connectorType, endpointId, now - startNanos);
         relay.buffered(item);
         relay.onSubscribe(subscription);
-        ready.complete(ObservedStream.this);
+        ready.complete(response);
         return;
       }
       listener.decodeChunk(connectorType, now - lastChunkNanos);
@@ -155,7 +135,7 @@ final class ObservedStream implements StreamingResponse {
         listener.decodeFirstByte(connectorType, endpointId, nanoClock.getAsLong() - startNanos);
         relay.onSubscribe(subscription);
         relay.onComplete();
-        ready.complete(ObservedStream.this);
+        ready.complete(response);
         return;
       }
       relay.onComplete();

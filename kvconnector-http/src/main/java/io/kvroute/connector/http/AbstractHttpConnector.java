@@ -378,6 +378,27 @@ public abstract class AbstractHttpConnector implements KVConnector {
         .build();
   }
 
+  /**
+   * An endpoint's integer label (such as a per-pod port override), or {@code dflt} when the label
+   * is absent.
+   *
+   * @throws io.kvroute.connector.ConnectorConfigException naming the endpoint and the label when
+   *     the value is not an integer
+   */
+  protected static Integer intLabel(Endpoint endpoint, String label, Integer dflt) {
+    String value = endpoint.label(label);
+    if (value == null) {
+      return dflt;
+    }
+    try {
+      return Integer.valueOf(value.trim());
+    } catch (NumberFormatException e) {
+      throw new io.kvroute.connector.ConnectorConfigException(
+          "endpoint " + endpoint.id() + " label " + label,
+          "must be a port number, was \"" + value + "\"");
+    }
+  }
+
   /** Validation failures as a failed future rather than a throw. */
   protected static <T> CompletableFuture<T> failed(ConnectorException e) {
     return CompletableFuture.failedFuture(e);

@@ -5,9 +5,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.InferenceRequest;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.HttpConnector;
@@ -291,24 +291,14 @@ public final class LmcacheConnector extends HttpConnector {
   }
 
   /** The ServiceLoader provider of {@code lmcache}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM LMCacheConnectorV1 (shared store or LMCache PD channel): prefill (max_tokens=1)"
-          + " then the original body to decode";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new LmcacheConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM LMCacheConnectorV1 (shared store or LMCache PD channel): prefill (max_tokens=1)"
+              + " then the original body to decode",
+          LmcacheConnector::new);
     }
   }
 }

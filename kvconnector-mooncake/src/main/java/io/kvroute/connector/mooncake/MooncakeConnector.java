@@ -8,9 +8,9 @@ import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
@@ -169,17 +169,7 @@ public final class MooncakeConnector extends AbstractHttpConnector {
       DecodeRequest decode) {}
 
   private int bootstrapPort(Endpoint prefill) {
-    String label = prefill.label(BOOTSTRAP_PORT_LABEL);
-    if (label == null) {
-      return bootstrapPort;
-    }
-    try {
-      return Integer.parseInt(label.trim());
-    } catch (NumberFormatException e) {
-      throw new ConnectorConfigException(
-          "endpoint " + prefill.id() + " label " + BOOTSTRAP_PORT_LABEL,
-          "must be a port number, was \"" + label + "\"");
-    }
+    return intLabel(prefill, BOOTSTRAP_PORT_LABEL, bootstrapPort);
   }
 
   private CompletableFuture<Bootstrap> bootstrap(Endpoint prefill) {
@@ -431,24 +421,14 @@ public final class MooncakeConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code mooncake}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM MooncakeConnector: bootstrap /query, then prefill and decode together with a"
-          + " shared transfer_id";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new MooncakeConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM MooncakeConnector: bootstrap /query, then prefill and decode together with a"
+              + " shared transfer_id",
+          MooncakeConnector::new);
     }
   }
 }

@@ -6,6 +6,7 @@ import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import java.time.Duration;
@@ -319,24 +320,14 @@ public final class FallbackConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code fallback}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
-          + " speak the previous one";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new FallbackConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
+              + " speak the previous one",
+          FallbackConnector::new);
     }
   }
 }

@@ -9,6 +9,7 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
 import java.util.LinkedHashMap;
@@ -210,24 +211,14 @@ public final class NixlConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code nixl}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM NixlConnector: non-streamed prefill with do_remote_decode, its"
-          + " kv_transfer_params forwarded to the streamed decode";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new NixlConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM NixlConnector: non-streamed prefill with do_remote_decode, its"
+              + " kv_transfer_params forwarded to the streamed decode",
+          NixlConnector::new);
     }
   }
 }

@@ -6,9 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
@@ -103,17 +103,7 @@ public final class SglangConnector extends AbstractHttpConnector {
   }
 
   private Integer bootstrapPort(Endpoint prefill) {
-    String label = prefill.label(BOOTSTRAP_PORT_LABEL);
-    if (label == null) {
-      return bootstrapPort;
-    }
-    try {
-      return Integer.valueOf(label.trim());
-    } catch (NumberFormatException e) {
-      throw new ConnectorConfigException(
-          "endpoint " + prefill.id() + " label " + BOOTSTRAP_PORT_LABEL,
-          "must be a port number, was \"" + label + "\"");
-    }
+    return intLabel(prefill, BOOTSTRAP_PORT_LABEL, bootstrapPort);
   }
 
   /** The batch size of a completions prompt array, or 0 for a single prompt. */
@@ -223,23 +213,13 @@ public final class SglangConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code sglang}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "SGLang PD: bootstrap_host/port/room on both legs, prefill and decode together";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new SglangConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "SGLang PD: bootstrap_host/port/room on both legs, prefill and decode together",
+          SglangConnector::new);
     }
   }
 }
