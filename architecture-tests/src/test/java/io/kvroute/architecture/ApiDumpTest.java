@@ -95,7 +95,7 @@ class ApiDumpTest {
         }
         int mod = m.getModifiers();
         if (Modifier.isPublic(mod) || (Modifier.isProtected(mod) && subclassable)) {
-          members.add("  " + signature(m));
+          members.add("  " + signature(m).replace(c.getName() + ".", ""));
         }
       }
       blocks.put(

@@ -225,9 +225,8 @@ final class ProxyServer implements AutoCloseable {
         ex.getResponseBody().write(b);
         return;
       }
-      if (cause instanceof ConnectorException) {
-        sendError(
-            ex, ((ConnectorException) cause).httpStatus(), cause.getMessage(), "upstream_error");
+      if (cause instanceof ConnectorException ce) {
+        sendError(ex, ce.httpStatus(), cause.getMessage(), "upstream_error");
       } else {
         sendError(ex, 500, "internal error: " + cause, "internal_error");
       }

@@ -69,8 +69,7 @@ public interface ConnectorListener {
         && t.getCause() != null) {
       t = t.getCause();
     }
-    if (t instanceof UpstreamException) {
-      UpstreamException u = (UpstreamException) t;
+    if (t instanceof UpstreamException u) {
       switch (u.kind()) {
         case STATUS:
           return "status_" + (u.upstreamStatus() / 100) + "xx";

@@ -418,8 +418,8 @@ public final class PdOrchestrator {
               if (!successEndsLater) {
                 observer.ended(attempt, pair, null);
               }
-              if (!result.complete(value) && value instanceof StreamingResponse) {
-                ((StreamingResponse) value).cancel();
+              if (!result.complete(value) && value instanceof StreamingResponse r) {
+                r.cancel();
               }
               return;
             }
@@ -522,8 +522,7 @@ public final class PdOrchestrator {
   }
 
   private void recordFailure(Pair pair, ConnectorException cause, long nanos) {
-    if (cause instanceof UpstreamException) {
-      UpstreamException u = (UpstreamException) cause;
+    if (cause instanceof UpstreamException u) {
       if (u.endpointFault()) {
         breaker(u.endpointId()).onError(nanos, TimeUnit.NANOSECONDS, u);
       }
@@ -553,8 +552,8 @@ public final class PdOrchestrator {
         && t.getCause() != null) {
       t = t.getCause();
     }
-    if (t instanceof ConnectorException) {
-      return (ConnectorException) t;
+    if (t instanceof ConnectorException ce) {
+      return ce;
     }
     if (t instanceof CancellationException) {
       return new UpstreamException(

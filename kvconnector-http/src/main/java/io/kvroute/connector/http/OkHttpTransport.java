@@ -458,8 +458,8 @@ public final class OkHttpTransport implements HttpTransport {
             TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
         tmf.init(trustStore);
         for (TrustManager tm : tmf.getTrustManagers()) {
-          if (tm instanceof X509TrustManager) {
-            this.trustManager = (X509TrustManager) tm;
+          if (tm instanceof X509TrustManager x509) {
+            this.trustManager = x509;
             return this;
           }
         }

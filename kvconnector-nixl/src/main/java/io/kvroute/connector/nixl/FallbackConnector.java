@@ -142,8 +142,8 @@ public final class FallbackConnector extends AbstractHttpConnector {
       return List.of(NixlConnector.TYPE, "http");
     }
     List<String> types = new ArrayList<>();
-    if (value instanceof Collection) {
-      for (Object o : (Collection<?>) value) {
+    if (value instanceof Collection<?> values) {
+      for (Object o : values) {
         types.add(String.valueOf(o));
       }
     } else {
@@ -265,11 +265,8 @@ public final class FallbackConnector extends AbstractHttpConnector {
 
   /** A prefill answered 400/422 naming {@code kv_transfer_params}: the field is not understood. */
   static boolean doesNotSpeak(Throwable t) {
-    if (!(t instanceof UpstreamException)) {
-      return false;
-    }
-    UpstreamException u = (UpstreamException) t;
-    return u.leg() == Leg.PREFILL
+    return t instanceof UpstreamException u
+        && u.leg() == Leg.PREFILL
         && u.kind() == UpstreamException.Kind.STATUS
         && (u.upstreamStatus() == 400 || u.upstreamStatus() == 422)
         && u.upstreamBody().map(b -> b.contains("kv_transfer_params")).orElse(false);

@@ -173,9 +173,8 @@ public final class NixlConnector extends AbstractHttpConnector {
     if (reason.isTextual()) {
       attrs.put("prefill_finish_reason", reason.textValue());
     }
-    JsonNode params = answer.get("kv_transfer_params");
-    if (params != null && params.isObject() && params.size() > 0) {
-      ObjectNode copy = ((ObjectNode) params).deepCopy();
+    if (answer.get("kv_transfer_params") instanceof ObjectNode params && params.size() > 0) {
+      ObjectNode copy = params.deepCopy();
       rewriteRemoteHost(copy, pd.prefill());
       body.set("kv_transfer_params", copy);
       attrs.put("kv_transfer_params", "present");

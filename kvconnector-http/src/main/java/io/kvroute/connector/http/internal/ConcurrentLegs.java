@@ -124,8 +124,8 @@ public final class ConcurrentLegs {
     }
 
     private void finish(Object value, Throwable error, BiConsumer<ObjectNode, Throwable> settled) {
-      if (value instanceof ConnectorException) {
-        error = (ConnectorException) value;
+      if (value instanceof ConnectorException ce) {
+        error = ce;
         value = null;
       }
       if (result.isDone()) {
