@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
       HashCommand.class,
       EventsCommand.class,
       SimCommand.class,
+      TokenizeCommand.class,
     })
 public final class Main implements Runnable {
 
