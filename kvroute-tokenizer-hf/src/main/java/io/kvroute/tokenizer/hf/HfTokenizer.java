@@ -4,8 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvroute.scoring.SchedulingRequest;
 import io.kvroute.scoring.Tokenizer;
+import io.kvroute.tokenizer.hf.internal.ByteLevelBpe;
 import io.kvroute.tokenizer.hf.internal.ChatRenderer;
 import io.kvroute.tokenizer.hf.internal.DjlEncoder;
+import io.kvroute.tokenizer.hf.internal.TextEncoder;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -45,6 +47,11 @@ import java.util.stream.Stream;
  *       add_special_tokens=False} unless the request asks otherwise.
  * </ul>
  *
+ * <p>Two engines produce the same ids: the native Hugging Face library through DJL, and kvroute's
+ * pure-Java byte-level BPE for the {@code tokenizer.json} layouts it reproduces exactly (Llama 3,
+ * Qwen 2/3, GPT-2 style; see {@link Engine}). {@link Engine#AUTO} (the default) takes the Java one
+ * when it applies: on the project's machines the native call costs ≈ 1.7 µs per token.
+ *
  * <p>Files are read from a model directory, a Hugging Face cache repository ({@code
  * models--org--name}, whose {@code refs/main} snapshot is used) or a snapshot directory; nothing is
  * downloaded. Results are kept in a bounded LRU (entries and total tokens), keyed by everything
@@ -66,7 +73,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
 
   private final Path modelDir;
   private final String modelName;
-  private final DjlEncoder encoder;
+  private final TextEncoder encoder;
   private final ChatRenderer chat;
   private final Executor executor;
   private final LongSupplier nanoClock;
@@ -83,7 +90,17 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   /** A completion prompt as a cache key. */
   private record PromptKey(boolean addSpecialTokens, String text) {}
 
-  private HfTokenizer(Builder b, Path dir, DjlEncoder encoder, ChatRenderer chat) {
+  /** Which implementation turns text into ids. */
+  public enum Engine {
+    /** The Java engine when the tokenizer qualifies, else the native library (the default). */
+    AUTO,
+    /** Always the native Hugging Face library (DJL). */
+    NATIVE,
+    /** Always the Java engine; loading fails for tokenizers it does not reproduce. */
+    JAVA
+  }
+
+  private HfTokenizer(Builder b, Path dir, TextEncoder encoder, ChatRenderer chat) {
     this.modelDir = dir;
     this.modelName = b.modelName != null ? b.modelName : dir.getFileName().toString();
     this.encoder = encoder;
@@ -245,6 +262,11 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     return modelDir;
   }
 
+  /** The engine in use: {@code java} or {@code native}. */
+  public String engine() {
+    return encoder.engine();
+  }
+
   /** The model name used in metric tags. */
   public String modelName() {
     return modelName;
@@ -280,7 +302,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
 
   @Override
   public String toString() {
-    return "HfTokenizer{" + modelName + " from " + modelDir + "}";
+    return "HfTokenizer{" + modelName + " from " + modelDir + ", " + encoder.engine() + "}";
   }
 
   private void fail() {
@@ -421,8 +443,15 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     private Executor executor = Runnable::run;
     private LongSupplier nanoClock = System::nanoTime;
     private Supplier<ZonedDateTime> clock = ZonedDateTime::now;
+    private Engine engine = Engine.AUTO;
 
     private Builder() {}
+
+    /** Which engine encodes (default {@link Engine#AUTO}). */
+    public Builder engine(Engine engine) {
+      this.engine = Objects.requireNonNull(engine, "engine");
+      return this;
+    }
 
     /**
      * Where the files are: a directory with {@code tokenizer.json} (and usually {@code
@@ -537,10 +566,35 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
       }
       ChatRenderer renderer =
           ChatRenderer.of(config, templateFile, chatTemplate, clock, dir.toString());
-      DjlEncoder encoder =
+      String source =
           tokenizerJson != null
-              ? DjlEncoder.fromJson(tokenizerJson, dir + " (replaced tokenizer.json)")
-              : DjlEncoder.load(dir.resolve("tokenizer.json"));
+              ? dir + " (replaced tokenizer.json)"
+              : dir.resolve("tokenizer.json").toString();
+      String text = tokenizerJson;
+      if (text == null) {
+        try {
+          text = Files.readString(dir.resolve("tokenizer.json"), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+          throw new TokenizerLoadException("cannot read " + source + ": " + e.getMessage(), e);
+        }
+      }
+      TextEncoder encoder = null;
+      if (engine != Engine.NATIVE) {
+        try {
+          encoder = ByteLevelBpe.of(JSON.readTree(text)).orElse(null);
+        } catch (IOException e) {
+          throw new TokenizerLoadException(source + " is not valid JSON: " + e.getMessage(), e);
+        }
+        if (encoder == null && engine == Engine.JAVA) {
+          throw new TokenizerLoadException(
+              source
+                  + " uses a tokenizer.json layout the Java engine does not reproduce; use"
+                  + " Engine.AUTO or Engine.NATIVE");
+        }
+      }
+      if (encoder == null) {
+        encoder = DjlEncoder.fromJson(text, source);
+      }
       return new HfTokenizer(this, dir, encoder, renderer);
     }
   }

@@ -25,7 +25,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <p>Thread-safe: the Rust tokenizer encodes concurrently from many threads; {@link #close} waits
  * for encodes in progress.
  */
-public final class DjlEncoder implements AutoCloseable {
+public final class DjlEncoder implements TextEncoder {
 
   static {
     quietDjl();
@@ -86,7 +86,12 @@ public final class DjlEncoder implements AutoCloseable {
     }
   }
 
-  /** Token ids of {@code text}; {@code addSpecialTokens} applies the post-processor (BOS...). */
+  @Override
+  public String engine() {
+    return "native";
+  }
+
+  @Override
   public int[] encode(String text, boolean addSpecialTokens) {
     lifecycle.readLock().lock();
     try {
@@ -109,7 +114,7 @@ public final class DjlEncoder implements AutoCloseable {
     }
   }
 
-  /** Decodes ids back to text (for diagnostics). */
+  @Override
   public String decode(int[] ids, boolean skipSpecialTokens) {
     long[] l = new long[ids.length];
     for (int i = 0; i < ids.length; i++) {
