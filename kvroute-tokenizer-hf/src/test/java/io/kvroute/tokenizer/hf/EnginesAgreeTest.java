@@ -162,6 +162,23 @@ class EnginesAgreeTest {
   }
 
   @Test
+  void theGenericRegexPathAgreesWithTheHandWrittenSplit() throws Exception {
+    com.fasterxml.jackson.databind.JsonNode json =
+        new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(ReferenceTokenizers.modelDir("llama3").resolve("tokenizer.json").toFile());
+    var regex = io.kvroute.tokenizer.hf.internal.ByteLevelBpe.of(json, false).orElseThrow();
+    var fast = io.kvroute.tokenizer.hf.internal.ByteLevelBpe.of(json, true).orElseThrow();
+    qt().withExamples(1000)
+        .forAll(texts())
+        .checkAssert(
+            text ->
+                assertThat(regex.encode(text, false))
+                    .as("%s", text)
+                    .containsExactly(fast.encode(text, false))
+                    .containsExactly(llama[1].encode(text, false)));
+  }
+
+  @Test
   void longRunsAgree() {
     for (String unit : List.of("a", " ", "\n", "ab", "🙂", "1", "=", "é")) {
       String text = unit.repeat(3000);

@@ -49,6 +49,7 @@ public final class ByteLevelBpe implements TextEncoder {
   private final boolean ignoreMerges;
   private final boolean nfc;
   private final List<Pattern> splits;
+  private final FastSplit fast;
   private final AddedTokens added;
   private final int[] prefixIds;
   private final int[] suffixIds;
@@ -61,6 +62,7 @@ public final class ByteLevelBpe implements TextEncoder {
       boolean ignoreMerges,
       boolean nfc,
       List<Pattern> splits,
+      boolean fastSplit,
       AddedTokens added,
       int[] prefixIds,
       int[] suffixIds) {
@@ -69,6 +71,8 @@ public final class ByteLevelBpe implements TextEncoder {
     this.ignoreMerges = ignoreMerges;
     this.nfc = nfc;
     this.splits = splits;
+    this.fast =
+        fastSplit && splits.size() == 1 ? FastSplit.forPattern(splits.get(0).pattern()) : null;
     this.added = added;
     this.prefixIds = prefixIds;
     this.suffixIds = suffixIds;
@@ -83,8 +87,16 @@ public final class ByteLevelBpe implements TextEncoder {
    * reproduce exactly (then use the native library).
    */
   public static Optional<ByteLevelBpe> of(JsonNode json) {
+    return of(json, true);
+  }
+
+  /**
+   * Like {@link #of(JsonNode)}; {@code fastSplit} false always uses {@link java.util.regex} (tests
+   * compare both paths).
+   */
+  public static Optional<ByteLevelBpe> of(JsonNode json, boolean fastSplit) {
     try {
-      return Optional.ofNullable(build(json));
+      return Optional.ofNullable(build(json, fastSplit));
     } catch (RuntimeException e) {
       return Optional.empty();
     }
@@ -95,7 +107,7 @@ public final class ByteLevelBpe implements TextEncoder {
     return of(json).isPresent();
   }
 
-  private static ByteLevelBpe build(JsonNode json) {
+  private static ByteLevelBpe build(JsonNode json, boolean fastSplit) {
     JsonNode model = json.path("model");
     if (!"BPE".equals(model.path("type").asText())
         || !isNull(model.get("dropout"))
@@ -163,6 +175,7 @@ public final class ByteLevelBpe implements TextEncoder {
         model.path("ignore_merges").asBoolean(false),
         nfc,
         splits,
+        fastSplit,
         added,
         pre.stream().mapToInt(Integer::intValue).toArray(),
         post.stream().mapToInt(Integer::intValue).toArray());
@@ -342,14 +355,30 @@ public final class ByteLevelBpe implements TextEncoder {
 
   private void encodeSegment(String segment, IntList out) {
     String s =
-        nfc && !Normalizer.isNormalized(segment, Normalizer.Form.NFC)
-            ? Normalizer.normalize(segment, Normalizer.Form.NFC)
-            : segment;
+        nfc && !isNfc(segment) ? Normalizer.normalize(segment, Normalizer.Form.NFC) : segment;
+    if (fast != null) {
+      for (int i = 0; i < s.length(); ) {
+        int end = fast.matchEnd(s, i);
+        encodeWord(s.substring(i, end), out);
+        i = end;
+      }
+      return;
+    }
     if (splits.isEmpty()) {
       encodeWord(s, out);
       return;
     }
     splitAndEncode(s, 0, out);
+  }
+
+  /** Characters below U+0300 never change under NFC; otherwise ask the JDK. */
+  private static boolean isNfc(String s) {
+    for (int i = 0; i < s.length(); i++) {
+      if (s.charAt(i) >= 0x300) {
+        return Normalizer.isNormalized(s, Normalizer.Form.NFC);
+      }
+    }
+    return true;
   }
 
   /** Applies split {@code level} (Isolated: matches and gaps are both pieces), then the next. */
