@@ -48,8 +48,15 @@ final class TokenizerFixtures {
     int pos = 0;
     for (int turn = 1; turn < 20; turn++) {
       int len = 240 + (turn * 37) % 240;
-      String part = text.substring(pos, Math.min(text.length(), pos + len));
-      pos = (pos + len) % Math.max(1, text.length() - 500);
+      int end = Math.min(text.length(), pos + len);
+      if (end < text.length() && Character.isLowSurrogate(text.charAt(end))) {
+        end--; // never split a surrogate pair: both engines then see the same valid text
+      }
+      String part = text.substring(pos, end);
+      pos = end % Math.max(1, text.length() - 500);
+      if (Character.isLowSurrogate(text.charAt(pos))) {
+        pos++;
+      }
       b.message(turn % 2 == 1 ? "user" : "assistant", part);
     }
     return b.build();
