@@ -72,13 +72,20 @@ final class TokenizeCommand implements Callable<Integer> {
   @Option(names = "--render", description = "Print the rendered chat prompt instead of ids")
   boolean render;
 
+  @Option(
+      names = "--engine",
+      defaultValue = "AUTO",
+      description = "AUTO (Java byte-level BPE when it applies), JAVA or NATIVE (DJL)")
+  HfTokenizer.Engine engine;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() throws IOException {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    HfTokenizer.Builder b = HfTokenizer.builder().path(modelDir).revision(revision).cache(0, 0);
+    HfTokenizer.Builder b =
+        HfTokenizer.builder().path(modelDir).revision(revision).engine(engine).cache(0, 0);
     if (chatTemplate != null) {
       b.chatTemplate(Files.readString(chatTemplate, StandardCharsets.UTF_8));
     }
