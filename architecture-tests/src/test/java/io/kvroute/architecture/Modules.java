@@ -30,6 +30,7 @@ final class Modules {
     ROOTS.put("io.kvroute.pd", "pd");
     ROOTS.put("io.kvroute.kvindex", "kvindex");
     ROOTS.put("io.kvroute.scoring", "scoring");
+    ROOTS.put("io.kvroute.tokenizer", "kvroute-tokenizer-hf");
     ROOTS.put("io.kvroute.router", "router");
     ROOTS.put("io.kvroute.testkit", "testkit");
     ROOTS.put("io.kvroute.service", "kvindex-service");
@@ -56,6 +57,7 @@ final class Modules {
           Map.entry("kvconnector-sidecar", Set.of("kvconnector-api")),
           Map.entry("kvindex", Set.of()),
           Map.entry("scoring", Set.of("kvconnector-api", "kvindex")),
+          Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
           Map.entry("testkit", Set.of("kvindex")),
           Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex")),
@@ -72,6 +74,7 @@ final class Modules {
                   "kvconnector-sidecar",
                   "kvindex",
                   "scoring",
+                  "kvroute-tokenizer-hf",
                   "router",
                   "testkit",
                   "kvindex-service")),
@@ -92,6 +95,7 @@ final class Modules {
           "kvconnector-sidecar",
           "kvindex",
           "scoring",
+          "kvroute-tokenizer-hf",
           "router",
           "testkit",
           "kvindex-service");

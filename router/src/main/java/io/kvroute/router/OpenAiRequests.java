@@ -145,10 +145,11 @@ final class OpenAiRequests {
       return c.asText();
     }
     if (c.isArray()) {
-      StringBuilder sb = new StringBuilder();
+      // vLLM joins a message's text parts with "\n" before applying the chat template
+      java.util.StringJoiner sb = new java.util.StringJoiner("\n");
       for (JsonNode part : c) {
         if ("text".equals(part.path("type").asText()) && part.has("text")) {
-          sb.append(part.get("text").asText());
+          sb.add(part.get("text").asText());
         }
       }
       return sb.toString();
