@@ -531,6 +531,17 @@ class EdgeServerTest {
     assertThat(inHandler.await(30, TimeUnit.SECONDS)).isTrue();
     CompletableFuture<Void> stopped =
         CompletableFuture.runAsync(() -> server.shutdown(Duration.ofSeconds(30)));
+    int port = server.port();
+    await(
+        "the listener is closed",
+        () -> {
+          try {
+            new Socket("127.0.0.1", port).close();
+            return false;
+          } catch (IOException e) {
+            return true;
+          }
+        });
     held.get().respond(200, "text/plain", "done".getBytes(StandardCharsets.UTF_8));
     Raw.Response r = read(s);
     assertThat(r.body()).isEqualTo("done");

@@ -688,7 +688,6 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     listener.edge.exchangeEnded();
     releaseBody();
     head = null;
-    unwritableSince = -1;
     if (close) {
       state = LINGER;
       deadline = timers.now() + LINGER_NANOS;
@@ -774,6 +773,14 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
 
   /** Checks the deadline of the current state; run by the loop's sweep. */
   void check(long now) {
+    if (unwritableSince >= 0
+        && now - unwritableSince >= listener.writeTimeoutNanos
+        && state != CLOSED) {
+      listener.metrics.timeout("write");
+      state = CLOSED;
+      ctx.close();
+      return;
+    }
     switch (state) {
       case IDLE:
         if (now - deadline >= 0) {
@@ -808,12 +815,6 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
                       + " ms"));
         }
         break;
-      case HANDLING:
-        if (unwritableSince >= 0 && now - unwritableSince >= listener.writeTimeoutNanos) {
-          listener.metrics.timeout("write");
-          ctx.close();
-        }
-        break;
       case LINGER:
         if (now - deadline >= 0) {
           ctx.close();
@@ -821,6 +822,23 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
         break;
       default:
         break;
+    }
+  }
+
+  /** Adds this connection to reading, handling, waiting, stalled (traffic listener only). */
+  void count(int[] counts) {
+    if (!listener.name.equals("traffic")) {
+      return;
+    }
+    if (state == HEAD || state == BODY) {
+      counts[0]++;
+    } else if (state == HANDLING) {
+      counts[1]++;
+    } else if (state == IDLE) {
+      counts[2]++;
+    }
+    if (unwritableSince >= 0) {
+      counts[3]++;
     }
   }
 

@@ -69,6 +69,13 @@ final class LoopTimers {
     return conns.size();
   }
 
+  /** Adds this loop's traffic connections per phase to {@code counts} (on the loop). */
+  void count(int[] counts) {
+    for (Http1Connection c : conns) {
+      c.count(counts);
+    }
+  }
+
   private void sweep() {
     long now = nanoClock.getAsLong();
     // backwards: a connection that closes removes itself by swapping in one already checked

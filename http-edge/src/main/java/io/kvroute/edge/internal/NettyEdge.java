@@ -339,8 +339,48 @@ public final class NettyEdge implements AutoCloseable {
 
   /** A snapshot of the counters. */
   public EdgeStats stats() {
+    int[] counts = new int[4];
+    for (Map.Entry<EventLoop, LoopTimers> e : timers.entrySet()) {
+      EventLoop loop = e.getKey();
+      LoopTimers t = e.getValue();
+      if (loop.inEventLoop()) {
+        t.count(counts);
+        continue;
+      }
+      if (loop.isShuttingDown()) {
+        continue;
+      }
+      try {
+        int[] c =
+            loop.submit(
+                    () -> {
+                      int[] part = new int[4];
+                      t.count(part);
+                      return part;
+                    })
+                .get(10, TimeUnit.SECONDS);
+        for (int i = 0; i < 4; i++) {
+          counts[i] += c[i];
+        }
+      } catch (InterruptedException ex) {
+        Thread.currentThread().interrupt();
+        break;
+      } catch (java.util.concurrent.ExecutionException
+          | java.util.concurrent.TimeoutException
+          | java.util.concurrent.RejectedExecutionException ex) {
+        // a loop that is shutting down or stuck: its connections are not counted
+      }
+    }
     return new EdgeStats(
-        open.get(), adminOpen.get(), budget.used(), budget.peak(), budget.paused());
+        open.get(),
+        adminOpen.get(),
+        counts[0],
+        counts[1],
+        counts[2],
+        counts[3],
+        budget.used(),
+        budget.peak(),
+        budget.paused());
   }
 
   boolean draining() {
