@@ -170,7 +170,9 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
 
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-    if (cause instanceof IOException) {
+    if (cause instanceof IOException
+        || (cause instanceof io.netty.handler.codec.DecoderException
+            && cause.getCause() instanceof javax.net.ssl.SSLException)) {
       log.debug("connection error from {}: {}", ctx.channel().remoteAddress(), cause.toString());
     } else {
       log.warn("connection error from {}", ctx.channel().remoteAddress(), cause);
