@@ -492,10 +492,11 @@ class EdgeServerTest {
     Socket s = connect();
     send(s, "GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     read(s);
-    int port = server.port();
     server.close();
     assertThat(closedByServer(s)).isTrue();
-    assertThatThrownBy(() -> new Socket("127.0.0.1", port).close()).isInstanceOf(IOException.class);
+    // (not asserted: that the port refuses connections; on a shared machine another process may
+    // take the freed port at once)
+    assertThatThrownBy(server::start).isInstanceOf(IllegalStateException.class);
   }
 
   @Test
