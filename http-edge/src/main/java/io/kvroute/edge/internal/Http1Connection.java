@@ -73,6 +73,31 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   private boolean pausedMemory;
   private long unwritableSince = -1;
   private long lingerBytes;
+  private final HeadScanner scanner = new HeadScanner();
+
+  /**
+   * Finds the end of a head (CRLF CRLF) or a bare LF, byte by byte across reads: the last three
+   * bytes seen are kept.
+   */
+  private static final class HeadScanner implements io.netty.util.ByteProcessor {
+    int last3;
+    boolean bareLf;
+
+    @Override
+    public boolean process(byte b) {
+      if (b == '\n') {
+        if ((last3 & 0xff) != '\r') {
+          bareLf = true;
+          return false;
+        }
+        if ((last3 & 0xffffff) == ('\r' << 16 | '\n' << 8 | '\r')) {
+          return false;
+        }
+      }
+      last3 = last3 << 8 | (b & 0xff);
+      return true;
+    }
+  }
 
   Http1Connection(Listener listener, LoopTimers timers) {
     this.listener = listener;
@@ -252,22 +277,19 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     int ri = cum.readerIndex();
     int n = cum.readableBytes();
     int limit = Math.min(n, max);
-    int from = scanned;
     int headEnd = -1;
-    while (from < limit) {
-      int lf = cum.indexOf(ri + from, ri + limit, (byte) '\n');
-      if (lf < 0) {
-        break;
+    if (scanned == 0) {
+      scanner.last3 = 0;
+    }
+    if (scanned < limit) {
+      scanner.bareLf = false;
+      int at = cum.forEachByte(ri + scanned, limit - scanned, scanner);
+      if (at >= 0) {
+        if (scanner.bareLf) {
+          throw new Refusal(400, "headers", "bare_lf", "line ends must be CRLF, not a bare LF");
+        }
+        headEnd = at - ri + 1;
       }
-      int rel = lf - ri;
-      if (rel == 0 || cum.getByte(lf - 1) != '\r') {
-        throw new Refusal(400, "headers", "bare_lf", "line ends must be CRLF, not a bare LF");
-      }
-      if (rel >= 3 && cum.getByte(lf - 2) == '\n' && cum.getByte(lf - 3) == '\r') {
-        headEnd = rel + 1;
-        break;
-      }
-      from = rel + 1;
     }
     if (headEnd < 0) {
       scanned = limit;

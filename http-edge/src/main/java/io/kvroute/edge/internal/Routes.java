@@ -53,6 +53,16 @@ public final class Routes {
     }
   }
 
+  /** A copy that later changes to this one do not reach (the server keeps a copy). */
+  public Routes copy() {
+    Routes r = new Routes();
+    exact.forEach((path, byMethod) -> r.exact.put(path, new HashMap<>(byMethod)));
+    for (Map.Entry<String, Map<String, Handler>> e : prefixes) {
+      r.prefixes.add(Map.entry(e.getKey(), new HashMap<>(e.getValue())));
+    }
+    return r;
+  }
+
   /**
    * Finds the handler of a request.
    *

@@ -101,7 +101,22 @@ final class StreamRelay implements Flow.Subscriber<ByteBuffer> {
   private void post(Object o) {
     inbox.add(o);
     if (scheduled.compareAndSet(false, true)) {
-      ctx.executor().execute(this::drain);
+      try {
+        ctx.executor().execute(this::drain);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // the server is closed: nobody will write this stream
+        cancelled = true;
+        Flow.Subscription s = subscription;
+        if (s != null) {
+          s.cancel();
+        }
+        Object x;
+        while ((x = inbox.poll()) != null) {
+          if (x instanceof ByteBuf) {
+            ((ByteBuf) x).release();
+          }
+        }
+      }
     }
   }
 

@@ -135,31 +135,16 @@ final class Wire {
     out.writeCharSequence(s, StandardCharsets.ISO_8859_1);
   }
 
+  private static final boolean[] TOKEN = new boolean[256];
+
+  static {
+    for (int c = '!'; c < 0x7f; c++) {
+      TOKEN[c] = "()<>@,;:\\\"/[]?={}".indexOf(c) < 0;
+    }
+  }
+
+  /** Whether {@code c} may appear in a method or header name (RFC 9110 tchar). */
   static boolean isTokenChar(byte c) {
-    if (c <= ' ' || c >= 0x7f) {
-      return false;
-    }
-    switch (c) {
-      case '(':
-      case ')':
-      case '<':
-      case '>':
-      case '@':
-      case ',':
-      case ';':
-      case ':':
-      case '\\':
-      case '"':
-      case '/':
-      case '[':
-      case ']':
-      case '?':
-      case '=':
-      case '{':
-      case '}':
-        return false;
-      default:
-        return true;
-    }
+    return TOKEN[c & 0xff];
   }
 }
