@@ -27,7 +27,7 @@ class ModulePathTest {
       Pattern.compile(
           ".*(junit|opentest4j|apiguardian|assertj|archunit|surefire|testng|jcommander|"
               + "kvroute-cli|kvroute-examples|picocli|test-classes|kvroute-tokenizer-hf|/ai/djl/|"
-              + "commons-compress|/net/java/dev/jna/|/com/google/code/gson/).*");
+              + "commons-compress|/net/java/dev/jna/|/com/google/code/gson/|http-edge|/io/netty/).*");
 
   @Test
   void theLibraryRunsAsNamedModules() throws Exception {

@@ -34,6 +34,7 @@ final class Modules {
     ROOTS.put("io.kvroute.router", "router");
     ROOTS.put("io.kvroute.testkit", "testkit");
     ROOTS.put("io.kvroute.service", "kvindex-service");
+    ROOTS.put("io.kvroute.edge", "http-edge");
     ROOTS.put("io.kvroute.cli", "cli");
     ROOTS.put("io.kvroute.examples", "examples");
   }
@@ -60,7 +61,8 @@ final class Modules {
           Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
           Map.entry("testkit", Set.of("kvindex")),
-          Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex")),
+          Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge")),
+          Map.entry("http-edge", Set.of()),
           Map.entry(
               "cli",
               Set.of(
@@ -77,7 +79,8 @@ final class Modules {
                   "kvroute-tokenizer-hf",
                   "router",
                   "testkit",
-                  "kvindex-service")),
+                  "kvindex-service",
+                  "http-edge")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
