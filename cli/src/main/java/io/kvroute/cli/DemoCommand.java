@@ -253,17 +253,15 @@ final class DemoCommand implements Callable<Integer> {
     }
     for (VllmSimulator pod : cluster.pods()) {
       Endpoint e =
-          new Endpoint(
-              pod.name(),
-              "http",
-              pod.baseUrl().getHost(),
-              pod.baseUrl().getPort(),
-              pod.role().producer() && !pod.role().consumer()
-                  ? Endpoint.Role.PREFILL
-                  : pod.role().consumer() && !pod.role().producer()
-                      ? Endpoint.Role.DECODE
-                      : Endpoint.Role.BOTH,
-              pod.labels());
+          Endpoint.builder(pod.name(), pod.baseUrl().getHost(), pod.baseUrl().getPort())
+              .role(
+                  pod.role().producer() && !pod.role().consumer()
+                      ? Endpoint.Role.PREFILL
+                      : pod.role().consumer() && !pod.role().producer()
+                          ? Endpoint.Role.DECODE
+                          : Endpoint.Role.BOTH)
+              .labels(pod.labels())
+              .build();
       rb.endpoint(
           e,
           pod.eventsEndpoint() == null

@@ -4,7 +4,6 @@ import io.kvroute.kvindex.event.KvEventBatch;
 import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.event.KvEventDecodeException;
 import io.kvroute.kvindex.event.KvEventSink;
-import io.kvroute.kvindex.event.internal.Json;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.kvindex.zmq.KvEventSubscriber;
 import io.kvroute.kvindex.zmq.PodEndpoint;
@@ -198,19 +197,15 @@ final class EventsCommand implements Runnable {
                 String podId, String t, long seq, KvEventBatch batch, boolean replayed) {
               StringBuilder sb = new StringBuilder(256);
               sb.append("{\"seq\":").append(Long.toUnsignedString(seq)).append(",\"topic\":");
-              Json.string(sb, t);
+              quote(sb, t);
               sb.append(",\"pod\":");
-              Json.string(sb, podId);
+              quote(sb, podId);
               if (replayed) {
                 sb.append(",\"replayed\":true");
               }
-              sb.append(",\"ts\":");
-              Json.number(sb, batch.ts());
-              sb.append(",\"dp_rank\":")
-                  .append(batch.dataParallelRank() == null ? "null" : batch.dataParallelRank());
-              sb.append(",\"events\":");
-              batch.appendEventsJson(sb);
-              sb.append('}');
+              // The batch's own object ({"ts":…,"dp_rank":…,"events":[…]}) without its brace.
+              String json = batch.toJson();
+              sb.append(',').append(json, 1, json.length());
               synchronized (out) {
                 out.println(sb);
                 out.flush();
@@ -321,5 +316,12 @@ final class EventsCommand implements Runnable {
       }
       return 0;
     }
+  }
+
+  /** Appends {@code s} as a JSON string literal. */
+  static void quote(StringBuilder sb, String s) {
+    sb.append('"');
+    com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance().quoteAsString(s, sb);
+    sb.append('"');
   }
 }

@@ -1,13 +1,12 @@
 package io.kvroute.cli;
 
 import io.kvroute.connector.ConnectorConfig;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
-import io.kvroute.connector.PdOrchestrator;
 import io.kvroute.connector.http.OkHttpTransport;
+import io.kvroute.pd.PdOrchestrator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -109,8 +108,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     try (OkHttpTransport transport = OkHttpTransport.create()) {
       KVConnector kv =
           registry.create(
-              new KVConnectorProvider.Context(
-                  config, transport, ConnectorListener.NONE, scheduler, System::nanoTime));
+              KVConnectorProvider.Context.builder(config, transport, scheduler).build());
       PdOrchestrator orchestrator =
           PdOrchestrator.builder(kv, scheduler).retry(config.retry()).build();
       ProxyServer server =

@@ -4,9 +4,9 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.InferenceRequest;
-import io.kvroute.connector.PdOrchestrator;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.pd.PdOrchestrator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -225,9 +225,8 @@ final class ProxyServer implements AutoCloseable {
         ex.getResponseBody().write(b);
         return;
       }
-      if (cause instanceof ConnectorException) {
-        sendError(
-            ex, ((ConnectorException) cause).httpStatus(), cause.getMessage(), "upstream_error");
+      if (cause instanceof ConnectorException ce) {
+        sendError(ex, ce.httpStatus(), cause.getMessage(), "upstream_error");
       } else {
         sendError(ex, 500, "internal error: " + cause, "internal_error");
       }
@@ -369,11 +368,10 @@ final class ProxyServer implements AutoCloseable {
     private Json() {}
 
     static String quote(String s) {
-      try {
-        return io.kvroute.connector.http.OpenAiJson.MAPPER.writeValueAsString(s);
-      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-        throw new IllegalStateException(e);
-      }
+      return new String(
+          io.kvroute.connector.http.OpenAiJson.toBytes(
+              com.fasterxml.jackson.databind.node.TextNode.valueOf(s)),
+          java.nio.charset.StandardCharsets.UTF_8);
     }
   }
 }

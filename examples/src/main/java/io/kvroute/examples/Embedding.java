@@ -48,7 +48,7 @@ public final class Embedding {
             .eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
     for (Pod p : pods) {
       Endpoint e =
-          new Endpoint(p.id(), "http", p.url().getHost(), p.url().getPort(), p.role(), Map.of());
+          Endpoint.builder(p.id(), p.url().getHost(), p.url().getPort()).role(p.role()).build();
       router.endpoint(e, new KvEventFeed.Source(p.kvEvents(), p.kvReplay(), ""));
     }
     return router.build();

@@ -2,8 +2,8 @@ package io.kvroute.connector;
 
 /**
  * Observes connector activity: legs, retries, errors, circuit breakers. Every method has a no-op
- * default; override what you need. {@link #NONE} does nothing; {@link MicrometerConnectorListener}
- * records the documented metrics.
+ * default; override what you need. {@link #NONE} does nothing; {@code
+ * io.kvroute.pd.MicrometerConnectorListener} records the documented metrics.
  *
  * <p>Methods are called on transport and scheduler threads, concurrently for different requests;
  * implementations must be thread-safe, fast and must not throw.
@@ -69,8 +69,7 @@ public interface ConnectorListener {
         && t.getCause() != null) {
       t = t.getCause();
     }
-    if (t instanceof UpstreamException) {
-      UpstreamException u = (UpstreamException) t;
+    if (t instanceof UpstreamException u) {
       switch (u.kind()) {
         case STATUS:
           return "status_" + (u.upstreamStatus() / 100) + "xx";

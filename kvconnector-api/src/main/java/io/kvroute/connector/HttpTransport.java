@@ -2,68 +2,196 @@ package io.kvroute.connector;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * Sends one HTTP request to an endpoint and streams the response back. Connectors run both legs
- * through it; {@code kvconnector-http} provides the OkHttp implementation, and tests may supply
- * their own.
+ * Sends one HTTP request to an endpoint and streams the response back. Every kvroute component that
+ * calls an engine or a service goes through it (both legs of every connector, health probes, {@code
+ * /tokenize}, {@code /metrics} scrapes, bootstrap queries, the KV-cache manager client), so one
+ * decorator — TLS per leg, an allowlist, tracing — applies everywhere. {@code kvconnector-http}
+ * provides the OkHttp implementation (found by {@link HttpTransports}); tests may supply their own.
  *
  * <p>Implementations are thread-safe. The returned future completes on a transport thread when the
  * response head has arrived, or exceptionally with {@link UpstreamException} (connection failure,
  * timeout). Any status completes the future normally: classifying statuses is the caller's job.
- * Cancelling the future cancels the call.
+ * Cancelling the future cancels the call; the response must then be read or cancelled (see {@link
+ * StreamingResponse}).
  */
 public interface HttpTransport extends AutoCloseable {
 
   /** Sends {@code request}. */
   CompletableFuture<StreamingResponse> send(Outbound request);
 
-  /**
-   * Sends {@code GET path} to {@code endpoint} and completes with the status code (the body is
-   * discarded), or fails with {@link UpstreamException} when no answer came within {@code timeout}.
-   * Used for health checks.
-   */
-  default CompletableFuture<Integer> probe(Endpoint endpoint, String path, Duration timeout) {
-    return CompletableFuture.failedFuture(
-        new UnsupportedOperationException(getClass().getName() + " does not support probe()"));
-  }
-
   /** Releases connections and threads. */
   @Override
   void close();
 
-  /**
-   * One request to an upstream.
-   *
-   * @param leg the leg, for errors and metrics
-   * @param endpoint where to send it
-   * @param path the path, e.g. {@code /v1/completions}
-   * @param headers headers to send (hop-by-hop headers are dropped by the transport)
-   * @param body the JSON body
-   * @param timeout for the whole call when {@code streaming} is false; for the response head and
-   *     for each gap between body chunks when true
-   * @param streaming whether the body is consumed as a stream
-   */
-  record Outbound(
-      Leg leg,
-      Endpoint endpoint,
-      String path,
-      Map<String, List<String>> headers,
-      byte[] body,
-      Duration timeout,
-      boolean streaming) {
+  /** The HTTP methods kvroute sends. */
+  enum Method {
+    /** A {@code GET} without a body. */
+    GET,
+    /** A {@code POST} of a JSON body. */
+    POST
+  }
 
-    /** Validates and copies. */
-    public Outbound {
-      Objects.requireNonNull(leg, "leg");
-      Objects.requireNonNull(endpoint, "endpoint");
-      Objects.requireNonNull(path, "path");
-      Objects.requireNonNull(body, "body");
-      Objects.requireNonNull(timeout, "timeout");
-      headers = headers == null ? Map.of() : Map.copyOf(headers);
+  /**
+   * One request to an upstream. Immutable; built with {@link #get} or {@link #post}.
+   *
+   * <pre>{@code
+   * transport.send(Outbound.post(endpoint, "/v1/completions", body)
+   *     .leg(Leg.PREFILL).headers(headers).timeout(Duration.ofSeconds(30)).build());
+   * }</pre>
+   */
+  final class Outbound {
+    private static final byte[] EMPTY = new byte[0];
+
+    private final Method method;
+    private final Leg leg;
+    private final Endpoint endpoint;
+    private final String path;
+    private final Map<String, List<String>> headers;
+    private final byte[] body;
+    private final Duration timeout;
+    private final boolean streaming;
+
+    private Outbound(Builder b) {
+      this.method = b.method;
+      this.leg = b.leg;
+      this.endpoint = b.endpoint;
+      this.path = b.path;
+      this.headers = b.headers;
+      this.body = b.body;
+      this.timeout = b.timeout;
+      this.streaming = b.streaming;
+    }
+
+    /** A {@code GET path} to {@code endpoint}. */
+    public static Builder get(Endpoint endpoint, String path) {
+      return new Builder(Method.GET, endpoint, path, EMPTY);
+    }
+
+    /** A {@code POST path} of the JSON {@code body} to {@code endpoint}. */
+    public static Builder post(Endpoint endpoint, String path, byte[] body) {
+      return new Builder(Method.POST, endpoint, path, Objects.requireNonNull(body, "body"));
+    }
+
+    /** The method. */
+    public Method method() {
+      return method;
+    }
+
+    /** The leg, for errors and metrics (and per-leg transports). */
+    public Leg leg() {
+      return leg;
+    }
+
+    /** Where to send it. */
+    public Endpoint endpoint() {
+      return endpoint;
+    }
+
+    /** The path and query, e.g. {@code /v1/completions}. */
+    public String path() {
+      return path;
+    }
+
+    /** {@code endpoint().baseUrl() + path()}. */
+    public String url() {
+      return endpoint.baseUrl() + path;
+    }
+
+    /** Headers to send (hop-by-hop headers are dropped by the transport). */
+    public Map<String, List<String>> headers() {
+      return headers;
+    }
+
+    /** A copy of the body (empty for {@code GET}). */
+    public byte[] body() {
+      return body.clone();
+    }
+
+    /** The body length in bytes. */
+    public int bodyLength() {
+      return body.length;
+    }
+
+    /**
+     * For the whole call when not {@link #streaming()}; for the response head and each gap between
+     * body chunks when streaming.
+     */
+    public Duration timeout() {
+      return timeout;
+    }
+
+    /** Whether the body is consumed as a stream (as it arrives) rather than read whole. */
+    public boolean streaming() {
+      return streaming;
+    }
+
+    @Override
+    public String toString() {
+      return method + " " + url() + " (" + leg.name().toLowerCase(Locale.ROOT) + ")";
+    }
+
+    /** Builds an {@link Outbound}; not thread-safe. */
+    public static final class Builder {
+      private final Method method;
+      private final Endpoint endpoint;
+      private final String path;
+      private final byte[] body;
+      private Leg leg = Leg.AUXILIARY;
+      private Map<String, List<String>> headers = Map.of();
+      private Duration timeout = Duration.ofSeconds(30);
+      private boolean streaming;
+
+      private Builder(Method method, Endpoint endpoint, String path, byte[] body) {
+        this.method = method;
+        this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+        this.path = Objects.requireNonNull(path, "path");
+        if (!path.startsWith("/")) {
+          throw new IllegalArgumentException("path must start with /, was \"" + path + "\"");
+        }
+        this.body = body.clone();
+      }
+
+      /** The leg (default {@link Leg#AUXILIARY}). */
+      public Builder leg(Leg leg) {
+        this.leg = Objects.requireNonNull(leg, "leg");
+        return this;
+      }
+
+      /** The headers to send (default none); names are matched case-insensitively. */
+      public Builder headers(Map<String, List<String>> headers) {
+        Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        Objects.requireNonNull(headers, "headers").forEach((k, v) -> h.put(k, List.copyOf(v)));
+        this.headers = java.util.Collections.unmodifiableMap(h);
+        return this;
+      }
+
+      /** The timeout (default 30 s; see {@link Outbound#timeout()}). */
+      public Builder timeout(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+          throw new IllegalArgumentException("timeout must be > 0, was " + timeout);
+        }
+        this.timeout = timeout;
+        return this;
+      }
+
+      /** Whether the response body is streamed (default false). */
+      public Builder streaming(boolean streaming) {
+        this.streaming = streaming;
+        return this;
+      }
+
+      /** The request. */
+      public Outbound build() {
+        return new Outbound(this);
+      }
     }
   }
 }

@@ -194,11 +194,11 @@ public final class InferenceRequest {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof InferenceRequest
-        && ((InferenceRequest) o).api == api
-        && ((InferenceRequest) o).requestId.equals(requestId)
-        && Arrays.equals(((InferenceRequest) o).body, body)
-        && ((InferenceRequest) o).headers.equals(headers);
+    return o instanceof InferenceRequest r
+        && r.api == api
+        && r.requestId.equals(requestId)
+        && Arrays.equals(r.body, body)
+        && r.headers.equals(headers);
   }
 
   @Override

@@ -22,7 +22,7 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Implementations are thread-safe and stateless per request; futures complete on transport
  * threads. Errors are {@link ConnectorException}s, usually {@link UpstreamException} naming the leg
- * and endpoint. A connector never retries by itself: {@link PdOrchestrator} does.
+ * and endpoint. A connector never retries by itself: {@code io.kvroute.pd.PdOrchestrator} does.
  */
 public interface KVConnector extends AutoCloseable {
 
@@ -76,34 +76,102 @@ public interface KVConnector extends AutoCloseable {
     }
   }
 
-  /**
-   * The decode leg as the gateway should send it.
-   *
-   * @param endpoint the decode endpoint
-   * @param path the path, e.g. {@code /v1/chat/completions}
-   * @param headers the headers to send (includes {@code X-Request-Id})
-   * @param body the rewritten JSON body
-   * @param attributes facts about the prefill for logs and metrics (e.g. {@code
-   *     kv_transfer_params=absent})
-   */
-  record DecodeRequest(
-      Endpoint endpoint,
-      String path,
-      Map<String, List<String>> headers,
-      byte[] body,
-      Map<String, String> attributes) {
-    /** Validates and copies. */
-    public DecodeRequest {
-      Objects.requireNonNull(endpoint, "endpoint");
-      Objects.requireNonNull(path, "path");
-      Objects.requireNonNull(body, "body");
-      headers = headers == null ? Map.of() : Map.copyOf(headers);
-      attributes = attributes == null ? Map.of() : Map.copyOf(attributes);
+  /** The decode leg as the gateway should send it. Immutable; built with {@link #builder}. */
+  final class DecodeRequest {
+    private final Endpoint endpoint;
+    private final String path;
+    private final Map<String, List<String>> headers;
+    private final byte[] body;
+    private final Map<String, String> attributes;
+
+    private DecodeRequest(Builder b) {
+      this.endpoint = b.endpoint;
+      this.path = b.path;
+      this.headers = b.headers;
+      this.body = b.body;
+      this.attributes = b.attributes;
+    }
+
+    /**
+     * A builder of the decode request {@code POST path} of {@code body} to {@code endpoint}.
+     *
+     * @param path the path, e.g. {@code /v1/chat/completions}
+     * @param body the rewritten JSON body (copied)
+     */
+    public static Builder builder(Endpoint endpoint, String path, byte[] body) {
+      return new Builder(endpoint, path, body);
+    }
+
+    /** A builder starting from this request. */
+    public Builder toBuilder() {
+      return new Builder(endpoint, path, body).headers(headers).attributes(attributes);
+    }
+
+    /** The decode endpoint. */
+    public Endpoint endpoint() {
+      return endpoint;
+    }
+
+    /** The path, e.g. {@code /v1/chat/completions}. */
+    public String path() {
+      return path;
+    }
+
+    /** The headers to send (includes {@code X-Request-Id}). */
+    public Map<String, List<String>> headers() {
+      return headers;
+    }
+
+    /** A copy of the rewritten JSON body. */
+    public byte[] body() {
+      return body.clone();
+    }
+
+    /** Facts about the prefill for logs and metrics (e.g. {@code kv_transfer_params=absent}). */
+    public Map<String, String> attributes() {
+      return attributes;
     }
 
     /** The full URL to send the decode request to. */
     public String url() {
       return endpoint.baseUrl() + path;
+    }
+
+    @Override
+    public String toString() {
+      return "DecodeRequest{" + url() + ", bodyBytes=" + body.length + ", " + attributes + "}";
+    }
+
+    /** Builds a {@link DecodeRequest}; not thread-safe. */
+    public static final class Builder {
+      private final Endpoint endpoint;
+      private final String path;
+      private final byte[] body;
+      private Map<String, List<String>> headers = Map.of();
+      private Map<String, String> attributes = Map.of();
+
+      private Builder(Endpoint endpoint, String path, byte[] body) {
+        this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+        this.path = Objects.requireNonNull(path, "path");
+        this.body = Objects.requireNonNull(body, "body").clone();
+      }
+
+      /** The headers to send (default none). */
+      public Builder headers(Map<String, List<String>> headers) {
+        this.headers = Map.copyOf(Objects.requireNonNull(headers, "headers"));
+        return this;
+      }
+
+      /** Facts about the prefill (default none). */
+      public Builder attributes(Map<String, String> attributes) {
+        this.attributes = Map.copyOf(Objects.requireNonNull(attributes, "attributes"));
+        return this;
+      }
+
+      /** The request. */
+      public DecodeRequest build() {
+        return new DecodeRequest(this);
+      }
     }
   }
 }

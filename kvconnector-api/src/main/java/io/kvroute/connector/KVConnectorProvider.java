@@ -31,27 +31,62 @@ public interface KVConnectorProvider {
   KVConnector create(Context context);
 
   /**
-   * Everything a connector needs from its host.
+   * Everything a connector needs from its host. Immutable; built with {@link #builder}.
    *
-   * @param config the connector's configuration
-   * @param transport the shared HTTP transport
-   * @param listener the observability listener
-   * @param scheduler for timeouts and background work (not for blocking I/O)
-   * @param nanoClock monotonic time source
+   * <pre>{@code
+   * Context ctx = Context.builder(config, transport, scheduler).listener(listener).build();
+   * }</pre>
    */
-  record Context(
-      ConnectorConfig config,
-      HttpTransport transport,
-      ConnectorListener listener,
-      ScheduledExecutorService scheduler,
-      LongSupplier nanoClock) {
-    /** Validates. */
-    public Context {
-      Objects.requireNonNull(config, "config");
-      Objects.requireNonNull(transport, "transport");
-      Objects.requireNonNull(listener, "listener");
-      Objects.requireNonNull(scheduler, "scheduler");
-      Objects.requireNonNull(nanoClock, "nanoClock");
+  final class Context {
+    private final ConnectorConfig config;
+    private final HttpTransport transport;
+    private final ConnectorListener listener;
+    private final ScheduledExecutorService scheduler;
+    private final LongSupplier nanoClock;
+
+    private Context(Builder b) {
+      this.config = b.config;
+      this.transport = b.transport;
+      this.listener = b.listener;
+      this.scheduler = b.scheduler;
+      this.nanoClock = b.nanoClock;
+    }
+
+    /**
+     * A builder.
+     *
+     * @param config the connector's configuration
+     * @param transport the shared HTTP transport
+     * @param scheduler for timeouts and background work (not for blocking I/O)
+     */
+    public static Builder builder(
+        ConnectorConfig config, HttpTransport transport, ScheduledExecutorService scheduler) {
+      return new Builder(config, transport, scheduler);
+    }
+
+    /** The connector's configuration. */
+    public ConnectorConfig config() {
+      return config;
+    }
+
+    /** The shared HTTP transport. */
+    public HttpTransport transport() {
+      return transport;
+    }
+
+    /** The observability listener. */
+    public ConnectorListener listener() {
+      return listener;
+    }
+
+    /** For timeouts and background work (not for blocking I/O). */
+    public ScheduledExecutorService scheduler() {
+      return scheduler;
+    }
+
+    /** The monotonic time source. */
+    public LongSupplier nanoClock() {
+      return nanoClock;
     }
 
     /** The prefill timeout from the config. */
@@ -62,6 +97,39 @@ public interface KVConnectorProvider {
     /** The decode timeout from the config. */
     public Duration decodeTimeout() {
       return config.timeouts().decode();
+    }
+
+    /** Builds a {@link Context}; not thread-safe. */
+    public static final class Builder {
+      private final ConnectorConfig config;
+      private final HttpTransport transport;
+      private final ScheduledExecutorService scheduler;
+      private ConnectorListener listener = ConnectorListener.NONE;
+      private LongSupplier nanoClock = System::nanoTime;
+
+      private Builder(
+          ConnectorConfig config, HttpTransport transport, ScheduledExecutorService scheduler) {
+        this.config = Objects.requireNonNull(config, "config");
+        this.transport = Objects.requireNonNull(transport, "transport");
+        this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+      }
+
+      /** The listener (default {@link ConnectorListener#NONE}). */
+      public Builder listener(ConnectorListener listener) {
+        this.listener = Objects.requireNonNull(listener, "listener");
+        return this;
+      }
+
+      /** The monotonic clock (default {@link System#nanoTime()}). */
+      public Builder nanoClock(LongSupplier nanoClock) {
+        this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+        return this;
+      }
+
+      /** The context. */
+      public Context build() {
+        return new Context(this);
+      }
     }
   }
 }

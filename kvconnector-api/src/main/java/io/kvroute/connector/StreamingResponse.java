@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * An upstream response whose head (status and headers) has arrived and whose body streams through
@@ -100,11 +99,13 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
 
   /** A response whose whole body is already in memory (for tests and synthetic answers). */
   static StreamingResponse of(int status, Map<String, List<String>> headers, byte[] body) {
-    byte[] copy = body.clone();
     Map<String, List<String>> h = Map.copyOf(headers);
+    FlowRelay<ByteBuffer> relay =
+        FlowRelay.of(
+            body.length == 0
+                ? List.of()
+                : List.of(ByteBuffer.wrap(body.clone()).asReadOnlyBuffer()));
     return new StreamingResponse() {
-      private final AtomicBoolean subscribed = new AtomicBoolean();
-
       @Override
       public int status() {
         return status;
@@ -116,46 +117,45 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
       }
 
       @Override
-      public void cancel() {}
+      public void cancel() {
+        relay.cancel();
+      }
 
       @Override
       public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
-        if (!subscribed.compareAndSet(false, true)) {
-          s.onSubscribe(
-              new Flow.Subscription() {
-                @Override
-                public void request(long n) {}
+        relay.subscribe(s);
+      }
+    };
+  }
 
-                @Override
-                public void cancel() {}
-              });
-          s.onError(new IllegalStateException("a StreamingResponse has one subscriber"));
-          return;
-        }
-        AtomicBoolean done = new AtomicBoolean();
-        s.onSubscribe(
-            new Flow.Subscription() {
-              @Override
-              public void request(long n) {
-                if (n <= 0) {
-                  if (done.compareAndSet(false, true)) {
-                    s.onError(new IllegalArgumentException("request(n) needs n > 0, was " + n));
-                  }
-                  return;
-                }
-                if (done.compareAndSet(false, true)) {
-                  if (copy.length > 0) {
-                    s.onNext(ByteBuffer.wrap(copy).asReadOnlyBuffer());
-                  }
-                  s.onComplete();
-                }
-              }
+  /**
+   * A response with {@code head}'s status and headers whose body comes from {@code body} (a relay
+   * of {@code head}'s body, usually: read ahead, timed, or with chunks added). Cancelling it
+   * cancels both.
+   */
+  static StreamingResponse relayed(StreamingResponse head, FlowRelay<ByteBuffer> body) {
+    java.util.Objects.requireNonNull(head, "head");
+    java.util.Objects.requireNonNull(body, "body");
+    return new StreamingResponse() {
+      @Override
+      public int status() {
+        return head.status();
+      }
 
-              @Override
-              public void cancel() {
-                done.set(true);
-              }
-            });
+      @Override
+      public Map<String, List<String>> headers() {
+        return head.headers();
+      }
+
+      @Override
+      public void cancel() {
+        body.cancel();
+        head.cancel();
+      }
+
+      @Override
+      public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
+        body.subscribe(s);
       }
     };
   }

@@ -7,7 +7,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 class CoreTypesTest {
@@ -31,7 +30,7 @@ class CoreTypesTest {
         .hasMessageContaining("must not have a path");
     assertThatThrownBy(() -> Endpoint.of("ftp://host:21", Endpoint.Role.DECODE))
         .hasMessageContaining("scheme must be http or https");
-    assertThatThrownBy(() -> new Endpoint("a", "http", "h", 0, Endpoint.Role.DECODE, Map.of()))
+    assertThatThrownBy(() -> Endpoint.builder("a", "h", 0).role(Endpoint.Role.DECODE).build())
         .hasMessageContaining("port must be in 1..65535");
     assertThatThrownBy(() -> Endpoint.Role.parse("middle"))
         .hasMessageContaining("prefill, decode, both");
@@ -102,31 +101,6 @@ class CoreTypesTest {
   private static UpstreamException status(int s) {
     return new UpstreamException(
         Leg.DECODE, "d", UpstreamException.Kind.STATUS, s, Duration.ofSeconds(1), null, "x", null);
-  }
-
-  @Test
-  void retryBudgetBoundsRetriesToAFractionOfTraffic() {
-    AtomicLong now = new AtomicLong();
-    RetryBudget b = RetryBudget.of(0.1, 0, now::get);
-    for (int i = 0; i < 100; i++) {
-      b.recordRequest();
-    }
-    int granted = 0;
-    for (int i = 0; i < 50; i++) {
-      if (b.tryAcquireRetry()) {
-        granted++;
-      }
-    }
-    assertThat(granted).isEqualTo(10);
-    now.addAndGet(Duration.ofSeconds(11).toNanos());
-    assertThat(b.tryAcquireRetry()).as("window slid past all traffic").isFalse();
-    RetryBudget floor = RetryBudget.of(0, 2, now::get);
-    int f = 0;
-    while (floor.tryAcquireRetry()) {
-      f++;
-    }
-    assertThat(f).isEqualTo(20);
-    assertThatThrownBy(() -> RetryBudget.of(2, 0, now::get)).hasMessageContaining("ratio");
   }
 
   @Test

@@ -5,25 +5,27 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
+import io.kvroute.connector.StreamingResponse;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 
 /**
  * A client of the KV-cache manager service's API ({@code kvroute serve}) for gateways on another
- * JVM, on the JDK's {@link HttpClient}.
+ * JVM. Calls go through an {@link HttpTransport}, so the gateway's TLS, allowlist and tracing
+ * decorators apply to them as to every other kvroute call.
  *
  * <pre>{@code
  * KvIndexClient client = KvIndexClient.builder(URI.create("http://kv-manager:8080"))
@@ -36,21 +38,24 @@ import java.util.concurrent.ExecutionException;
  * <p>Every failure is a {@link KvIndexServiceException}: the service's status, message and the
  * field it named, or status 0 for transport failures and timeouts.
  *
- * <p>Thread-safe; share one instance. Asynchronous results complete on the HTTP client's executor.
+ * <p>Thread-safe; share one instance. Asynchronous results complete on the transport's threads.
  */
 public final class KvIndexClient {
   private static final JsonFactory JSON = new JsonFactory();
   private static final ObjectMapper MAPPER =
       new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
-  private final URI base;
-  private final HttpClient http;
+  private static final int MAX_ANSWER_BYTES = 64 << 20;
+
+  private final Endpoint service;
+  private final HttpTransport transport;
   private final Duration timeout;
 
   private KvIndexClient(Builder b) {
-    this.base = b.base;
+    this.service =
+        Endpoint.of(b.base.getScheme() + "://" + b.base.getRawAuthority(), Endpoint.Role.BOTH);
     this.timeout = b.timeout;
-    this.http = b.http != null ? b.http : HttpClient.newBuilder().connectTimeout(b.timeout).build();
+    this.transport = b.transport != null ? b.transport : HttpTransports.shared();
   }
 
   /** A builder for the service at {@code baseUri} (e.g. {@code http://kv-manager:8080}). */
@@ -65,14 +70,11 @@ public final class KvIndexClient {
 
   /** Scores the candidate pods for a prompt. */
   public CompletableFuture<ScoreResponse> scoreAsync(ScoreRequest request) {
-    byte[] body = encode(request);
-    HttpRequest req =
-        HttpRequest.newBuilder(base.resolve("/api/v1/score"))
+    return send(
+        HttpTransport.Outbound.post(service, "/api/v1/score", encode(request))
             .timeout(timeout)
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-            .build();
-    return send(req, ScoreResponse.class);
+            .build(),
+        ScoreResponse.class);
   }
 
   /** Totals over the whole index. */
@@ -98,49 +100,63 @@ public final class KvIndexClient {
 
   /** Whether the service answers {@code /readyz} with 200. */
   public boolean ready() {
-    try {
-      HttpResponse<byte[]> r = http.send(get("/readyz"), HttpResponse.BodyHandlers.ofByteArray());
-      return r.statusCode() == 200;
-    } catch (IOException e) {
-      throw new KvIndexServiceException(0, "readyz: " + e, null, e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new KvIndexServiceException(0, "interrupted", null, e);
-    }
+    CompletableFuture<Boolean> f =
+        transport
+            .send(get("/readyz"))
+            .handle(
+                (resp, err) -> {
+                  if (err != null) {
+                    Throwable c = CancellableFutures.unwrap(err);
+                    throw new KvIndexServiceException(0, "readyz: " + c, null, c);
+                  }
+                  resp.cancel();
+                  return resp.status() == 200;
+                });
+    return join(f);
   }
 
   record PodList(@com.fasterxml.jackson.annotation.JsonProperty("pods") List<PodState> pods) {}
 
-  private HttpRequest get(String path) {
-    return HttpRequest.newBuilder(base.resolve(path)).timeout(timeout).GET().build();
+  private HttpTransport.Outbound get(String path) {
+    return HttpTransport.Outbound.get(service, path).timeout(timeout).build();
   }
 
-  private <T> CompletableFuture<T> send(HttpRequest req, Class<T> type) {
-    return http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
+  private <T> CompletableFuture<T> send(HttpTransport.Outbound out, Class<T> type) {
+    String what = out.method() + " " + out.path();
+    return CancellableFutures.compose(
+            transport.send(out),
+            resp ->
+                resp.readAll(MAX_ANSWER_BYTES)
+                    .thenApply(
+                        bytes -> {
+                          if (resp.status() != 200) {
+                            throw error(resp, bytes);
+                          }
+                          try {
+                            return MAPPER.readValue(bytes, type);
+                          } catch (IOException e) {
+                            throw new KvIndexServiceException(
+                                resp.status(), "unreadable answer: " + e.getMessage(), null, e);
+                          }
+                        }))
         .handle(
-            (resp, err) -> {
-              if (err != null) {
-                Throwable c = err instanceof CompletionException ? err.getCause() : err;
-                throw new KvIndexServiceException(
-                    0, req.method() + " " + req.uri().getPath() + " failed: " + c, null, c);
+            (value, err) -> {
+              if (err == null) {
+                return value;
               }
-              if (resp.statusCode() != 200) {
-                throw error(resp);
+              Throwable c = CancellableFutures.unwrap(err);
+              if (c instanceof KvIndexServiceException k) {
+                throw k;
               }
-              try {
-                return MAPPER.readValue(resp.body(), type);
-              } catch (IOException e) {
-                throw new KvIndexServiceException(
-                    resp.statusCode(), "unreadable answer: " + e.getMessage(), null, e);
-              }
+              throw new KvIndexServiceException(0, what + " failed: " + c, null, c);
             });
   }
 
-  private static KvIndexServiceException error(HttpResponse<byte[]> resp) {
-    String message = "HTTP " + resp.statusCode();
+  private static KvIndexServiceException error(StreamingResponse resp, byte[] body) {
+    String message = "HTTP " + resp.status();
     String field = null;
     try {
-      JsonNode n = MAPPER.readTree(resp.body());
+      JsonNode n = MAPPER.readTree(body);
       if (n != null && n.hasNonNull("error")) {
         message = n.get("error").asText();
         field = n.hasNonNull("field") ? n.get("field").asText() : null;
@@ -148,7 +164,7 @@ public final class KvIndexClient {
     } catch (IOException | RuntimeException ignored) {
       // not JSON: keep the status line
     }
-    return new KvIndexServiceException(resp.statusCode(), message, field, null);
+    return new KvIndexServiceException(resp.status(), message, field, null);
   }
 
   private static <T> T join(CompletableFuture<T> f) {
@@ -208,7 +224,7 @@ public final class KvIndexClient {
   public static final class Builder {
     private final URI base;
     private Duration timeout = Duration.ofSeconds(1);
-    private HttpClient http;
+    private HttpTransport transport;
 
     private Builder(URI base) {
       this.base = Objects.requireNonNull(base, "baseUri");
@@ -220,9 +236,9 @@ public final class KvIndexClient {
       return this;
     }
 
-    /** The HTTP client (default: a new one). */
-    public Builder httpClient(HttpClient http) {
-      this.http = Objects.requireNonNull(http, "httpClient");
+    /** The HTTP transport (default: {@link HttpTransports#shared()}); the caller keeps it. */
+    public Builder transport(HttpTransport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
       return this;
     }
 

@@ -1,15 +1,16 @@
 package io.kvroute.service;
 
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.service.ServiceConfig.PodSpec;
-import io.kvroute.service.internal.EventFeed;
-import io.kvroute.service.internal.Feeds;
 import io.kvroute.service.internal.HttpApi;
 import io.kvroute.service.internal.NioHttpServer;
 import io.kvroute.service.internal.PodTracker;
 import io.kvroute.service.internal.RemoteTokenizer;
 import io.kvroute.service.internal.TrackingBlockIndex;
+import io.kvroute.service.internal.ZmqEventFeed;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -66,7 +67,7 @@ public final class KvIndexService implements AutoCloseable {
   private final LongSupplier nanoClock;
   private final PodTracker tracker;
   private final TrackingBlockIndex index;
-  private final EventFeed feed;
+  private final ZmqEventFeed feed;
   private final NioHttpServer server;
   private final ScheduledExecutorService scheduler;
   private final Object podsLock = new Object();
@@ -99,11 +100,21 @@ public final class KvIndexService implements AutoCloseable {
       throw new ServiceConfigException(e.getMessage());
     }
     this.index = new TrackingBlockIndex(BlockIndex.inMemory(indexConfig), tracker);
-    this.feed = b.feedFactory != null ? b.feedFactory.apply(this) : Feeds.zmq(this, b.nanoClock);
+    this.feed =
+        b.withoutEventFeed
+            ? ZmqEventFeed.disabled()
+            : ZmqEventFeed.of(index, config.topic(), registry, b.nanoClock);
     RemoteTokenizer tokenizer =
         config
             .tokenizer()
-            .map(t -> new RemoteTokenizer(t, this::podHttpUrls, registry, localTokenizer(b, t)))
+            .map(
+                t ->
+                    new RemoteTokenizer(
+                        t,
+                        this::podHttpUrls,
+                        b.transport != null ? b.transport : HttpTransports.shared(),
+                        registry,
+                        localTokenizer(b, t)))
             .orElse(null);
     Gauge.builder("kvservice_pods", tracker, t -> t.ids().size()).register(registry);
     Gauge.builder("kvservice_pods_not_ready", this, s -> s.notReadyPods().size())
@@ -390,7 +401,8 @@ public final class KvIndexService implements AutoCloseable {
     private PrometheusMeterRegistry registry;
     private LongSupplier nanoClock = System::nanoTime;
     private Clock wallClock = Clock.systemUTC();
-    private Function<KvIndexService, EventFeed> feedFactory;
+    private boolean withoutEventFeed;
+    private HttpTransport transport;
     private Function<String, int[]> localTokenizer;
 
     private Builder(ServiceConfig config) {
@@ -413,6 +425,15 @@ public final class KvIndexService implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The transport of the remote tokenizer's {@code /tokenize} calls (default {@link
+     * HttpTransports#shared()}); the caller keeps ownership.
+     */
+    public Builder transport(HttpTransport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
+      return this;
+    }
+
     /** Monotonic clock of rates and timeouts (default {@code System::nanoTime}). */
     public Builder nanoClock(LongSupplier nanoClock) {
       this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
@@ -430,7 +451,7 @@ public final class KvIndexService implements AutoCloseable {
      * (embeddings that receive events themselves, and tests of the HTTP layer).
      */
     public Builder withoutEventFeed() {
-      this.feedFactory = s -> EventFeed.NONE;
+      this.withoutEventFeed = true;
       return this;
     }
 

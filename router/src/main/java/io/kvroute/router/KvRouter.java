@@ -1,37 +1,37 @@
 package io.kvroute.router;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
-import io.kvroute.connector.PdOrchestrator;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.OkHttpTransport;
-import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.MetricsScraper;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulingRequest;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.StringJoiner;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -40,7 +40,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -96,6 +95,11 @@ public final class KvRouter implements AutoCloseable {
   /** A model's connector and the orchestrator that retries over pairs with it. */
   private record Pipeline(KVConnector connector, PdOrchestrator orchestrator) {}
 
+  /**
+   * Validates everything first (connector types included), then starts the executor, the scraper
+   * and the endpoints' event subscriptions; if starting fails part way, what was started is closed
+   * again before the exception leaves.
+   */
   private KvRouter(Builder b) {
     this.scheduler = b.scheduler != null ? b.scheduler : Scheduler.builder().build();
     this.connectors =
@@ -104,43 +108,66 @@ public final class KvRouter implements AutoCloseable {
             : KVConnectors.discover(Thread.currentThread().getContextClassLoader());
     this.defaultConnector = b.defaultConnector;
     this.modelConnectors = Map.copyOf(b.modelConnectors);
-    this.ownsTransport = b.transport == null;
-    this.transport = b.transport != null ? b.transport : OkHttpTransport.create();
-    this.executor =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "kvroute-router");
-              t.setDaemon(true);
-              return t;
-            });
+    // Fail on unknown connector types before anything runs, rather than on the first request.
+    connectors.provider(defaultConnector.type());
+    modelConnectors.values().forEach(c -> connectors.provider(c.type()));
     this.listener = b.listener;
     this.nanoClock = b.nanoClock;
     this.eventFeed = b.eventFeed;
     this.observabilityHeaders = b.observabilityHeaders;
     this.drainTimeout = b.drainTimeout;
     this.maxRequestBytes = b.maxRequestBytes;
+
+    Deque<Runnable> undo = new ArrayDeque<>();
+    try {
+      this.ownsTransport = b.transport == null;
+      this.transport =
+          b.transport != null
+              ? b.transport
+              : HttpTransports.discover(Thread.currentThread().getContextClassLoader());
+      if (ownsTransport) {
+        undo.push(transport::close);
+      }
+      this.executor =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "kvroute-router");
+                t.setDaemon(true);
+                return t;
+              });
+      undo.push(executor::shutdownNow);
+      this.scraper =
+          b.metricsInterval == null
+              ? null
+              : MetricsScraper.builder(scheduler.metricsStore(), executor)
+                  .interval(b.metricsInterval)
+                  .transport(transport)
+                  .build();
+      for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
+        addEndpoint(e.getKey(), e.getValue());
+        undo.push(() -> removeEndpoint(e.getKey().id()));
+      }
+      if (scraper != null) {
+        scraper.start();
+        undo.push(scraper::close);
+      }
+    } catch (RuntimeException e) {
+      undo.forEach(KvRouter::quietly);
+      throw e;
+    }
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
-    io.micrometer.core.instrument.Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get)
-        .register(registry);
-    io.micrometer.core.instrument.Gauge.builder("kvroute.endpoints", endpoints, Map::size)
-        .register(registry);
-    this.scraper =
-        b.metricsInterval == null
-            ? null
-            : MetricsScraper.builder(scheduler.metricsStore(), executor)
-                .interval(b.metricsInterval)
-                .build();
-    for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
-      addEndpoint(e.getKey(), e.getValue());
+    Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
+    Gauge.builder("kvroute.endpoints", endpoints, Map::size).register(registry);
+  }
+
+  private static void quietly(Runnable r) {
+    try {
+      r.run();
+    } catch (RuntimeException e) {
+      log.warn("kvroute: cleaning up after a failed start: {}", e.toString());
     }
-    if (scraper != null) {
-      scraper.start();
-    }
-    // Fail fast on unknown connector types rather than on the first request.
-    connectors.provider(defaultConnector.type());
-    modelConnectors.values().forEach(c -> connectors.provider(c.type()));
   }
 
   /** A builder. */
@@ -300,11 +327,6 @@ public final class KvRouter implements AutoCloseable {
     return d.prefixMatch(e).cachedTokens();
   }
 
-  /** The prefill candidates to pair with {@code decode} (a fallback gets its own choice). */
-  List<Endpoint> prefillsFor(Decision d, Endpoint decode) {
-    return scheduler.prefillEndpointsFor(d, decode);
-  }
-
   // ---------------------------------------------------------------- route
 
   /**
@@ -318,7 +340,6 @@ public final class KvRouter implements AutoCloseable {
         .thenCompose(
             rd -> {
               Pipeline p = pipeline(rd.model());
-              AtomicLong firstByte = new AtomicLong();
               PdOrchestrator.AttemptObserver observer =
                   new PdOrchestrator.AttemptObserver() {
                     @Override
@@ -349,7 +370,6 @@ public final class KvRouter implements AutoCloseable {
                       out.completeExceptionally(t);
                       return;
                     }
-                    firstByte.set(nanoClock.getAsLong());
                     RoutedResponse routed =
                         new RoutedResponse(resp, rd, () -> finishRoute(rd, start));
                     if (!out.complete(routed)) {
@@ -371,11 +391,10 @@ public final class KvRouter implements AutoCloseable {
     f.whenComplete(
         (resp, t) -> {
           if (t != null) {
-            Throwable cause =
-                t instanceof java.util.concurrent.CompletionException ? t.getCause() : t;
+            Throwable cause = CancellableFutures.unwrap(t);
             sink.onError(
-                cause instanceof ConnectorException
-                    ? (ConnectorException) cause
+                cause instanceof ConnectorException ce
+                    ? ce
                     : new ConnectorException("routing failed: " + cause, 500, cause));
             return;
           }
@@ -399,8 +418,8 @@ public final class KvRouter implements AutoCloseable {
                 @Override
                 public void onError(Throwable t2) {
                   sink.onError(
-                      t2 instanceof ConnectorException
-                          ? (ConnectorException) t2
+                      t2 instanceof ConnectorException ce
+                          ? ce
                           : new ConnectorException("stream failed: " + t2, 502, t2));
                 }
 
@@ -435,8 +454,10 @@ public final class KvRouter implements AutoCloseable {
         k -> {
           KVConnector c =
               connectors.create(
-                  new KVConnectorProvider.Context(
-                      config, transport, listener, executor, nanoClock));
+                  KVConnectorProvider.Context.builder(config, transport, executor)
+                      .listener(listener)
+                      .nanoClock(nanoClock)
+                      .build());
           PdOrchestrator o =
               PdOrchestrator.builder(c, executor)
                   .retry(config.retry())
@@ -450,82 +471,7 @@ public final class KvRouter implements AutoCloseable {
   // ---------------------------------------------------------------- request parsing
 
   SchedulingRequest toSchedulingRequest(InferenceRequest request) {
-    ObjectNode body = OpenAiJson.parseObject(request.body(), maxRequestBytes);
-    JsonNode model = body.get("model");
-    if (model == null || !model.isTextual() || model.asText().isBlank()) {
-      throw new ConnectorException.InvalidRequestException(
-          "request body field \"model\" must be a non-empty string");
-    }
-    SchedulingRequest.Builder b =
-        SchedulingRequest.builder().model(model.asText()).headers(request.headers());
-    if (request.api() == InferenceRequest.Api.CHAT_COMPLETIONS) {
-      JsonNode messages = body.get("messages");
-      if (messages == null || !messages.isArray() || messages.isEmpty()) {
-        throw new ConnectorException.InvalidRequestException(
-            "request body field \"messages\" must be a non-empty array");
-      }
-      List<SchedulingRequest.ChatMessage> list = new ArrayList<>();
-      for (JsonNode m : messages) {
-        String role = m.path("role").asText("user");
-        list.add(new SchedulingRequest.ChatMessage(role, content(m.get("content"))));
-      }
-      b.messages(list);
-    } else {
-      JsonNode prompt = body.get("prompt");
-      if (prompt == null) {
-        throw new ConnectorException.InvalidRequestException(
-            "request body field \"prompt\" is required for /v1/completions");
-      }
-      if (prompt.isTextual()) {
-        b.prompt(prompt.asText());
-      } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isIntegralNumber()) {
-        int[] tokens = new int[prompt.size()];
-        for (int i = 0; i < tokens.length; i++) {
-          JsonNode t = prompt.get(i);
-          if (!t.canConvertToInt()) {
-            throw new ConnectorException.InvalidRequestException(
-                "request body field \"prompt[" + i + "]\" must be a token id (int)");
-          }
-          tokens[i] = t.intValue();
-        }
-        b.tokenIds(tokens);
-      } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isTextual()) {
-        b.prompt(prompt.get(0).asText()); // batch prompts: route by the first
-      } else {
-        throw new ConnectorException.InvalidRequestException(
-            "request body field \"prompt\" must be a string, a list of strings or token ids");
-      }
-    }
-    JsonNode salt = body.get("cache_salt");
-    if (salt != null && salt.isTextual()) {
-      b.cacheSalt(salt.asText());
-    }
-    b.candidates(candidates(model.asText()));
-    try {
-      return b.build();
-    } catch (IllegalArgumentException e) {
-      throw new ConnectorException.InvalidRequestException(e.getMessage());
-    }
-  }
-
-  private static String content(JsonNode c) {
-    if (c == null || c.isNull()) {
-      return "";
-    }
-    if (c.isTextual()) {
-      return c.asText();
-    }
-    if (c.isArray()) {
-      // vLLM joins a message's text parts with "\n" before applying the chat template
-      StringJoiner sb = new StringJoiner("\n");
-      for (JsonNode part : c) {
-        if ("text".equals(part.path("type").asText()) && part.has("text")) {
-          sb.add(part.get("text").asText());
-        }
-      }
-      return sb.toString();
-    }
-    return c.toString();
+    return OpenAiRequests.toSchedulingRequest(request, maxRequestBytes, this::candidates);
   }
 
   private List<Endpoint> candidates(String model) {
@@ -650,7 +596,10 @@ public final class KvRouter implements AutoCloseable {
       return this;
     }
 
-    /** The HTTP transport (default: a new {@link OkHttpTransport}, closed with the router). */
+    /**
+     * The HTTP transport (default: a new one from {@link HttpTransports#discover}, the OkHttp
+     * transport of {@code kvconnector-http}, closed with the router).
+     */
     public Builder transport(HttpTransport transport) {
       this.transport = Objects.requireNonNull(transport, "transport");
       return this;

@@ -1,7 +1,7 @@
 package io.kvroute.router;
 
 import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.PdOrchestrator;
+import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.scoring.Decision;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,28 +1,29 @@
 package io.kvroute.router;
 
+import io.kvroute.connector.FlowRelay;
 import io.kvroute.connector.StreamingResponse;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Flow;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The decode stream of a routed request together with its {@link RouteDecision}. Subscribe to it
- * (one subscriber) or cancel it; the router's accounting ends when the stream does.
+ * (one subscriber) or cancel it; the router's accounting ends when the stream does (completed,
+ * failed or cancelled).
  *
- * <p>Thread-safe as {@link StreamingResponse} is.
+ * <p>Thread-safe; the demand and cancellation plumbing is a {@link FlowRelay}.
  */
 public final class RoutedResponse implements StreamingResponse {
   private final StreamingResponse delegate;
   private final RouteDecision decision;
-  private final Runnable onEnd;
-  private final AtomicBoolean ended = new AtomicBoolean();
+  private final FlowRelay<ByteBuffer> relay;
 
   RoutedResponse(StreamingResponse delegate, RouteDecision decision, Runnable onEnd) {
     this.delegate = delegate;
     this.decision = decision;
-    this.onEnd = onEnd;
+    this.relay = FlowRelay.create(t -> onEnd.run());
+    delegate.subscribe(relay);
   }
 
   /** The routing decision, with the endpoints that actually served the request. */
@@ -42,53 +43,12 @@ public final class RoutedResponse implements StreamingResponse {
 
   @Override
   public void cancel() {
+    relay.cancel();
     delegate.cancel();
-    end();
-  }
-
-  private void end() {
-    if (ended.compareAndSet(false, true)) {
-      onEnd.run();
-    }
   }
 
   @Override
   public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
-    delegate.subscribe(
-        new Flow.Subscriber<ByteBuffer>() {
-          @Override
-          public void onSubscribe(Flow.Subscription s) {
-            subscriber.onSubscribe(
-                new Flow.Subscription() {
-                  @Override
-                  public void request(long n) {
-                    s.request(n);
-                  }
-
-                  @Override
-                  public void cancel() {
-                    s.cancel();
-                    end();
-                  }
-                });
-          }
-
-          @Override
-          public void onNext(ByteBuffer item) {
-            subscriber.onNext(item);
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            end();
-            subscriber.onError(t);
-          }
-
-          @Override
-          public void onComplete() {
-            end();
-            subscriber.onComplete();
-          }
-        });
+    relay.subscribe(subscriber);
   }
 }

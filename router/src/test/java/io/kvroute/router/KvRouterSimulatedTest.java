@@ -67,13 +67,7 @@ class KvRouterSimulatedTest {
   }
 
   private static Endpoint endpoint(VllmSimulator pod) {
-    return new Endpoint(
-        pod.name(),
-        "http",
-        pod.baseUrl().getHost(),
-        pod.baseUrl().getPort(),
-        Endpoint.Role.BOTH,
-        Map.of());
+    return Endpoint.builder(pod.name(), pod.baseUrl().getHost(), pod.baseUrl().getPort()).build();
   }
 
   private static KvEventFeed.Source source(VllmSimulator pod) {

@@ -38,7 +38,7 @@ class KvRouterTest {
     MockWebServer s = new MockWebServer();
     s.start();
     servers.add(s);
-    return new Endpoint(id, "http", "127.0.0.1", s.getPort(), role, labels);
+    return Endpoint.builder(id, "127.0.0.1", s.getPort()).role(role).labels(labels).build();
   }
 
   private MockWebServer server(Endpoint e) {
@@ -238,5 +238,48 @@ class KvRouterTest {
       assertThat(rd.decode()).isEqualTo(d1);
       rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
     }
+  }
+
+  @Test
+  void anUnknownConnectorTypeFailsBeforeAnythingStarts() throws Exception {
+    List<String> feedCalls = new ArrayList<>();
+    KvEventFeed feed =
+        new KvEventFeed() {
+          @Override
+          public void add(Endpoint endpoint, Source source) {
+            feedCalls.add("add " + endpoint.id());
+          }
+
+          @Override
+          public void remove(String endpointId) {
+            feedCalls.add("remove " + endpointId);
+          }
+
+          @Override
+          public void close() {
+            feedCalls.add("close");
+          }
+        };
+    long routerThreadsBefore = routerThreads();
+    assertThatThrownBy(
+            () ->
+                KvRouter.builder()
+                    .model("m", ConnectorConfig.of("no-such-connector"))
+                    .eventFeed(feed)
+                    .scrapeMetrics(Duration.ofSeconds(1))
+                    .endpoint(
+                        pod("d1", Endpoint.Role.DECODE, Map.of()),
+                        new KvEventFeed.Source("tcp://127.0.0.1:1", null, ""))
+                    .build())
+        .isInstanceOf(ConnectorException.UnknownConnectorException.class)
+        .hasMessageContaining("no-such-connector");
+    assertThat(feedCalls).as("no subscription was started").isEmpty();
+    assertThat(routerThreads()).as("no executor was started").isEqualTo(routerThreadsBefore);
+  }
+
+  private static long routerThreads() {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().equals("kvroute-router") && t.isAlive())
+        .count();
   }
 }

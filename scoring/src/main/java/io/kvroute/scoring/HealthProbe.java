@@ -1,10 +1,8 @@
 package io.kvroute.scoring;
 
 import io.kvroute.connector.Endpoint;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -27,11 +25,11 @@ import java.util.function.Predicate;
  * boolean, Predicate)}.
  *
  * <p>Thread-safe. Probes are scheduled on the injected executor (owned by the caller); responses
- * are handled on the HTTP client's executor.
+ * are handled on the transport's threads.
  */
 public final class HealthProbe implements AutoCloseable {
   private final ScheduledExecutorService executor;
-  private final HttpClient client;
+  private final HttpTransport transport;
   private final Duration interval;
   private final Duration timeout;
   private final String path;
@@ -42,13 +40,13 @@ public final class HealthProbe implements AutoCloseable {
 
   private HealthProbe(
       ScheduledExecutorService executor,
-      HttpClient client,
+      HttpTransport transport,
       Duration interval,
       Duration timeout,
       String path,
       int unhealthyThreshold) {
     this.executor = executor;
-    this.client = client;
+    this.transport = transport;
     this.interval = interval;
     this.timeout = timeout;
     this.path = path;
@@ -59,7 +57,7 @@ public final class HealthProbe implements AutoCloseable {
    * A probe.
    *
    * @param executor ticks run here
-   * @param client the HTTP client (nullable: a new JDK client)
+   * @param transport the HTTP transport (nullable: {@link HttpTransports#shared()})
    * @param interval time between probes (> 0)
    * @param timeout per-probe timeout (> 0)
    * @param unhealthyThreshold consecutive failures before an endpoint is down (>= 1)
@@ -67,7 +65,7 @@ public final class HealthProbe implements AutoCloseable {
    */
   public static HealthProbe create(
       ScheduledExecutorService executor,
-      HttpClient client,
+      HttpTransport transport,
       Duration interval,
       Duration timeout,
       int unhealthyThreshold) {
@@ -82,14 +80,8 @@ public final class HealthProbe implements AutoCloseable {
       throw new IllegalArgumentException(
           "healthProbe.unhealthyThreshold must be >= 1, was " + unhealthyThreshold);
     }
-    HttpClient c =
-        client != null
-            ? client
-            : HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(timeout)
-                .build();
-    return new HealthProbe(executor, c, interval, timeout, "/health", unhealthyThreshold);
+    HttpTransport t = transport != null ? transport : HttpTransports.shared();
+    return new HealthProbe(executor, t, interval, timeout, "/health", unhealthyThreshold);
   }
 
   /** Replaces the endpoints to probe. */
@@ -115,15 +107,16 @@ public final class HealthProbe implements AutoCloseable {
   public CompletableFuture<Void> probeAll() {
     List<CompletableFuture<Void>> fs = new ArrayList<>();
     for (Endpoint e : endpoints) {
-      HttpRequest req =
-          HttpRequest.newBuilder(URI.create(e.baseUrl() + path)).timeout(timeout).GET().build();
       fs.add(
-          client
-              .sendAsync(req, HttpResponse.BodyHandlers.discarding())
+          transport
+              .send(HttpTransport.Outbound.get(e, path).timeout(timeout).build())
               .handle(
                   (r, err) -> {
+                    if (r != null) {
+                      r.cancel();
+                    }
                     AtomicInteger f = failures.computeIfAbsent(e.id(), k -> new AtomicInteger());
-                    if (err == null && r.statusCode() / 100 == 2) {
+                    if (err == null && r.status() / 100 == 2) {
                       f.set(0);
                     } else {
                       f.incrementAndGet();

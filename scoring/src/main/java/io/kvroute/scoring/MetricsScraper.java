@@ -1,15 +1,16 @@
 package io.kvroute.scoring;
 
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import io.kvroute.scoring.internal.EngineMetricsParser;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -26,15 +27,16 @@ import org.slf4j.LoggerFactory;
  * store's {@code staleAfter}; at most one scrape per endpoint is in flight.
  *
  * <p>Thread-safe. Ticks run on the injected {@link ScheduledExecutorService}; HTTP responses are
- * handled on the {@link HttpClient}'s executor. {@link #close()} stops the schedule (it does not
- * shut down the executor, which the caller owns).
+ * handled on the transport's threads. {@link #close()} stops the schedule (it does not shut down
+ * the executor, which the caller owns).
  */
 public final class MetricsScraper implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(MetricsScraper.class);
+  private static final int MAX_BODY_BYTES = 16 << 20;
 
   private final MetricsStore store;
   private final ScheduledExecutorService executor;
-  private final HttpClient client;
+  private final HttpTransport transport;
   private final Duration interval;
   private final Duration timeout;
   private final String path;
@@ -46,13 +48,7 @@ public final class MetricsScraper implements AutoCloseable {
   private MetricsScraper(Builder b) {
     this.store = b.store;
     this.executor = b.executor;
-    this.client =
-        b.client != null
-            ? b.client
-            : HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(b.timeout)
-                .build();
+    this.transport = b.transport != null ? b.transport : HttpTransports.shared();
     this.interval = b.interval;
     this.timeout = b.timeout;
     this.path = b.path;
@@ -105,25 +101,33 @@ public final class MetricsScraper implements AutoCloseable {
     if (!inFlight.add(e.id())) {
       return CompletableFuture.completedFuture(null);
     }
-    HttpRequest req;
+    HttpTransport.Outbound get;
     try {
-      req =
-          HttpRequest.newBuilder(URI.create(e.baseUrl() + path))
+      get =
+          HttpTransport.Outbound.get(e, path)
+              .headers(Map.of("Accept", List.of("text/plain")))
               .timeout(timeout)
-              .header("Accept", "text/plain")
-              .GET()
               .build();
     } catch (IllegalArgumentException ex) {
       inFlight.remove(e.id());
       return CompletableFuture.completedFuture(null);
     }
-    return client
-        .sendAsync(req, HttpResponse.BodyHandlers.ofString())
+    return CancellableFutures.compose(
+            transport.send(get),
+            resp -> {
+              if (resp.status() != 200) {
+                resp.cancel();
+                return CompletableFuture.<String>failedFuture(
+                    new IllegalStateException("HTTP " + resp.status()));
+              }
+              return resp.readAll(MAX_BODY_BYTES)
+                  .thenApply(b -> new String(b, StandardCharsets.UTF_8));
+            })
         .handle(
-            (resp, err) -> {
+            (text, err) -> {
               inFlight.remove(e.id());
-              if (err == null && resp.statusCode() == 200) {
-                EndpointMetrics m = EngineMetricsParser.parse(resp.body());
+              if (err == null) {
+                EndpointMetrics m = EngineMetricsParser.parse(text);
                 if (m != null) {
                   store.update(e.id(), m);
                   warned.remove(e.id());
@@ -135,7 +139,7 @@ public final class MetricsScraper implements AutoCloseable {
                 log.warn(
                     "metrics scrape of {} failed: {}",
                     e.id(),
-                    err != null ? err.toString() : "HTTP " + resp.statusCode() + " or no metrics");
+                    err != null ? CancellableFutures.unwrap(err).toString() : "no metrics");
               }
               return null;
             });
@@ -154,7 +158,7 @@ public final class MetricsScraper implements AutoCloseable {
   public static final class Builder {
     private final MetricsStore store;
     private final ScheduledExecutorService executor;
-    private HttpClient client;
+    private HttpTransport transport;
     private Duration interval = Duration.ofMillis(250);
     private Duration timeout = Duration.ofSeconds(1);
     private String path = "/metrics";
@@ -164,9 +168,9 @@ public final class MetricsScraper implements AutoCloseable {
       this.executor = Objects.requireNonNull(executor, "executor");
     }
 
-    /** The HTTP client (default: a new JDK client). */
-    public Builder httpClient(HttpClient client) {
-      this.client = client;
+    /** The HTTP transport (default: {@link HttpTransports#shared()}). */
+    public Builder transport(HttpTransport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
       return this;
     }
 

@@ -193,91 +193,7 @@ public final class Scheduler {
               o.name().toLowerCase(java.util.Locale.ROOT)));
     }
     this.tokenizationFailures = meters.counter("kvroute.scheduler.tokenization.failures");
-    registerGauges();
-  }
-
-  private void registerGauges() {
-    meters.gauge(
-        "kvroute.scheduler.inflight.endpoints",
-        "Endpoints with tracked in-flight counts",
-        inFlight,
-        InFlightTracker::size);
-    meters.gauge(
-        "kvroute.scheduler.inflight.requests",
-        "Requests in flight (router-tracked)",
-        inFlight,
-        t -> t.total());
-    meters.functionCounter(
-        "kvroute.scheduler.inflight.overflows",
-        "In-flight increments dropped because the tracker was full",
-        inFlight,
-        t -> t.overflows());
-    if (approximate != null) {
-      meters.gauge(
-          "kvroute.scheduler.approx.prefix.entries",
-          "(block, endpoint) entries of the approximate prefix index",
-          approximate,
-          a -> a.size());
-      meters.functionCounter(
-          "kvroute.scheduler.approx.prefix.evictions",
-          "Approximate prefix entries evicted by a bound",
-          approximate,
-          a -> a.evictions());
-    }
-    if (speculative != null) {
-      meters.gauge(
-          "kvroute.scheduler.speculative.entries",
-          "Speculative prefix entries held",
-          speculative,
-          SpeculativeIndex::size);
-      meters.functionCounter(
-          "kvroute.scheduler.speculative.evictions",
-          "Speculative entries dropped before expiry by the bound",
-          speculative,
-          s -> s.evictions());
-    }
-    meters.gauge(
-        "kvroute.scheduler.metrics.endpoints",
-        "Endpoints with engine metrics",
-        metrics,
-        MetricsStore::size);
-    meters.gauge(
-        "kvroute.scheduler.metrics.stale",
-        "Endpoints whose engine metrics are stale",
-        metrics,
-        MetricsStore::staleCount);
-    for (Runtime rt : profiles.values()) {
-      for (Filter f : rt.filters) {
-        if (f instanceof Filters.SessionFilter sf) {
-          sessionGauges(rt.profile.name(), f.name(), sf.affinity);
-        }
-      }
-      for (Scorer s : rt.scorers) {
-        if (s instanceof Scorers.SessionScorer ss) {
-          sessionGauges(rt.profile.name(), s.name(), ss.affinity);
-        } else if (s instanceof Scorers.NoHitLruScorer n) {
-          meters.gauge(
-              "kvroute.scheduler.nohit.lru.size",
-              "plugin",
-              rt.profile.name() + "/" + s.name(),
-              n,
-              Scorers.NoHitLruScorer::size);
-        }
-      }
-    }
-  }
-
-  private void sessionGauges(String profile, String plugin, SessionAffinity a) {
-    if (a.stateful()) {
-      meters.gauge(
-          "kvroute.scheduler.sessions", "plugin", profile + "/" + plugin, a, SessionAffinity::size);
-      meters.gauge(
-          "kvroute.scheduler.sessions.evictions",
-          "plugin",
-          profile + "/" + plugin,
-          a,
-          x -> x.evictions());
-    }
+    SchedulerGauges.register(meters, inFlight, approximate, speculative, metrics, profiles());
   }
 
   /** A new builder. */
@@ -303,35 +219,7 @@ public final class Scheduler {
    */
   public static List<Profile> defaultProfiles(
       boolean precise, java.util.function.Predicate<String> isDown) {
-    Objects.requireNonNull(isDown, "isDown");
-    Profile decode =
-        Profile.builder(DECODE_PROFILE)
-            .filter(Filters.decode())
-            .filter(Filters.health("health-filter", true, isDown))
-            .filter(Filters.loraAvailability())
-            .scorer(precise ? Scorers.precisePrefixCache() : Scorers.approximatePrefixCache(), 3)
-            .scorer(Scorers.queue(), 2)
-            .scorer(Scorers.kvCacheUtilization(), 2)
-            .scorer(Scorers.loadAware(), 1)
-            .scorer(Scorers.activeRequests(), 1)
-            .scorer(Scorers.loraAffinity(), 1)
-            .scorer(Scorers.sessionAffinity(), 1)
-            .scorer(Scorers.noHitLru(), 1)
-            .picker(Pickers.topN(3))
-            .build();
-    Profile prefill =
-        Profile.builder(PREFILL_PROFILE)
-            .filter(Filters.prefill())
-            .filter(Filters.health("health-filter", true, isDown))
-            .filter(Filters.pdPairing("pd-pairing-filter", "kvroute.io/pd-group"))
-            .scorer(precise ? Scorers.precisePrefixCache() : Scorers.approximatePrefixCache(), 3)
-            .scorer(Scorers.queue(), 2)
-            .scorer(Scorers.kvCacheUtilization(), 2)
-            .scorer(Scorers.loadAware(), 1)
-            .scorer(Scorers.activeRequests(), 1)
-            .picker(Pickers.topN(2))
-            .build();
-    return List.of(decode, prefill);
+    return DefaultProfiles.of(precise, Objects.requireNonNull(isDown, "isDown"));
   }
 
   /** The engine metrics store (push metrics into it, or let a {@link MetricsScraper} fill it). */
@@ -674,63 +562,17 @@ public final class Scheduler {
 
   private void forEachPlugin(
       Decision d, Endpoint decode, Endpoint prefill, long now, boolean routed) {
-    for (ProfileResult pr : d.profiles().values()) {
-      Runtime rt = profiles.get(pr.name());
-      if (rt == null || pr.endpoints().isEmpty()) {
-        continue;
-      }
-      Endpoint target = pr.name().equals(d.prefillProfileName()) ? prefill : decode;
-      if (target == null) {
-        continue;
-      }
-      Routed r = new Routed(d.request(), pr.name(), target, pr.cold(), now);
-      for (Filter f : rt.filters) {
-        try {
-          if (routed) {
-            f.onRouted(r);
-          } else {
-            f.onComplete(r);
-          }
-        } catch (RuntimeException e) {
-          log.warn("plugin {} failed in a lifecycle hook", f.name(), e);
-        }
-      }
-      for (Scorer s : rt.scorers) {
-        try {
-          if (routed) {
-            s.onRouted(r);
-          } else {
-            s.onComplete(r);
-          }
-        } catch (RuntimeException e) {
-          log.warn("plugin {} failed in a lifecycle hook", s.name(), e);
-        }
-      }
-    }
+    PluginHooks.lifecycle(d, this::profileOf, decode, prefill, now, routed);
   }
 
   void collectResponseHeaders(
       Decision d, Endpoint decode, Endpoint prefill, Map<String, String> out) {
-    for (ProfileResult pr : d.profiles().values()) {
-      Runtime rt = profiles.get(pr.name());
-      if (rt == null) {
-        continue;
-      }
-      Endpoint target = pr.name().equals(d.prefillProfileName()) ? prefill : decode;
-      if (target == null) {
-        continue;
-      }
-      for (Filter f : rt.filters) {
-        if (f instanceof Filters.SessionFilter sf) {
-          sf.affinity.responseHeaders(target, out);
-        }
-      }
-      for (Scorer s : rt.scorers) {
-        if (s instanceof Scorers.SessionScorer ss) {
-          ss.affinity.responseHeaders(target, out);
-        }
-      }
-    }
+    PluginHooks.responseHeaders(d, this::profileOf, decode, prefill, out);
+  }
+
+  private Profile profileOf(String name) {
+    Runtime rt = profiles.get(name);
+    return rt == null ? null : rt.profile;
   }
 
   @Override

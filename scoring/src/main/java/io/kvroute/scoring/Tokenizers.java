@@ -4,10 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.HttpTransports;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -60,7 +61,7 @@ public final class Tokenizers {
    */
   public static final class VllmBuilder {
     private URI baseUrl;
-    private HttpClient client;
+    private HttpTransport transport;
     private Duration timeout = Duration.ofSeconds(2);
     private int cacheEntries = 1024;
     private long cacheMaxTokens = 8L << 20;
@@ -86,9 +87,9 @@ public final class Tokenizers {
       return this;
     }
 
-    /** The HTTP client (default: a new JDK client). */
-    public VllmBuilder httpClient(HttpClient client) {
-      this.client = client;
+    /** The HTTP transport (default: {@link HttpTransports#shared()}). */
+    public VllmBuilder transport(HttpTransport transport) {
+      this.transport = Objects.requireNonNull(transport, "transport");
       return this;
     }
 
@@ -117,17 +118,15 @@ public final class Tokenizers {
       if (cacheEntries < 0 || cacheMaxTokens < 0) {
         throw new IllegalArgumentException("tokenizer.cache bounds must be >= 0");
       }
-      if (baseUrl != null && baseUrl.getHost() == null) {
-        throw new IllegalArgumentException("tokenizer.baseUrl has no host: " + baseUrl);
+      Endpoint server = null;
+      if (baseUrl != null) {
+        if (baseUrl.getHost() == null) {
+          throw new IllegalArgumentException("tokenizer.baseUrl has no host: " + baseUrl);
+        }
+        server = Endpoint.of(baseUrl.toString(), Endpoint.Role.BOTH);
       }
-      HttpClient c =
-          client != null
-              ? client
-              : HttpClient.newBuilder()
-                  .version(HttpClient.Version.HTTP_1_1)
-                  .connectTimeout(timeout)
-                  .build();
-      VllmTokenizer t = new VllmTokenizer(baseUrl, c, timeout, cacheEntries, cacheMaxTokens);
+      HttpTransport t0 = transport != null ? transport : HttpTransports.shared();
+      VllmTokenizer t = new VllmTokenizer(server, t0, timeout, cacheEntries, cacheMaxTokens);
       if (registry != null) {
         io.micrometer.core.instrument.Gauge.builder(
                 "kvroute.tokenizer.cache.size", t, VllmTokenizer::cacheSize)
@@ -148,13 +147,14 @@ public final class Tokenizers {
 
   /**
    * vLLM's {@code /tokenize} client. Thread-safe; the cache is guarded by a lock held only for map
-   * operations. Futures complete on the HTTP client's executor.
+   * operations. Futures complete on the transport's threads.
    */
   public static final class VllmTokenizer implements Tokenizer {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int MAX_RESPONSE_BYTES = 64 << 20;
 
-    private final URI baseUrl;
-    private final HttpClient client;
+    private final Endpoint server;
+    private final HttpTransport transport;
     private final Duration timeout;
     private final int cacheEntries;
     private final long cacheMaxTokens;
@@ -166,9 +166,9 @@ public final class Tokenizers {
     private final LongAdder failures = new LongAdder();
 
     private VllmTokenizer(
-        URI baseUrl, HttpClient client, Duration timeout, int entries, long maxTokens) {
-      this.baseUrl = baseUrl;
-      this.client = client;
+        Endpoint server, HttpTransport transport, Duration timeout, int entries, long maxTokens) {
+      this.server = server;
+      this.transport = transport;
       this.timeout = timeout;
       this.cacheEntries = entries;
       this.cacheMaxTokens = maxTokens;
@@ -190,14 +190,14 @@ public final class Tokenizers {
         return CompletableFuture.completedFuture(hit);
       }
       misses.increment();
-      URI base = baseUrl;
-      if (base == null) {
-        List<io.kvroute.connector.Endpoint> c = r.candidates();
+      Endpoint target = server;
+      if (target == null) {
+        List<Endpoint> c = r.candidates();
         if (c.isEmpty()) {
           return CompletableFuture.failedFuture(
               new TokenizationException("no tokenizer URL and no candidate endpoint"));
         }
-        base = URI.create(c.get(Math.floorMod(rotation.getAndIncrement(), c.size())).baseUrl());
+        target = c.get(Math.floorMod(rotation.getAndIncrement(), c.size()));
       }
       byte[] body;
       try {
@@ -205,25 +205,23 @@ public final class Tokenizers {
       } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
         return CompletableFuture.failedFuture(e);
       }
-      HttpRequest req =
-          HttpRequest.newBuilder(base.resolve("/tokenize"))
-              .timeout(timeout)
-              .header("Content-Type", "application/json")
-              .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-              .build();
       CompletableFuture<int[]> f =
-          client
-              .sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
-              .thenApply(
-                  resp -> {
-                    if (resp.statusCode() != 200) {
-                      throw new TokenizationException(
-                          "/tokenize answered HTTP " + resp.statusCode());
-                    }
-                    int[] tokens = parseTokens(resp.body());
-                    store(key, tokens);
-                    return tokens;
-                  });
+          CancellableFutures.compose(
+              transport.send(
+                  HttpTransport.Outbound.post(target, "/tokenize", body).timeout(timeout).build()),
+              resp -> {
+                if (resp.status() != 200) {
+                  resp.cancel();
+                  throw new TokenizationException("/tokenize answered HTTP " + resp.status());
+                }
+                return resp.readAll(MAX_RESPONSE_BYTES)
+                    .thenApply(
+                        bytes -> {
+                          int[] tokens = parseTokens(bytes);
+                          store(key, tokens);
+                          return tokens;
+                        });
+              });
       f.whenComplete(
           (t, err) -> {
             if (err != null) {
@@ -334,7 +332,7 @@ public final class Tokenizers {
 
     @Override
     public String toString() {
-      return "VllmTokenizer{" + (baseUrl == null ? "candidates" : baseUrl) + "}";
+      return "VllmTokenizer{" + (server == null ? "candidates" : server.baseUrl()) + "}";
     }
   }
 

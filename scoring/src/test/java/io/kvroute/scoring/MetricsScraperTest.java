@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.kvroute.connector.Endpoint;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -27,8 +26,7 @@ class MetricsScraperTest {
   }
 
   private Endpoint endpoint() {
-    return new Endpoint(
-        "pod-1", "http", "127.0.0.1", server.getPort(), Endpoint.Role.BOTH, Map.of());
+    return Endpoint.builder("pod-1", "127.0.0.1", server.getPort()).build();
   }
 
   @Test

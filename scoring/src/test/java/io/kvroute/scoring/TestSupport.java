@@ -17,18 +17,14 @@ final class TestSupport {
   private TestSupport() {}
 
   static Endpoint ep(String id) {
-    return new Endpoint(
-        id,
-        "http",
-        "10.0.0." + (Math.abs(id.hashCode()) % 250 + 1),
-        8000,
-        Endpoint.Role.BOTH,
-        Map.of());
+    return Endpoint.builder(id, "10.0.0." + (Math.abs(id.hashCode()) % 250 + 1), 8000).build();
   }
 
   static Endpoint ep(String id, Endpoint.Role role, Map<String, String> labels) {
-    return new Endpoint(
-        id, "http", "10.0.0." + (Math.abs(id.hashCode()) % 250 + 1), 8000, role, labels);
+    return Endpoint.builder(id, "10.0.0." + (Math.abs(id.hashCode()) % 250 + 1), 8000)
+        .role(role)
+        .labels(labels)
+        .build();
   }
 
   static List<Endpoint> eps(String... ids) {

@@ -67,8 +67,7 @@ class TestkitEndToEndTest {
           .addPod(PodEndpoint.of(p.name(), p.eventsEndpoint()).withReplay(p.replayEndpoint()))
           .get(10, TimeUnit.SECONDS);
       URI u = p.baseUrl();
-      endpoints.add(
-          new Endpoint(p.name(), "http", u.getHost(), u.getPort(), Endpoint.Role.BOTH, Map.of()));
+      endpoints.add(Endpoint.builder(p.name(), u.getHost(), u.getPort()).build());
     }
     warmUpEventStreams();
     exec = Executors.newSingleThreadScheduledExecutor();

@@ -7,7 +7,6 @@ import io.kvroute.connector.Endpoint;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.MockResponse;
@@ -102,7 +101,7 @@ class TokenizersTest {
             .timeout(Duration.ofMillis(100))
             .build();
     Scheduler s = Scheduler.builder().tokenizer(t).build();
-    Endpoint e = new Endpoint("a", "http", "127.0.0.1", 1, Endpoint.Role.BOTH, Map.of());
+    Endpoint e = Endpoint.builder("a", "127.0.0.1", 1).build();
     Decision d =
         s.pickAsync(SchedulingRequest.builder().model("m").prompt("x").candidate(e).build())
             .get(10, TimeUnit.SECONDS);
@@ -114,8 +113,7 @@ class TokenizersTest {
   void usesCandidatesWhenNoBaseUrl() throws Exception {
     server.enqueue(new MockResponse.Builder().body("{\"tokens\":[5,6]}").build());
     Tokenizers.VllmTokenizer t = Tokenizers.vllm().timeout(Duration.ofSeconds(5)).build();
-    Endpoint e =
-        new Endpoint("a", "http", "127.0.0.1", server.getPort(), Endpoint.Role.BOTH, Map.of());
+    Endpoint e = Endpoint.builder("a", "127.0.0.1", server.getPort()).build();
     assertThat(join(t, SchedulingRequest.builder().model("m").prompt("x").candidate(e).build()))
         .containsExactly(5, 6);
     assertThat(

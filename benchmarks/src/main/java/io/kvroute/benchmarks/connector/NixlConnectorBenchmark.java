@@ -1,7 +1,6 @@
 package io.kvroute.benchmarks.connector;
 
 import io.kvroute.connector.ConnectorConfig;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.InferenceRequest;
@@ -86,15 +85,13 @@ public class NixlConnectorBenchmark {
     nixl =
         new NixlConnector.Provider()
             .create(
-                new KVConnectorProvider.Context(
-                    ConnectorConfig.of("nixl"),
-                    transport,
-                    ConnectorListener.NONE,
-                    scheduler,
-                    System::nanoTime));
+                KVConnectorProvider.Context.builder(
+                        ConnectorConfig.of("nixl"), transport, scheduler)
+                    .build());
     prefill =
-        new Endpoint("p", "http", "127.0.0.1", prefillPod.port(), Endpoint.Role.PREFILL, null);
-    decode = new Endpoint("d", "http", "127.0.0.1", decodePod.port(), Endpoint.Role.DECODE, null);
+        Endpoint.builder("p", "127.0.0.1", prefillPod.port()).role(Endpoint.Role.PREFILL).build();
+    decode =
+        Endpoint.builder("d", "127.0.0.1", decodePod.port()).role(Endpoint.Role.DECODE).build();
     String body =
         "{\"model\":\"m\",\"prompt\":\"The quick brown fox jumps over the lazy dog\","
             + "\"max_tokens\":16,\"temperature\":0.7}";
@@ -121,8 +118,12 @@ public class NixlConnectorBenchmark {
     StreamingResponse r =
         transport
             .send(
-                new HttpTransport.Outbound(
-                    leg, e, "/v1/completions", headers, body, Duration.ofSeconds(10), streaming))
+                HttpTransport.Outbound.post(e, "/v1/completions", body)
+                    .leg(leg)
+                    .headers(headers)
+                    .timeout(Duration.ofSeconds(10))
+                    .streaming(streaming)
+                    .build())
             .get(10, TimeUnit.SECONDS);
     return r.readAll(1 << 20).get(10, TimeUnit.SECONDS);
   }

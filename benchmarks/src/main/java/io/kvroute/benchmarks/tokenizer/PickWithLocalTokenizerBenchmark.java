@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -67,13 +66,7 @@ public class PickWithLocalTokenizerBenchmark {
     List<Endpoint> eps = new ArrayList<>();
     for (int e = 0; e < endpoints; e++) {
       Endpoint ep =
-          new Endpoint(
-              "pod-" + e,
-              "http",
-              "10.0." + (e / 250) + "." + (e % 250 + 1),
-              8000,
-              Endpoint.Role.BOTH,
-              Map.of());
+          Endpoint.builder("pod-" + e, "10.0." + (e / 250) + "." + (e % 250 + 1), 8000).build();
       eps.add(ep);
       int blocks = r.nextInt(ids.length / 16 + 1);
       if (blocks > 0) {

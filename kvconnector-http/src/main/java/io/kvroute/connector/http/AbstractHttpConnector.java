@@ -2,6 +2,7 @@ package io.kvroute.connector.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
@@ -12,7 +13,8 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.internal.Futures;
+import io.kvroute.connector.http.internal.ConcurrentLegs;
+import io.kvroute.connector.http.internal.PeekedStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.ZonedDateTime;
@@ -148,8 +150,11 @@ public abstract class AbstractHttpConnector implements KVConnector {
       Duration timeout) {
     return cancellable(
         transport.send(
-            new HttpTransport.Outbound(
-                leg, endpoint, path, headers, OpenAiJson.toBytes(body), timeout, false)),
+            HttpTransport.Outbound.post(endpoint, path, OpenAiJson.toBytes(body))
+                .leg(leg)
+                .headers(headers)
+                .timeout(timeout)
+                .build()),
         resp -> {
           if (resp.status() / 100 != 2) {
             return errorFrom(leg, endpoint, resp)
@@ -165,7 +170,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
 
   private static ObjectNode parseResponse(Leg leg, Endpoint endpoint, byte[] bytes) {
     try {
-      JsonNode n = OpenAiJson.MAPPER.readTree(bytes);
+      JsonNode n = OpenAiJson.readTree(bytes);
       if (n != null && n.isObject()) {
         return (ObjectNode) n;
       }
@@ -246,14 +251,12 @@ public abstract class AbstractHttpConnector implements KVConnector {
     CompletableFuture<StreamingResponse> result =
         cancellable(
             transport.send(
-                new HttpTransport.Outbound(
-                    Leg.DECODE,
-                    decode.endpoint(),
-                    decode.path(),
-                    decode.headers(),
-                    decode.body(),
-                    context.decodeTimeout(),
-                    true)),
+                HttpTransport.Outbound.post(decode.endpoint(), decode.path(), decode.body())
+                    .leg(Leg.DECODE)
+                    .headers(decode.headers())
+                    .timeout(context.decodeTimeout())
+                    .streaming(true)
+                    .build()),
             resp -> {
               if (resp.status() / 100 != 2) {
                 return errorFrom(Leg.DECODE, decode.endpoint(), resp)
@@ -281,8 +284,18 @@ public abstract class AbstractHttpConnector implements KVConnector {
   @Override
   public CompletableFuture<Boolean> checkHealth(Endpoint endpoint) {
     return transport
-        .probe(endpoint, "/health", context.config().timeouts().healthCheck())
-        .handle((status, t) -> t == null && status == 200);
+        .send(
+            HttpTransport.Outbound.get(endpoint, "/health")
+                .timeout(context.config().timeouts().healthCheck())
+                .build())
+        .handle(
+            (resp, t) -> {
+              if (t != null) {
+                return false;
+              }
+              resp.cancel();
+              return resp.status() == 200;
+            });
   }
 
   /** Runs {@link #prepareDecode} and then the decode leg; cancelling cancels whichever runs. */
@@ -297,14 +310,93 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected static <A, B> CompletableFuture<B> cancellable(
       CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
-    return Futures.composeCancellable(first, next);
+    return CancellableFutures.compose(first, next);
+  }
+
+  /**
+   * Starts a prefill leg that runs at the same time as the decode leg (SGLang, vLLM's
+   * MooncakeConnector): {@code POST path} of {@code body} to {@code endpoint}, timed out after the
+   * prefill timeout, its 2xx JSON answer parsed (at most {@code maxPrefillResponseBytes}), a
+   * non-2xx answer turned into an {@link UpstreamException}, its outcome reported to the listener.
+   * {@code settled} runs once with the failure (or null) before the future completes. Cancelling
+   * the future releases the upstream call at whatever stage it is. Pass it to {@link
+   * #joinConcurrentLegs}.
+   */
+  protected CompletableFuture<ObjectNode> sendConcurrentPrefill(
+      Endpoint endpoint,
+      String path,
+      Map<String, List<String>> headers,
+      ObjectNode body,
+      java.util.function.Consumer<Throwable> settled) {
+    long start = context.nanoClock().getAsLong();
+    ConcurrentLegs.PrefillLeg leg =
+        ConcurrentLegs.PrefillLeg.send(
+            transport,
+            HttpTransport.Outbound.post(endpoint, path, OpenAiJson.toBytes(body))
+                .leg(Leg.PREFILL)
+                .headers(headers)
+                .timeout(context.prefillTimeout())
+                .build(),
+            maxPrefillResponseBytes,
+            resp -> errorFrom(Leg.PREFILL, endpoint, resp),
+            (answer, t) -> {
+              listener.prefillEnded(
+                  type(),
+                  endpoint.id(),
+                  ConnectorListener.outcome(t),
+                  context.nanoClock().getAsLong() - start);
+              settled.accept(t);
+            });
+    return leg.result();
+  }
+
+  /**
+   * The decode response of two legs running together, handed out only once the prefill succeeded
+   * too (so a dead prefill is seen before any decode byte reaches the client, and the pair can
+   * still be retried). A failure of either leg cancels the other and fails the result with that
+   * leg's error; cancelling the result cancels both.
+   */
+  protected static CompletableFuture<StreamingResponse> joinConcurrentLegs(
+      CompletableFuture<ObjectNode> prefill, CompletableFuture<StreamingResponse> decode) {
+    return ConcurrentLegs.join(prefill, decode);
+  }
+
+  /**
+   * A response that sends {@code first} as its first chunk and then {@code rest}'s body, read only
+   * as the subscriber asks for it (for a synthetic first chunk, such as a prefill's token).
+   */
+  protected static StreamingResponse prependChunk(byte[] first, StreamingResponse rest) {
+    return PeekedStream.prepend(first, rest);
   }
 
   /** A decode request to {@code endpoint} with {@code body}. */
   protected DecodeRequest decodeRequest(
       InferenceRequest request, Endpoint endpoint, ObjectNode body, Map<String, String> attrs) {
-    return new DecodeRequest(
-        endpoint, request.api().path(), legHeaders(request), OpenAiJson.toBytes(body), attrs);
+    return DecodeRequest.builder(endpoint, request.api().path(), OpenAiJson.toBytes(body))
+        .headers(legHeaders(request))
+        .attributes(attrs)
+        .build();
+  }
+
+  /**
+   * An endpoint's integer label (such as a per-pod port override), or {@code dflt} when the label
+   * is absent.
+   *
+   * @throws io.kvroute.connector.ConnectorConfigException naming the endpoint and the label when
+   *     the value is not an integer
+   */
+  protected static Integer intLabel(Endpoint endpoint, String label, Integer dflt) {
+    String value = endpoint.label(label);
+    if (value == null) {
+      return dflt;
+    }
+    try {
+      return Integer.valueOf(value.trim());
+    } catch (NumberFormatException e) {
+      throw new io.kvroute.connector.ConnectorConfigException(
+          "endpoint " + endpoint.id() + " label " + label,
+          "must be a port number, was \"" + value + "\"");
+    }
   }
 
   /** Validation failures as a failed future rather than a throw. */

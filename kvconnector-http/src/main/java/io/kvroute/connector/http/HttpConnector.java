@@ -2,9 +2,9 @@ package io.kvroute.connector.http;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorException;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
@@ -77,23 +77,13 @@ public class HttpConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code http}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "two-step prefill (max_tokens=1) then streamed decode; no transfer fields";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new HttpConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "two-step prefill (max_tokens=1) then streamed decode; no transfer fields",
+          HttpConnector::new);
     }
   }
 }

@@ -1,7 +1,7 @@
 package io.kvroute.connector.http;
 
+import io.kvroute.connector.FlowRelay;
 import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import java.io.IOException;
@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -131,10 +132,12 @@ public final class OkHttpTransport implements HttpTransport {
 
   @Override
   public CompletableFuture<StreamingResponse> send(Outbound out) {
-    Request.Builder rb =
-        new Request.Builder()
-            .url(out.endpoint().baseUrl() + out.path())
-            .post(RequestBody.create(out.body(), JSON));
+    Request.Builder rb = new Request.Builder().url(out.url());
+    if (out.method() == Method.POST) {
+      rb.post(RequestBody.create(out.body(), JSON));
+    } else {
+      rb.get();
+    }
     out.headers()
         .forEach(
             (name, values) -> {
@@ -174,41 +177,6 @@ public final class OkHttpTransport implements HttpTransport {
             StreamingResponse r = new OkHttpStreamingResponse(out, call, response);
             if (!future.complete(r)) {
               r.cancel();
-            }
-          }
-        });
-    return future;
-  }
-
-  @Override
-  public CompletableFuture<Integer> probe(
-      io.kvroute.connector.Endpoint endpoint, String path, Duration timeout) {
-    Call call =
-        client
-            .newBuilder()
-            .callTimeout(timeout)
-            .build()
-            .newCall(new Request.Builder().url(endpoint.baseUrl() + path).get().build());
-    CompletableFuture<Integer> future = new CompletableFuture<>();
-    future.whenComplete(
-        (r, t) -> {
-          if (future.isCancelled()) {
-            call.cancel();
-          }
-        });
-    Outbound what =
-        new Outbound(Leg.PREFILL, endpoint, path, Map.of(), new byte[0], timeout, false);
-    call.enqueue(
-        new Callback() {
-          @Override
-          public void onFailure(Call call, IOException e) {
-            future.completeExceptionally(failure(what, e, call.isCanceled()));
-          }
-
-          @Override
-          public void onResponse(Call call, Response response) {
-            try (response) {
-              future.complete(response.code());
             }
           }
         });
@@ -259,12 +227,7 @@ public final class OkHttpTransport implements HttpTransport {
         0,
         null,
         null,
-        out.leg().name().toLowerCase(Locale.ROOT)
-            + " request to "
-            + out.endpoint().baseUrl()
-            + out.path()
-            + " "
-            + what,
+        out.leg().name().toLowerCase(Locale.ROOT) + " request to " + out.url() + " " + what,
         e);
   }
 
@@ -289,14 +252,18 @@ public final class OkHttpTransport implements HttpTransport {
     readers.shutdown();
   }
 
-  /** A response whose body is read on a reader thread as the subscriber asks for it. */
-  private final class OkHttpStreamingResponse implements StreamingResponse {
+  /**
+   * A response whose body is read on a reader thread as the subscriber asks for it: the reader is
+   * the upstream of a {@link FlowRelay}, which does the demand and cancellation plumbing.
+   */
+  final class OkHttpStreamingResponse implements StreamingResponse {
     private final Outbound out;
     private final Call call;
     private final Response response;
     private final Map<String, List<String>> headers;
-    private final AtomicBoolean subscribed = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final FlowRelay<ByteBuffer> relay =
+        FlowRelay.create(t -> finished(t instanceof CancellationException));
 
     OkHttpStreamingResponse(Outbound out, Call call, Response response) {
       this.out = out;
@@ -309,6 +276,7 @@ public final class OkHttpTransport implements HttpTransport {
         h.put(name, List.copyOf(hs.values(name)));
       }
       this.headers = java.util.Collections.unmodifiableMap(h);
+      relay.onSubscribe(new BodyReader());
     }
 
     @Override
@@ -323,83 +291,52 @@ public final class OkHttpTransport implements HttpTransport {
 
     @Override
     public void cancel() {
+      relay.cancel();
+    }
+
+    /**
+     * Releases the response once: the body was read to its end or failed ({@code cancel} false: the
+     * connection may go back to the pool), or the caller cancelled (the call is cancelled too).
+     */
+    private void finished(boolean cancel) {
       if (closed.compareAndSet(false, true)) {
         openResponses.decrementAndGet();
-        call.cancel();
+        if (cancel) {
+          call.cancel();
+        }
         response.close();
       }
     }
 
-    private void finished() {
-      if (closed.compareAndSet(false, true)) {
-        openResponses.decrementAndGet();
-      }
-      response.close();
-    }
-
     @Override
     public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
-      Objects.requireNonNull(s, "subscriber");
-      if (!subscribed.compareAndSet(false, true)) {
-        s.onSubscribe(
-            new Flow.Subscription() {
-              @Override
-              public void request(long n) {}
-
-              @Override
-              public void cancel() {}
-            });
-        s.onError(new IllegalStateException("a StreamingResponse has one subscriber"));
-        return;
-      }
-      new BodyReader(s).start();
+      relay.subscribe(s);
     }
 
+    /** Reads the body on a reader thread, one chunk per unit of demand. */
     private final class BodyReader implements Flow.Subscription, Runnable {
-      private final Flow.Subscriber<? super ByteBuffer> subscriber;
       private final Object lock = new Object();
       private long demand;
       private boolean cancelled;
       private boolean started;
 
-      BodyReader(Flow.Subscriber<? super ByteBuffer> subscriber) {
-        this.subscriber = subscriber;
-      }
-
-      void start() {
-        subscriber.onSubscribe(this);
-      }
-
       @Override
       public void request(long n) {
-        boolean startNow = false;
+        boolean startNow;
         synchronized (lock) {
           if (cancelled) {
             return;
           }
-          if (n <= 0) {
-            cancelled = true;
-            lock.notifyAll();
-          } else {
-            demand = demand + n < 0 ? Long.MAX_VALUE : demand + n;
-            lock.notifyAll();
-          }
-          if (!started) {
-            started = true;
-            startNow = true;
-          }
-        }
-        if (n <= 0) {
-          OkHttpStreamingResponse.this.cancel();
-          subscriber.onError(new IllegalArgumentException("request(n) needs n > 0, was " + n));
-          return;
+          demand = demand + n < 0 ? Long.MAX_VALUE : demand + n;
+          lock.notifyAll();
+          startNow = !started;
+          started = true;
         }
         if (startNow) {
           try {
             readers.execute(this);
           } catch (java.util.concurrent.RejectedExecutionException e) {
-            OkHttpStreamingResponse.this.cancel();
-            subscriber.onError(new IllegalStateException("transport is closed", e));
+            relay.onError(new IllegalStateException("transport is closed", e));
           }
         }
       }
@@ -410,7 +347,7 @@ public final class OkHttpTransport implements HttpTransport {
           cancelled = true;
           lock.notifyAll();
         }
-        OkHttpStreamingResponse.this.cancel();
+        finished(true);
       }
 
       @Override
@@ -444,23 +381,22 @@ public final class OkHttpTransport implements HttpTransport {
                 demand--;
               }
             }
-            subscriber.onNext(ByteBuffer.wrap(chunk).asReadOnlyBuffer());
+            relay.onNext(ByteBuffer.wrap(chunk).asReadOnlyBuffer());
           }
-          finished();
-          subscriber.onComplete();
+          relay.onComplete();
         } catch (IOException e) {
           boolean wasCancelled;
           synchronized (lock) {
             wasCancelled = cancelled;
           }
           if (!wasCancelled) {
-            subscriber.onError(failure(out, e, call.isCanceled()));
+            relay.onError(failure(out, e, call.isCanceled()));
           }
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          OkHttpStreamingResponse.this.cancel();
+          relay.cancel();
         } finally {
-          finished();
+          finished(false);
         }
       }
     }
@@ -522,8 +458,8 @@ public final class OkHttpTransport implements HttpTransport {
             TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
         tmf.init(trustStore);
         for (TrustManager tm : tmf.getTrustManagers()) {
-          if (tm instanceof X509TrustManager) {
-            this.trustManager = (X509TrustManager) tm;
+          if (tm instanceof X509TrustManager x509) {
+            this.trustManager = x509;
             return this;
           }
         }

@@ -37,8 +37,8 @@ public final class OpenAiJson {
           "bootstrap_room",
           "disaggregated_params");
 
-  /** The shared mapper: exact numbers, strict duplicate detection, no trailing tokens. */
-  public static final ObjectMapper MAPPER =
+  /** Exact numbers, strict duplicate detection, no trailing tokens; never handed out. */
+  private static final ObjectMapper MAPPER =
       JsonMapper.builder()
           .nodeFactory(JsonNodeFactory.instance)
           .disable(
@@ -97,6 +97,26 @@ public final class OpenAiJson {
             + ", column "
             + e.getLocation().getColumnNr()
             + ")";
+  }
+
+  /**
+   * Parses JSON with this class's rules (exact numbers, duplicate keys and trailing data rejected).
+   *
+   * @return the tree, or {@link com.fasterxml.jackson.databind.node.MissingNode} for empty input
+   * @throws IOException when the bytes are not valid JSON
+   */
+  public static JsonNode readTree(byte[] json) throws IOException {
+    return MAPPER.readTree(json);
+  }
+
+  /** {@link #readTree(byte[])} of a string. */
+  public static JsonNode readTree(String json) throws IOException {
+    return MAPPER.readTree(json);
+  }
+
+  /** A new empty object node. */
+  public static ObjectNode objectNode() {
+    return MAPPER.createObjectNode();
   }
 
   /** Serialises a node to UTF-8 bytes. */

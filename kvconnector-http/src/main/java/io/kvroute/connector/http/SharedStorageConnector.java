@@ -4,9 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.internal.PeekedStream;
@@ -193,7 +193,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
             bytes -> {
               JsonNode n;
               try {
-                n = OpenAiJson.MAPPER.readTree(bytes);
+                n = OpenAiJson.readTree(bytes);
               } catch (IOException e) {
                 throw new UpstreamException(
                     Leg.DECODE,
@@ -247,7 +247,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
         continue;
       }
       try {
-        if (refused(OpenAiJson.MAPPER.readTree(data))) {
+        if (refused(OpenAiJson.readTree(data))) {
           return true;
         }
       } catch (IOException e) {
@@ -258,24 +258,14 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code shared-storage}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "llm-d shared-storage: decode first when cache_hit_threshold is set, falling back to"
-          + " prefill (max_tokens=1) then decode";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new SharedStorageConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "llm-d shared-storage: decode first when cache_hit_threshold is set, falling back to"
+              + " prefill (max_tokens=1) then decode",
+          SharedStorageConnector::new);
     }
   }
 }

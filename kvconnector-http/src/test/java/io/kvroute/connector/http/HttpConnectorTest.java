@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.contract.KVConnectorContract;
 
 /** The {@code http} connector against the contract, plus its own prefill body rules. */
 class HttpConnectorTest extends KVConnectorContract {

@@ -9,6 +9,7 @@ import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.contract.KVConnectorContract;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

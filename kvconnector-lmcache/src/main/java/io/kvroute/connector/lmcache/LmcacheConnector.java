@@ -5,14 +5,13 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.InferenceRequest;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.HttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.http.internal.PeekedStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -123,7 +122,7 @@ public final class LmcacheConnector extends HttpConnector {
     if (ids) {
       tokens = CompletableFuture.completedFuture((ArrayNode) prompt);
     } else {
-      ObjectNode req = OpenAiJson.MAPPER.createObjectNode();
+      ObjectNode req = OpenAiJson.objectNode();
       req.set("prompt", prompt);
       tokens =
           requestJson(
@@ -199,8 +198,7 @@ public final class LmcacheConnector extends HttpConnector {
         sendDecode(req),
         resp -> {
           if (streaming) {
-            return CompletableFuture.completedFuture(
-                PeekedStream.prepend(headChunk(prefill, null), resp));
+            return CompletableFuture.completedFuture(prependChunk(headChunk(prefill, null), resp));
           }
           return resp.readAll(maxPrefillResponseBytes())
               .thenApply(bytes -> merged(pd, resp, bytes, prefillText));
@@ -212,7 +210,7 @@ public final class LmcacheConnector extends HttpConnector {
       PdRequest pd, StreamingResponse resp, byte[] bytes, String prefillText) {
     JsonNode n;
     try {
-      n = OpenAiJson.MAPPER.readTree(bytes);
+      n = OpenAiJson.readTree(bytes);
     } catch (IOException e) {
       n = null;
     }
@@ -242,7 +240,7 @@ public final class LmcacheConnector extends HttpConnector {
 
   /** The synthetic first SSE chunk, shaped as LMCache's proxy shapes it. */
   static byte[] headChunk(ObjectNode prefill, String finishReason) {
-    ObjectNode h = OpenAiJson.MAPPER.createObjectNode();
+    ObjectNode h = OpenAiJson.objectNode();
     h.set("id", prefill.get("id"));
     h.put("object", "text_completion");
     h.set("created", prefill.get("created"));
@@ -293,24 +291,14 @@ public final class LmcacheConnector extends HttpConnector {
   }
 
   /** The ServiceLoader provider of {@code lmcache}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM LMCacheConnectorV1 (shared store or LMCache PD channel): prefill (max_tokens=1)"
-          + " then the original body to decode";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new LmcacheConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM LMCacheConnectorV1 (shared store or LMCache PD channel): prefill (max_tokens=1)"
+              + " then the original body to decode",
+          LmcacheConnector::new);
     }
   }
 }

@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.RecordedRequest;
 import org.junit.jupiter.api.Test;
@@ -140,7 +140,7 @@ class LmcacheConnectorTest extends KVConnectorContract {
                 + "\"finish_reason\":\"length\"}],"
                 + "\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2,\"total_tokens\":6}}"));
     StreamingResponse r = firstToken("{\"model\":\"m\",\"prompt\":[1,2,3],\"max_tokens\":3}");
-    JsonNode out = io.kvroute.connector.http.OpenAiJson.MAPPER.readTree(text(r));
+    JsonNode out = io.kvroute.connector.http.OpenAiJson.readTree(text(r));
     assertThat(out.path("choices").path(0).path("text").asText()).isEqualTo("ABC");
     assertThat(out.path("usage").toString())
         .isEqualTo("{\"prompt_tokens\":3,\"completion_tokens\":3,\"total_tokens\":6}");

@@ -3,21 +3,19 @@ package io.kvroute.connector.mooncake;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.http.internal.ConcurrentLegs;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -26,17 +24,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
-import okhttp3.Call;
-import okhttp3.Callback;
-import okhttp3.Dispatcher;
-import okhttp3.OkHttpClient;
-import okhttp3.Request;
-import okhttp3.Response;
-import okhttp3.ResponseBody;
 
 /**
  * The {@code mooncake} connector: upstream vLLM's {@code MooncakeConnector} (transfer-id rendezvous
@@ -97,8 +86,8 @@ import okhttp3.ResponseBody;
  * </ul>
  *
  * <p>Thread-safe: the bootstrap cache is a synchronized bounded map; requests share nothing else.
- * The {@code /query} call uses this connector's own small OkHttp client (the {@link
- * io.kvroute.connector.HttpTransport} SPI only sends POSTs), closed by {@link #close()}.
+ * The {@code /query} call goes through the shared {@link io.kvroute.connector.HttpTransport} like
+ * both legs, so a decorator on it (an allowlist, TLS, tracing) sees it too.
  */
 public final class MooncakeConnector extends AbstractHttpConnector {
 
@@ -111,20 +100,11 @@ public final class MooncakeConnector extends AbstractHttpConnector {
   /** Endpoint label overriding {@code bootstrapPort}. */
   public static final String BOOTSTRAP_PORT_LABEL = "kvroute.io/mooncake-bootstrap-port";
 
-  private static final ThreadFactory DAEMON =
-      r -> {
-        Thread t = new Thread(r, "kvroute-mooncake-bootstrap");
-        t.setDaemon(true);
-        return t;
-      };
-
   private final int bootstrapPort;
-  private final int maxPrefillResponseBytes;
   private final Duration bootstrapTimeout;
   private final long cacheTtlNanos;
   private final int cacheSize;
   private final Supplier<String> transferIds;
-  private final OkHttpClient http;
   private final Map<String, Bootstrap> cache;
   private final AtomicInteger roundRobin = new AtomicInteger();
 
@@ -136,8 +116,6 @@ public final class MooncakeConnector extends AbstractHttpConnector {
   MooncakeConnector(KVConnectorProvider.Context context, Supplier<String> transferIds) {
     super(context);
     this.transferIds = transferIds;
-    this.maxPrefillResponseBytes =
-        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
     this.bootstrapPort = context.config().intParam("bootstrapPort", 8998);
     if (bootstrapPort < 1 || bootstrapPort > 65535) {
       throw new ConnectorConfigException(
@@ -160,13 +138,6 @@ public final class MooncakeConnector extends AbstractHttpConnector {
       throw new ConnectorConfigException(
           "kvConnector.config.bootstrapCacheSize", "must be >= 1, was " + cacheSize);
     }
-    this.http =
-        new OkHttpClient.Builder()
-            .dispatcher(new Dispatcher(Executors.newCachedThreadPool(DAEMON)))
-            .callTimeout(bootstrapTimeout)
-            .followRedirects(false)
-            .retryOnConnectionFailure(false)
-            .build();
     this.cache =
         new LinkedHashMap<>(16, 0.75f, true) {
           private static final long serialVersionUID = 1L;
@@ -198,17 +169,7 @@ public final class MooncakeConnector extends AbstractHttpConnector {
       DecodeRequest decode) {}
 
   private int bootstrapPort(Endpoint prefill) {
-    String label = prefill.label(BOOTSTRAP_PORT_LABEL);
-    if (label == null) {
-      return bootstrapPort;
-    }
-    try {
-      return Integer.parseInt(label.trim());
-    } catch (NumberFormatException e) {
-      throw new ConnectorConfigException(
-          "endpoint " + prefill.id() + " label " + BOOTSTRAP_PORT_LABEL,
-          "must be a port number, was \"" + label + "\"");
-    }
+    return intLabel(prefill, BOOTSTRAP_PORT_LABEL, bootstrapPort);
   }
 
   private CompletableFuture<Bootstrap> bootstrap(Endpoint prefill) {
@@ -225,73 +186,64 @@ public final class MooncakeConnector extends AbstractHttpConnector {
     } catch (ConnectorException e) {
       return failed(e);
     }
-    String host = prefill.host().indexOf(':') >= 0 ? "[" + prefill.host() + "]" : prefill.host();
-    String address = "http://" + host + ":" + port;
-    CompletableFuture<Bootstrap> result = new CompletableFuture<>();
-    Call call = http.newCall(new Request.Builder().url(address + "/query").get().build());
-    result.whenComplete(
-        (r, t) -> {
-          if (result.isCancelled()) {
-            call.cancel();
-          }
-        });
-    call.enqueue(
-        new Callback() {
-          @Override
-          public void onFailure(Call c, IOException e) {
-            boolean timeout = e instanceof InterruptedIOException;
-            result.completeExceptionally(
-                bootstrapError(
+    Endpoint bootstrapEndpoint =
+        Endpoint.builder(prefill.id(), prefill.host(), port).role(prefill.role()).build();
+    String address = bootstrapEndpoint.baseUrl();
+    CompletableFuture<StreamingResponse> call =
+        transport.send(
+            HttpTransport.Outbound.get(bootstrapEndpoint, "/query")
+                .timeout(bootstrapTimeout)
+                .build());
+    return cancellable(
+            call,
+            response -> {
+              if (response.status() / 100 != 2) {
+                response.cancel();
+                throw bootstrapError(
+                    prefill,
+                    UpstreamException.Kind.STATUS,
+                    response.status(),
+                    address + "/query answered HTTP " + response.status(),
+                    null);
+              }
+              return response.readAll(maxPrefillResponseBytes());
+            })
+        .handle(
+            (bytes, t) -> {
+              if (t != null) {
+                Throwable c = CancellableFutures.unwrap(t);
+                if (c instanceof UpstreamException u && u.leg() == Leg.PREFILL) {
+                  throw u; // already a bootstrap error
+                }
+                boolean timeout =
+                    c instanceof UpstreamException u && u.kind() == UpstreamException.Kind.TIMEOUT;
+                throw bootstrapError(
                     prefill,
                     timeout ? UpstreamException.Kind.TIMEOUT : UpstreamException.Kind.IO,
                     0,
-                    address + "/query " + (timeout ? "timed out" : "failed: " + e),
-                    e));
-          }
-
-          @Override
-          public void onResponse(Call c, Response response) {
-            try (ResponseBody body = response.body()) {
-              if (!response.isSuccessful()) {
-                result.completeExceptionally(
-                    bootstrapError(
-                        prefill,
-                        UpstreamException.Kind.STATUS,
-                        response.code(),
-                        address + "/query answered HTTP " + response.code(),
-                        null));
-                return;
+                    address + "/query " + (timeout ? "timed out" : "failed: " + c.getMessage()),
+                    c);
               }
-              Bootstrap b = parse(address, body.bytes());
+              Bootstrap b = parse(address, bytes);
               if (b == null) {
-                result.completeExceptionally(
-                    bootstrapError(
-                        prefill,
-                        UpstreamException.Kind.PROTOCOL,
-                        0,
-                        address
-                            + "/query did not answer {\"<dp_rank>\": {\"engine_id\": ...}, ...}",
-                        null));
-                return;
+                throw bootstrapError(
+                    prefill,
+                    UpstreamException.Kind.PROTOCOL,
+                    0,
+                    address + "/query did not answer {\"<dp_rank>\": {\"engine_id\": ...}, ...}",
+                    null);
               }
               synchronized (cache) {
                 cache.put(prefill.id(), b);
               }
-              result.complete(b);
-            } catch (IOException | RuntimeException e) {
-              result.completeExceptionally(
-                  bootstrapError(
-                      prefill, UpstreamException.Kind.IO, 0, address + "/query failed: " + e, e));
-            }
-          }
-        });
-    return result;
+              return b;
+            });
   }
 
   private Bootstrap parse(String address, byte[] bytes) {
     JsonNode n;
     try {
-      n = OpenAiJson.MAPPER.readTree(bytes);
+      n = OpenAiJson.readTree(bytes);
     } catch (IOException e) {
       return null;
     }
@@ -403,27 +355,14 @@ public final class MooncakeConnector extends AbstractHttpConnector {
         decodeRequest(pd.request(), pd.decode(), body, attrs));
   }
 
-  private ConcurrentLegs.PrefillLeg sendPrefill(PdRequest pd, Legs legs) {
+  private CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, Legs legs) {
     Endpoint prefill = legs.prefill();
-    long start = context.nanoClock().getAsLong();
-    return ConcurrentLegs.PrefillLeg.send(
-        transport,
-        new HttpTransport.Outbound(
-            Leg.PREFILL,
-            prefill,
-            pd.request().api().path(),
-            legs.prefillHeaders(),
-            OpenAiJson.toBytes(legs.prefillBody()),
-            context.prefillTimeout(),
-            false),
-        maxPrefillResponseBytes,
-        resp -> errorFrom(Leg.PREFILL, prefill, resp),
-        (answer, t) -> {
-          listener.prefillEnded(
-              TYPE,
-              prefill.id(),
-              ConnectorListener.outcome(t),
-              context.nanoClock().getAsLong() - start);
+    return sendConcurrentPrefill(
+        prefill,
+        pd.request().api().path(),
+        legs.prefillHeaders(),
+        legs.prefillBody(),
+        t -> {
           if (t != null) {
             // A restarted prefiller has a new engine id: ask its bootstrap server again next time.
             synchronized (cache) {
@@ -470,7 +409,7 @@ public final class MooncakeConnector extends AbstractHttpConnector {
         bootstrap(pd.prefill()),
         b -> {
           Legs legs = legs(pd, body, b);
-          return ConcurrentLegs.join(sendPrefill(pd, legs), sendDecode(legs.decode()));
+          return joinConcurrentLegs(sendPrefill(pd, legs), sendDecode(legs.decode()));
         });
   }
 
@@ -481,32 +420,15 @@ public final class MooncakeConnector extends AbstractHttpConnector {
     }
   }
 
-  @Override
-  public void close() {
-    http.dispatcher().cancelAll();
-    http.dispatcher().executorService().shutdown();
-    http.connectionPool().evictAll();
-  }
-
   /** The ServiceLoader provider of {@code mooncake}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM MooncakeConnector: bootstrap /query, then prefill and decode together with a"
-          + " shared transfer_id";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new MooncakeConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM MooncakeConnector: bootstrap /query, then prefill and decode together with a"
+              + " shared transfer_id",
+          MooncakeConnector::new);
     }
   }
 }

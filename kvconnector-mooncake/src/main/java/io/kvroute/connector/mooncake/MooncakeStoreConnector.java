@@ -1,7 +1,7 @@
 package io.kvroute.connector.mooncake;
 
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.http.HttpConnector;
 
 /**
@@ -44,24 +44,14 @@ public final class MooncakeStoreConnector extends HttpConnector {
   }
 
   /** The ServiceLoader provider of {@code mooncake-store}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM with a shared MooncakeStore: prefill (max_tokens=1) then the original body to"
-          + " decode (the plain two-step flow)";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new MooncakeStoreConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM with a shared MooncakeStore: prefill (max_tokens=1) then the original body to"
+              + " decode (the plain two-step flow)",
+          MooncakeStoreConnector::new);
     }
   }
 }

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.ConnectorConfig;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
@@ -13,7 +12,7 @@ import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;
@@ -98,8 +97,7 @@ class MooncakeConnectorTest extends KVConnectorContract {
   private MooncakeConnector fixedIds(ConnectorConfig cfg, String... ids) {
     AtomicInteger n = new AtomicInteger();
     return new MooncakeConnector(
-        new KVConnectorProvider.Context(
-            cfg, transport, ConnectorListener.NONE, scheduler, System::nanoTime),
+        KVConnectorProvider.Context.builder(cfg, transport, scheduler).build(),
         () -> ids[n.getAndIncrement() % ids.length]);
   }
 
@@ -210,8 +208,7 @@ class MooncakeConnectorTest extends KVConnectorContract {
     assertThat(body(prefillServer.takeRequest(5, TimeUnit.SECONDS)).has("kv_transfer_params"))
         .isTrue();
     assertThat(
-            io.kvroute.connector.http.OpenAiJson.MAPPER
-                .readTree(d.body())
+            io.kvroute.connector.http.OpenAiJson.readTree(d.body())
                 .at("/kv_transfer_params/remote_engine_id")
                 .asText())
         .isEqualTo("eng-1");
@@ -253,7 +250,7 @@ class MooncakeConnectorTest extends KVConnectorContract {
 
   @Test
   void ipv6PrefillHostIsBracketedInTheBootstrapAddress() throws Exception {
-    Endpoint v6 = new Endpoint("p6", "http", "::1", 1, Endpoint.Role.PREFILL, Map.of());
+    Endpoint v6 = Endpoint.builder("p6", "::1", 1).role(Endpoint.Role.PREFILL).build();
     // No server listens on [::1]:<bootstrap port>, so the query fails; its message shows the URL.
     Throwable t =
         failure(

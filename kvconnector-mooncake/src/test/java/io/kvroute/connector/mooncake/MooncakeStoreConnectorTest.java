@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 

@@ -1,13 +1,14 @@
 package io.kvroute.connector.nixl;
 
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
-import io.kvroute.connector.internal.Futures;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -111,12 +112,13 @@ public final class FallbackConnector extends AbstractHttpConnector {
     for (String type : chain) {
       built.add(
           registry.create(
-              new KVConnectorProvider.Context(
-                  context.config().withType(type).withParams(memberParams),
-                  context.transport(),
-                  context.listener(),
-                  context.scheduler(),
-                  context.nanoClock())));
+              KVConnectorProvider.Context.builder(
+                      context.config().withType(type).withParams(memberParams),
+                      context.transport(),
+                      context.scheduler())
+                  .listener(context.listener())
+                  .nanoClock(context.nanoClock())
+                  .build()));
     }
     this.members = List.copyOf(built);
     this.marks =
@@ -140,8 +142,8 @@ public final class FallbackConnector extends AbstractHttpConnector {
       return List.of(NixlConnector.TYPE, "http");
     }
     List<String> types = new ArrayList<>();
-    if (value instanceof Collection) {
-      for (Object o : (Collection<?>) value) {
+    if (value instanceof Collection<?> values) {
+      for (Object o : values) {
         types.add(String.valueOf(o));
       }
     } else {
@@ -237,7 +239,7 @@ public final class FallbackConnector extends AbstractHttpConnector {
     f.whenComplete(
         (d, t) -> {
           if (t != null) {
-            Throwable cause = Futures.unwrap(t);
+            Throwable cause = CancellableFutures.unwrap(t);
             if (pd.disaggregated()
                 && index < members.size() - 1
                 && doesNotSpeak(cause)
@@ -257,17 +259,14 @@ public final class FallbackConnector extends AbstractHttpConnector {
           }
           Map<String, String> attrs = new LinkedHashMap<>(d.attributes());
           attrs.put("connector", member.type());
-          result.complete(new DecodeRequest(d.endpoint(), d.path(), d.headers(), d.body(), attrs));
+          result.complete(d.toBuilder().attributes(attrs).build());
         });
   }
 
   /** A prefill answered 400/422 naming {@code kv_transfer_params}: the field is not understood. */
   static boolean doesNotSpeak(Throwable t) {
-    if (!(t instanceof UpstreamException)) {
-      return false;
-    }
-    UpstreamException u = (UpstreamException) t;
-    return u.leg() == Leg.PREFILL
+    return t instanceof UpstreamException u
+        && u.leg() == Leg.PREFILL
         && u.kind() == UpstreamException.Kind.STATUS
         && (u.upstreamStatus() == 400 || u.upstreamStatus() == 422)
         && u.upstreamBody().map(b -> b.contains("kv_transfer_params")).orElse(false);
@@ -318,24 +317,14 @@ public final class FallbackConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code fallback}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
-          + " speak the previous one";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new FallbackConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
+              + " speak the previous one",
+          FallbackConnector::new);
     }
   }
 }

@@ -9,6 +9,7 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
 import java.util.LinkedHashMap;
@@ -41,11 +42,11 @@ import java.util.concurrent.CompletableFuture;
  *       ({@link FallbackConnector} uses them).
  * </ol>
  *
- * <p>Both legs carry the same {@code X-Request-Id} (the request's id; {@link
- * io.kvroute.connector.PdOrchestrator} mints a fresh one per attempt) and the client's headers
- * minus routing and hop-by-hop headers. Client-supplied {@code kv_transfer_params}, {@code
- * bootstrap_*} and {@code disaggregated_params} never reach either pod (the reference proxy would
- * pass them on when the prefill returns none; spec §8.3 says not to).
+ * <p>Both legs carry the same {@code X-Request-Id} (the request's id; {@code
+ * io.kvroute.pd.PdOrchestrator} mints a fresh one per attempt) and the client's headers minus
+ * routing and hop-by-hop headers. Client-supplied {@code kv_transfer_params}, {@code bootstrap_*}
+ * and {@code disaggregated_params} never reach either pod (the reference proxy would pass them on
+ * when the prefill returns none; spec §8.3 says not to).
  *
  * <p>Parameters (the {@code config:} block of {@code kvConnector}):
  *
@@ -172,9 +173,8 @@ public final class NixlConnector extends AbstractHttpConnector {
     if (reason.isTextual()) {
       attrs.put("prefill_finish_reason", reason.textValue());
     }
-    JsonNode params = answer.get("kv_transfer_params");
-    if (params != null && params.isObject() && params.size() > 0) {
-      ObjectNode copy = ((ObjectNode) params).deepCopy();
+    if (answer.get("kv_transfer_params") instanceof ObjectNode params && params.size() > 0) {
+      ObjectNode copy = params.deepCopy();
       rewriteRemoteHost(copy, pd.prefill());
       body.set("kv_transfer_params", copy);
       attrs.put("kv_transfer_params", "present");
@@ -210,24 +210,14 @@ public final class NixlConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code nixl}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "vLLM NixlConnector: non-streamed prefill with do_remote_decode, its"
-          + " kv_transfer_params forwarded to the streamed decode";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new NixlConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "vLLM NixlConnector: non-streamed prefill with do_remote_decode, its"
+              + " kv_transfer_params forwarded to the streamed decode",
+          NixlConnector::new);
     }
   }
 }

@@ -13,7 +13,7 @@ import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.time.Duration;
 import java.util.List;
@@ -47,8 +47,10 @@ class FallbackConnectorTest extends KVConnectorContract {
           }
         };
     return new FallbackConnector(
-        new KVConnectorProvider.Context(
-            config().withParams(params), transport, l, scheduler, clock::get),
+        KVConnectorProvider.Context.builder(config().withParams(params), transport, scheduler)
+            .listener(l)
+            .nanoClock(clock::get)
+            .build(),
         KVConnectors.discover(getClass().getClassLoader()));
   }
 
@@ -86,7 +88,7 @@ class FallbackConnectorTest extends KVConnectorContract {
     assertThat(d.attributes()).containsEntry("connector", "http");
     assertThat(lastPrefillBody().has("kv_transfer_params")).isTrue();
     assertThat(lastPrefillBody().has("kv_transfer_params")).as("http prefill").isFalse();
-    assertThat(OpenAiJson.MAPPER.readTree(d.body()).path("max_tokens").asInt()).isEqualTo(7);
+    assertThat(OpenAiJson.readTree(d.body()).path("max_tokens").asInt()).isEqualTo(7);
     assertThat(events).containsExactly("fallback:fallback");
 
     // The next request goes to http directly: one prefill call, no NIXL fields.
@@ -110,7 +112,7 @@ class FallbackConnectorTest extends KVConnectorContract {
     assertThat(d.attributes())
         .containsEntry("connector", "nixl")
         .containsEntry("kv_transfer_params", "absent");
-    assertThat(OpenAiJson.MAPPER.readTree(d.body()).has("kv_transfer_params")).isFalse();
+    assertThat(OpenAiJson.readTree(d.body()).has("kv_transfer_params")).isFalse();
     assertThat(c.rememberedFallbacks()).isEqualTo(1);
     assertThat(events).contains("fallback:fallback", "nixl:prefill_without_kv_transfer_params");
     lastPrefillBody();

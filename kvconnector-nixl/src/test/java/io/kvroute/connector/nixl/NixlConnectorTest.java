@@ -9,7 +9,7 @@ import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -185,7 +185,7 @@ class NixlConnectorTest extends KVConnectorContract {
                       prefillEndpoint(),
                       decodeEndpoint()))
               .get(30, TimeUnit.SECONDS);
-      assertThat(OpenAiJson.MAPPER.readTree(d.body()).has("kv_transfer_params")).isFalse();
+      assertThat(OpenAiJson.readTree(d.body()).has("kv_transfer_params")).isFalse();
       assertThat(events).containsExactly(NixlConnector.EVENT_NO_PARAMS);
     }
   }
@@ -200,7 +200,7 @@ class NixlConnectorTest extends KVConnectorContract {
                     prefillEndpoint().withId("p").withLabels(Map.of()),
                     decodeEndpoint()))
             .get(30, TimeUnit.SECONDS);
-    return OpenAiJson.MAPPER.readTree(d.body()).get("kv_transfer_params");
+    return OpenAiJson.readTree(d.body()).get("kv_transfer_params");
   }
 
   @Test

@@ -5,16 +5,13 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.http.AbstractHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.http.internal.ConcurrentLegs;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -78,7 +75,6 @@ public final class SglangConnector extends AbstractHttpConnector {
   public static final String BOOTSTRAP_PORT_LABEL = "kvroute.io/sglang-bootstrap-port";
 
   private final Integer bootstrapPort;
-  private final int maxPrefillResponseBytes;
   private final LongSupplier rooms;
 
   /** A connector in {@code context}; reads the parameters listed above. */
@@ -89,8 +85,6 @@ public final class SglangConnector extends AbstractHttpConnector {
   SglangConnector(KVConnectorProvider.Context context, LongSupplier rooms) {
     super(context);
     this.rooms = rooms;
-    this.maxPrefillResponseBytes =
-        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
     if (context.config().params().get("bootstrapPort") == null) {
       this.bootstrapPort = null;
     } else {
@@ -109,17 +103,7 @@ public final class SglangConnector extends AbstractHttpConnector {
   }
 
   private Integer bootstrapPort(Endpoint prefill) {
-    String label = prefill.label(BOOTSTRAP_PORT_LABEL);
-    if (label == null) {
-      return bootstrapPort;
-    }
-    try {
-      return Integer.valueOf(label.trim());
-    } catch (NumberFormatException e) {
-      throw new ConnectorConfigException(
-          "endpoint " + prefill.id() + " label " + BOOTSTRAP_PORT_LABEL,
-          "must be a port number, was \"" + label + "\"");
-    }
+    return intLabel(prefill, BOOTSTRAP_PORT_LABEL, bootstrapPort);
   }
 
   /** The batch size of a completions prompt array, or 0 for a single prompt. */
@@ -191,27 +175,9 @@ public final class SglangConnector extends AbstractHttpConnector {
     return new Legs(prefillBody(body), decodeRequest(pd.request(), pd.decode(), body, attrs));
   }
 
-  private ConcurrentLegs.PrefillLeg sendPrefill(PdRequest pd, ObjectNode prefill) {
-    Endpoint endpoint = pd.prefill();
-    long start = context.nanoClock().getAsLong();
-    return ConcurrentLegs.PrefillLeg.send(
-        transport,
-        new HttpTransport.Outbound(
-            Leg.PREFILL,
-            endpoint,
-            pd.request().api().path(),
-            legHeaders(pd.request()),
-            OpenAiJson.toBytes(prefill),
-            context.prefillTimeout(),
-            false),
-        maxPrefillResponseBytes,
-        resp -> errorFrom(Leg.PREFILL, endpoint, resp),
-        (answer, t) ->
-            listener.prefillEnded(
-                TYPE,
-                endpoint.id(),
-                ConnectorListener.outcome(t),
-                context.nanoClock().getAsLong() - start));
+  private CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, ObjectNode prefill) {
+    return sendConcurrentPrefill(
+        pd.prefill(), pd.request().api().path(), legHeaders(pd.request()), prefill, t -> {});
   }
 
   @Override
@@ -243,27 +209,17 @@ public final class SglangConnector extends AbstractHttpConnector {
     } catch (ConnectorException e) {
       return failed(e);
     }
-    return ConcurrentLegs.join(sendPrefill(pd, legs.prefill()), sendDecode(legs.decode()));
+    return joinConcurrentLegs(sendPrefill(pd, legs.prefill()), sendDecode(legs.decode()));
   }
 
   /** The ServiceLoader provider of {@code sglang}. */
-  public static final class Provider implements KVConnectorProvider {
+  public static final class Provider extends SimpleConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {}
-
-    @Override
-    public String type() {
-      return TYPE;
-    }
-
-    @Override
-    public String description() {
-      return "SGLang PD: bootstrap_host/port/room on both legs, prefill and decode together";
-    }
-
-    @Override
-    public KVConnector create(Context context) {
-      return new SglangConnector(context);
+    public Provider() {
+      super(
+          TYPE,
+          "SGLang PD: bootstrap_host/port/room on both legs, prefill and decode together",
+          SglangConnector::new);
     }
   }
 }

@@ -6,14 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorConfigException;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.KVConnectorContract;
+import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
@@ -57,8 +56,7 @@ class SglangConnectorTest extends KVConnectorContract {
   private SglangConnector fixedRooms(ConnectorConfig cfg, long firstRoom) {
     AtomicLong next = new AtomicLong(firstRoom);
     return new SglangConnector(
-        new KVConnectorProvider.Context(
-            cfg, transport, ConnectorListener.NONE, scheduler, System::nanoTime),
+        KVConnectorProvider.Context.builder(cfg, transport, scheduler).build(),
         next::getAndIncrement);
   }
 
@@ -107,8 +105,8 @@ class SglangConnectorTest extends KVConnectorContract {
     Set<Long> rooms = new HashSet<>();
     for (int i = 0; i < 3; i++) {
       String[] legs = run(c, prefillEndpoint(), "{\"prompt\":\"x\"}");
-      long p = OpenAiJson.MAPPER.readTree(legs[0]).get("bootstrap_room").asLong();
-      long d = OpenAiJson.MAPPER.readTree(legs[1]).get("bootstrap_room").asLong();
+      long p = OpenAiJson.readTree(legs[0]).get("bootstrap_room").asLong();
+      long d = OpenAiJson.readTree(legs[1]).get("bootstrap_room").asLong();
       assertThat(p).isEqualTo(d).isNotNegative();
       rooms.add(p);
     }
@@ -127,19 +125,16 @@ class SglangConnectorTest extends KVConnectorContract {
             "{\"prompt\":[\"a\",\"b\"],\"bootstrap_host\":[\"127.0.0.1\",\"127.0.0.1\"],"
                 + "\"bootstrap_port\":[8998,8998],\"bootstrap_room\":[7,8]}");
     String[] tokens = run(fixedRooms(config(), 1), prefillEndpoint(), "{\"prompt\":[1,2,3]}");
-    assertThat(OpenAiJson.MAPPER.readTree(tokens[1]).get("bootstrap_room").isNumber()).isTrue();
+    assertThat(OpenAiJson.readTree(tokens[1]).get("bootstrap_room").isNumber()).isTrue();
   }
 
   @Test
   void labelPortAndIpv6Host() throws Exception {
     Endpoint v6 =
-        new Endpoint(
-            "p6",
-            "http",
-            "::1",
-            prefillServer.getPort(),
-            Endpoint.Role.PREFILL,
-            Map.of(SglangConnector.BOOTSTRAP_PORT_LABEL, "9100"));
+        Endpoint.builder("p6", "::1", prefillServer.getPort())
+            .role(Endpoint.Role.PREFILL)
+            .labels(Map.of(SglangConnector.BOOTSTRAP_PORT_LABEL, "9100"))
+            .build();
     KVConnector.DecodeRequest d =
         fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 3)
             .prepareDecode(
@@ -224,10 +219,12 @@ class SglangConnectorTest extends KVConnectorContract {
             }
           });
       Endpoint p1 =
-          new Endpoint("p1", "http", "127.0.0.1", failing.getPort(), Endpoint.Role.PREFILL, null);
+          Endpoint.builder("p1", "127.0.0.1", failing.getPort())
+              .role(Endpoint.Role.PREFILL)
+              .build();
       StreamingResponse r =
-          io.kvroute.connector.PdOrchestrator.builder(connector(), scheduler)
-              .retryBudget(io.kvroute.connector.RetryBudget.unlimited())
+          io.kvroute.pd.PdOrchestrator.builder(connector(), scheduler)
+              .retryBudget(io.kvroute.pd.RetryBudget.unlimited())
               .retry(
                   new ConnectorConfig.Retry(
                       3, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(10)))
@@ -235,9 +232,8 @@ class SglangConnectorTest extends KVConnectorContract {
               .execute(
                   request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
                   java.util.List.of(
-                      new io.kvroute.connector.PdOrchestrator.Pair(p1, decodeEndpoint()),
-                      new io.kvroute.connector.PdOrchestrator.Pair(
-                          prefillEndpoint(), decodeEndpoint())))
+                      new io.kvroute.pd.PdOrchestrator.Pair(p1, decodeEndpoint()),
+                      new io.kvroute.pd.PdOrchestrator.Pair(prefillEndpoint(), decodeEndpoint())))
               .get(30, TimeUnit.SECONDS);
       assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8))
           .contains("ok");

@@ -4,7 +4,6 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
-import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 
@@ -22,9 +21,10 @@ import java.util.concurrent.CompletableFuture;
  * }</pre>
  *
  * <p>Whether a leg uses TLS at all follows the endpoint's scheme ({@code https}); the per-leg
- * transport decides which certificates it trusts. Health probes ({@link #probe}) go through the
- * prefill transport for endpoints whose role is {@link Endpoint.Role#PREFILL}, else the decode
- * transport. {@link #close()} closes both (once each, even when they are the same object).
+ * transport decides which certificates it trusts. Auxiliary calls (health probes, {@code
+ * /tokenize}, {@code /metrics}) go through the prefill transport for endpoints whose role is {@link
+ * Endpoint.Role#PREFILL}, else the decode transport. {@link #close()} closes both (once each, even
+ * when they are the same object).
  *
  * <p>Thread-safe when both transports are.
  */
@@ -47,15 +47,21 @@ public final class PerLegTransport implements HttpTransport {
     return leg == Leg.PREFILL ? prefill : decode;
   }
 
-  @Override
-  public CompletableFuture<StreamingResponse> send(Outbound request) {
-    return forLeg(request.leg()).send(request);
+  /**
+   * The transport for {@code request}: by its leg, and for {@link Leg#AUXILIARY} calls (health
+   * probes, {@code /tokenize}, {@code /metrics}) by the role of the endpoint they go to.
+   */
+  private HttpTransport transportFor(Outbound request) {
+    Leg leg = request.leg();
+    if (leg == Leg.AUXILIARY) {
+      leg = request.endpoint().role() == Endpoint.Role.PREFILL ? Leg.PREFILL : Leg.DECODE;
+    }
+    return forLeg(leg);
   }
 
   @Override
-  public CompletableFuture<Integer> probe(Endpoint endpoint, String path, Duration timeout) {
-    return forLeg(endpoint.role() == Endpoint.Role.PREFILL ? Leg.PREFILL : Leg.DECODE)
-        .probe(endpoint, path, timeout);
+  public CompletableFuture<StreamingResponse> send(Outbound request) {
+    return transportFor(request).send(request);
   }
 
   @Override

@@ -179,13 +179,10 @@ public final class PrefillTargetAllowlist {
       return known;
     }
     if (hosts.contains(h)) {
-      return new Endpoint(
-          (h.indexOf(':') >= 0 ? "[" + h + "]" : h) + ":" + port,
-          scheme,
-          h,
-          port,
-          Endpoint.Role.PREFILL,
-          Map.of());
+      return Endpoint.builder((h.indexOf(':') >= 0 ? "[" + h + "]" : h) + ":" + port, h, port)
+          .scheme(scheme)
+          .role(Endpoint.Role.PREFILL)
+          .build();
     }
     listener.connectorEvent(connectorType, EVENT_BLOCKED);
     throw new ForbiddenTargetException(

@@ -3,14 +3,15 @@ package io.kvroute.connector.sidecar;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvroute.connector.ConnectorConfig;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.OkHttpTransport;
 import java.nio.charset.StandardCharsets;
@@ -70,12 +71,7 @@ class PerLegTransportTest {
   private KVConnector http(PerLegTransport t) {
     return KVConnectors.discover(getClass().getClassLoader())
         .create(
-            new KVConnectorProvider.Context(
-                ConnectorConfig.of("http"),
-                t,
-                ConnectorListener.NONE,
-                scheduler,
-                System::nanoTime));
+            KVConnectorProvider.Context.builder(ConnectorConfig.of("http"), t, scheduler).build());
   }
 
   private PdRequest pd(PrefillTargetAllowlist allow) {
@@ -157,15 +153,17 @@ class PerLegTransportTest {
   }
 
   @Test
-  void probeGoesThroughTheRoleTransport() throws Exception {
+  void auxiliaryCallsGoThroughTheRoleTransport() throws Exception {
     prefill.enqueue(new MockResponse.Builder().code(200).build());
     try (PerLegTransport t =
         PerLegTransport.of(
             OkHttpTransport.builder().trustStore(trusting(CERT)).build(),
             OkHttpTransport.create())) {
       Endpoint p = Endpoint.of("https://127.0.0.1:" + prefill.getPort(), Endpoint.Role.PREFILL);
-      assertThat(t.probe(p, "/health", java.time.Duration.ofSeconds(5)).get(30, TimeUnit.SECONDS))
-          .isEqualTo(200);
+      StreamingResponse r =
+          t.send(HttpTransport.Outbound.get(p, "/health").build()).get(30, TimeUnit.SECONDS);
+      r.cancel();
+      assertThat(r.status()).isEqualTo(200);
     }
   }
 }

@@ -25,9 +25,12 @@ class PrefillTargetAllowlistTest {
       };
 
   private final Endpoint podA =
-      new Endpoint("pod-a", "http", "10.0.0.7", 8000, Endpoint.Role.PREFILL, Map.of("g", "1"));
+      Endpoint.builder("pod-a", "10.0.0.7", 8000)
+          .role(Endpoint.Role.PREFILL)
+          .labels(Map.of("g", "1"))
+          .build();
   private final Endpoint podV6 =
-      new Endpoint("pod-v6", "http", "fd00::7", 8000, Endpoint.Role.PREFILL, Map.of());
+      Endpoint.builder("pod-v6", "fd00::7", 8000).role(Endpoint.Role.PREFILL).build();
 
   private PrefillTargetAllowlist allow() {
     return PrefillTargetAllowlist.builder()

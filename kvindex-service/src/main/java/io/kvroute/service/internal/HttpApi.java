@@ -44,7 +44,7 @@ public final class HttpApi implements NioHttpServer.Handler {
   private final ServiceConfig config;
   private final BlockIndex index;
   private final PodTracker tracker;
-  private final EventFeed feed;
+  private final ZmqEventFeed feed;
   private final RemoteTokenizer tokenizer;
   private final Supplier<String> scrape;
   private final Supplier<List<String>> notReady;
@@ -83,7 +83,7 @@ public final class HttpApi implements NioHttpServer.Handler {
       ServiceConfig config,
       BlockIndex index,
       PodTracker tracker,
-      EventFeed feed,
+      ZmqEventFeed feed,
       RemoteTokenizer tokenizer,
       Supplier<String> scrape,
       Supplier<List<String>> notReady,

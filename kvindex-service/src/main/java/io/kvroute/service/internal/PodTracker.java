@@ -116,7 +116,7 @@ public final class PodTracker {
   }
 
   /** Takes one sample per pod (call about once a second). */
-  public void sample(EventFeed feed) {
+  public void sample(ZmqEventFeed feed) {
     long now = nanoClock.getAsLong();
     for (Pod p : pods.values()) {
       long gaps = feed.gaps(p.spec.id());

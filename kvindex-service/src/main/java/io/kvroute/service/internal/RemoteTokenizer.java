@@ -4,6 +4,10 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransport;
+import io.kvroute.connector.UpstreamException;
 import io.kvroute.service.ServiceConfig.TokenizerSettings;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -11,17 +15,12 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -31,14 +30,15 @@ import java.util.function.Supplier;
  * (bounded both in entries and in total tokens).
  *
  * <p>Thread-safe: the cache is guarded by its own monitor, held only for map operations. Futures
- * complete on the HTTP client's executor (or at once on a cache hit).
+ * complete on the transport's threads (or at once on a cache hit).
  */
 public final class RemoteTokenizer {
   private static final JsonFactory JSON = new JsonFactory();
+  private static final int MAX_RESPONSE_BYTES = 64 << 20;
 
   private final TokenizerSettings settings;
   private final Supplier<List<URI>> podUrls;
-  private final HttpClient client;
+  private final HttpTransport transport;
   private final AtomicInteger rotation = new AtomicInteger();
   private final LinkedHashMap<String, int[]> cache = new LinkedHashMap<>(64, 0.75f, true);
   private long cachedTokens;
@@ -53,19 +53,21 @@ public final class RemoteTokenizer {
    *
    * @param settings URL or pods, timeout, cache bounds
    * @param podUrls the configured pods' HTTP URLs (used when {@code settings.fromPods()})
+   * @param transport sends the {@code /tokenize} calls
    * @param registry where the {@code kvservice_tokenizer_*} meters go
    * @param local an in-process tokenizer tried first, or {@code null}
    */
   public RemoteTokenizer(
       TokenizerSettings settings,
       Supplier<List<URI>> podUrls,
+      HttpTransport transport,
       MeterRegistry registry,
       java.util.function.Function<String, int[]> local) {
     this.settings = settings;
     this.local = local;
     this.localCalls = Counter.builder("kvservice_tokenizer_local").register(registry);
     this.podUrls = podUrls;
-    this.client = HttpClient.newBuilder().connectTimeout(settings.timeout()).build();
+    this.transport = transport;
     this.hits = Counter.builder("kvservice_tokenizer_cache_hits").register(registry);
     this.misses = Counter.builder("kvservice_tokenizer_cache_misses").register(registry);
     this.failures = Counter.builder("kvservice_tokenizer_failures").register(registry);
@@ -141,20 +143,31 @@ public final class RemoteTokenizer {
       return CompletableFuture.failedFuture(e);
     }
     URI target = base.resolve("/tokenize");
-    HttpRequest req =
-        HttpRequest.newBuilder(target)
-            .timeout(settings.timeout())
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-            .build();
-    return client
-        .sendAsync(req, HttpResponse.BodyHandlers.ofByteArray())
+    Endpoint server =
+        Endpoint.of(base.getScheme() + "://" + base.getRawAuthority(), Endpoint.Role.BOTH);
+    return CancellableFutures.compose(
+            transport.send(
+                HttpTransport.Outbound.post(server, "/tokenize", body)
+                    .timeout(settings.timeout())
+                    .build()),
+            resp -> {
+              if (resp.status() != 200) {
+                resp.cancel();
+                throw new TokenizerException(
+                    502, "tokenizer: " + target + " answered HTTP " + resp.status());
+              }
+              return resp.readAll(MAX_RESPONSE_BYTES);
+            })
         .handle(
-            (resp, err) -> {
+            (bytes, err) -> {
               if (err != null) {
                 failures.increment();
-                Throwable c = err instanceof CompletionException ? err.getCause() : err;
-                if (c instanceof HttpTimeoutException) {
+                Throwable c = CancellableFutures.unwrap(err);
+                if (c instanceof TokenizerException te) {
+                  throw te;
+                }
+                if (c instanceof UpstreamException u
+                    && u.kind() == UpstreamException.Kind.TIMEOUT) {
                   throw new TokenizerException(
                       504,
                       "tokenizer: "
@@ -171,14 +184,9 @@ public final class RemoteTokenizer {
                         + c.getClass().getSimpleName()
                         + (c.getMessage() == null ? "" : ": " + c.getMessage()));
               }
-              if (resp.statusCode() != 200) {
-                failures.increment();
-                throw new TokenizerException(
-                    502, "tokenizer: " + target + " answered HTTP " + resp.statusCode());
-              }
               int[] tokens;
               try {
-                tokens = parseTokens(resp.body());
+                tokens = parseTokens(bytes);
               } catch (IOException | RuntimeException e) {
                 failures.increment();
                 throw new TokenizerException(

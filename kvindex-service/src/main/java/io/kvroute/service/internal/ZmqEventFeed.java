@@ -18,14 +18,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The ZMQ {@link EventFeed}: one {@link KvEventSubscriber} in connect mode (a SUB socket per pod,
- * replay through the pod's ROUTER when configured) applying events to the service's index, with
- * per-pod gap, replay and restart counts from its listener.
+ * The KV events the service follows: one {@link KvEventSubscriber} in connect mode (a SUB socket
+ * per pod, replay through the pod's ROUTER when configured) applying events to the service's index,
+ * with per-pod gap, replay and restart counts from its listener. {@link #disabled()} follows
+ * nothing (an index filled by other means). The embeddable, endpoint-keyed event feed is the
+ * router's {@code KvEventFeed}; this is the service's own wiring, not an API.
  *
  * <p>Thread-safe. Counters exist only for pods added (bounded by the configuration); listener
- * callbacks for other identities are ignored.
+ * callbacks for other identities are ignored. {@link #addPod} and {@link #removePod} may be called
+ * at any time after {@link #start()}.
  */
-final class ZmqEventFeed implements EventFeed, KvEventListener {
+public final class ZmqEventFeed implements KvEventListener, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ZmqEventFeed.class);
 
   private final KvEventSubscriber subscriber;
@@ -37,30 +40,47 @@ final class ZmqEventFeed implements EventFeed, KvEventListener {
     final LongAdder restarts = new LongAdder();
   }
 
-  ZmqEventFeed(BlockIndex index, String topic, MeterRegistry registry, LongSupplier nanoClock) {
-    this.subscriber =
+  private ZmqEventFeed(KvEventSubscriber.Builder subscriber) {
+    this.subscriber = subscriber == null ? null : subscriber.listener(this).build();
+  }
+
+  /** A feed applying every added pod's events to {@code index}. */
+  public static ZmqEventFeed of(
+      BlockIndex index, String topic, MeterRegistry registry, LongSupplier nanoClock) {
+    return new ZmqEventFeed(
         KvEventSubscriber.builder()
             .sink(KvEventSink.of(index))
-            .listener(this)
             .topic(topic)
             .meterRegistry(registry)
-            .nanoClock(nanoClock)
-            .build();
+            .nanoClock(nanoClock));
   }
 
-  @Override
+  /** A feed that receives nothing. */
+  public static ZmqEventFeed disabled() {
+    return new ZmqEventFeed(null);
+  }
+
+  /** Starts receiving. */
   public void start() {
-    subscriber.start();
+    if (subscriber != null) {
+      subscriber.start();
+    }
   }
 
-  @Override
+  /** Subscribes to a pod's events. */
   public void addPod(PodSpec pod) {
+    if (subscriber == null) {
+      return;
+    }
     counts.putIfAbsent(pod.id(), new Counts());
     subscriber.addPod(new PodEndpoint(pod.id(), pod.events(), pod.replay().orElse(null), 1));
   }
 
-  @Override
+  /** Stops following a pod (its index entries are dropped by the caller). */
   public void removePod(String podId) {
+    if (subscriber == null) {
+      return;
+    }
     try {
       subscriber.removePod(podId).get(10, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
@@ -79,17 +99,17 @@ final class ZmqEventFeed implements EventFeed, KvEventListener {
     return (which == 0 ? c.gaps : which == 1 ? c.replays : c.restarts).sum();
   }
 
-  @Override
+  /** Sequence gaps seen for the pod so far. */
   public long gaps(String podId) {
     return count(podId, 0);
   }
 
-  @Override
+  /** Replays requested for the pod so far. */
   public long replays(String podId) {
     return count(podId, 1);
   }
 
-  @Override
+  /** Publisher restarts (sequence going backwards) seen for the pod so far. */
   public long restarts(String podId) {
     return count(podId, 2);
   }
@@ -118,8 +138,11 @@ final class ZmqEventFeed implements EventFeed, KvEventListener {
     }
   }
 
+  /** Stops receiving and releases sockets and threads. */
   @Override
   public void close() {
-    subscriber.close();
+    if (subscriber != null) {
+      subscriber.close();
+    }
   }
 }

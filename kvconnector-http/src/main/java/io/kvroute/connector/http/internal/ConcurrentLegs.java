@@ -2,13 +2,13 @@ package io.kvroute.connector.http.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.OpenAiJson;
-import io.kvroute.connector.internal.Futures;
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
@@ -24,15 +24,15 @@ import java.util.function.Function;
  * releases the connection at once, whatever stage it is in. Stateless; callbacks run on the
  * completing leg's thread.
  *
- * <p>Shared by the connectors that run both legs together (Mooncake, SGLang). Not public API.
+ * <p>Used through {@link io.kvroute.connector.http.AbstractHttpConnector}'s concurrent-prefill
+ * methods by the connectors that run both legs together (Mooncake, SGLang). Not exported.
  */
 public final class ConcurrentLegs {
   private ConcurrentLegs() {}
 
   /** A prefill leg whose upstream call can be cancelled at any stage. */
   public static final class PrefillLeg {
-    /** Completes with the prefill's JSON answer, or fails with its error. */
-    public final CompletableFuture<ObjectNode> result = new CompletableFuture<>();
+    private final CompletableFuture<ObjectNode> result = new CompletableFuture<>();
 
     private final AtomicReference<StreamingResponse> response = new AtomicReference<>();
     private volatile CompletableFuture<StreamingResponse> head;
@@ -49,11 +49,17 @@ public final class ConcurrentLegs {
         Function<StreamingResponse, CompletableFuture<UpstreamException>> errorFrom,
         BiConsumer<ObjectNode, Throwable> settled) {
       PrefillLeg leg = new PrefillLeg();
+      leg.result.whenComplete(
+          (r, t) -> {
+            if (leg.result.isCancelled()) {
+              leg.releaseUpstream();
+            }
+          });
       leg.head = transport.send(out);
       leg.head.whenComplete(
           (resp, t) -> {
             if (t != null) {
-              leg.finish(null, Futures.unwrap(t), settled);
+              leg.finish(null, CancellableFutures.unwrap(t), settled);
               return;
             }
             leg.response.set(resp);
@@ -71,7 +77,7 @@ public final class ConcurrentLegs {
                 .whenComplete(
                     (bytes, t2) -> {
                       if (t2 != null) {
-                        Throwable cause = Futures.unwrap(t2);
+                        Throwable cause = CancellableFutures.unwrap(t2);
                         leg.finish(
                             null,
                             cause instanceof UpstreamException
@@ -99,7 +105,7 @@ public final class ConcurrentLegs {
 
     private static Object parse(HttpTransport.Outbound out, byte[] bytes) {
       try {
-        JsonNode n = OpenAiJson.MAPPER.readTree(bytes);
+        JsonNode n = OpenAiJson.readTree(bytes);
         if (n != null && n.isObject()) {
           return n;
         }
@@ -118,8 +124,8 @@ public final class ConcurrentLegs {
     }
 
     private void finish(Object value, Throwable error, BiConsumer<ObjectNode, Throwable> settled) {
-      if (value instanceof ConnectorException) {
-        error = (ConnectorException) value;
+      if (value instanceof ConnectorException ce) {
+        error = ce;
         value = null;
       }
       if (result.isDone()) {
@@ -137,10 +143,15 @@ public final class ConcurrentLegs {
       }
     }
 
-    /** Cancels the leg and releases its upstream call, whatever stage it is in. */
-    /** Cancels the leg at whatever stage it is in. */
-    public void cancel() {
-      result.cancel(true);
+    /**
+     * Completes with the prefill's JSON answer, or fails with its error; cancelling it cancels the
+     * leg at whatever stage it is in.
+     */
+    public CompletableFuture<ObjectNode> result() {
+      return result;
+    }
+
+    private void releaseUpstream() {
       CompletableFuture<StreamingResponse> h = head;
       if (h != null) {
         h.cancel(true);
@@ -152,13 +163,14 @@ public final class ConcurrentLegs {
     }
   }
 
+  /** See {@link io.kvroute.connector.http.AbstractHttpConnector#joinConcurrentLegs}. */
   public static CompletableFuture<StreamingResponse> join(
-      PrefillLeg prefill, CompletableFuture<StreamingResponse> decode) {
+      CompletableFuture<ObjectNode> prefill, CompletableFuture<StreamingResponse> decode) {
     CompletableFuture<StreamingResponse> result = new CompletableFuture<>();
     result.whenComplete(
         (r, t) -> {
           if (result.isCancelled()) {
-            prefill.cancel();
+            prefill.cancel(true);
             cancelDecode(decode);
           }
         });
@@ -166,17 +178,17 @@ public final class ConcurrentLegs {
         (d, t) -> {
           // A decode cancelled by this class is not a decode failure.
           if (t != null && !decode.isCancelled() && !result.isDone()) {
-            prefill.cancel();
-            result.completeExceptionally(Futures.unwrap(t));
+            prefill.cancel(true);
+            result.completeExceptionally(CancellableFutures.unwrap(t));
           }
         });
-    prefill.result.whenComplete(
+    prefill.whenComplete(
         (p, t) -> {
           if (t != null) {
             // A prefill cancelled by this class: the decode failure or the caller decides.
-            if (!prefill.result.isCancelled() && !result.isDone()) {
+            if (!prefill.isCancelled() && !result.isDone()) {
               cancelDecode(decode);
-              result.completeExceptionally(Futures.unwrap(t));
+              result.completeExceptionally(CancellableFutures.unwrap(t));
             }
             return;
           }

@@ -1,12 +1,21 @@
-package io.kvroute.connector;
+package io.kvroute.pd;
 
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
+import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.AllAttemptsFailedException.Attempt;
+import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.DecodeRequest;
 import io.kvroute.connector.KVConnector.PdRequest;
-import io.kvroute.connector.internal.Futures;
-import io.kvroute.connector.internal.ObservedStream;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -73,6 +82,7 @@ public final class PdOrchestrator {
   private final KVConnector connector;
   private final ConnectorConfig.Retry retry;
   private final CircuitBreakerConfig breakerConfig;
+  private final BreakerPolicy breakerPolicy;
   private final int maxEjectionPercent;
   private final RetryBudget budget;
   private final ConnectorListener listener;
@@ -91,7 +101,8 @@ public final class PdOrchestrator {
   private PdOrchestrator(Builder b) {
     this.connector = b.connector;
     this.retry = b.retry;
-    this.breakerConfig = b.breakerConfig;
+    this.breakerPolicy = b.breakerPolicy;
+    this.breakerConfig = toResilience4j(b.breakerPolicy);
     this.maxEjectionPercent = b.maxEjectionPercent;
     this.budget = b.budget != null ? b.budget : RetryBudget.defaults(b.nanoClock);
     this.listener = b.listener;
@@ -107,17 +118,21 @@ public final class PdOrchestrator {
     return new Builder(connector, scheduler);
   }
 
-  /** The default breaker: opens at 50% failures over the last 20 calls (10 minimum), 10 s open. */
-  public static CircuitBreakerConfig defaultBreakerConfig() {
+  private static CircuitBreakerConfig toResilience4j(BreakerPolicy p) {
     return CircuitBreakerConfig.custom()
-        .failureRateThreshold(50)
+        .failureRateThreshold(p.failureRatePercent())
         .slidingWindowType(CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
-        .slidingWindowSize(20)
-        .minimumNumberOfCalls(10)
-        .waitDurationInOpenState(Duration.ofSeconds(10))
-        .permittedNumberOfCallsInHalfOpenState(3)
+        .slidingWindowSize(p.windowSize())
+        .minimumNumberOfCalls(p.minimumCalls())
+        .waitDurationInOpenState(p.openFor())
+        .permittedNumberOfCallsInHalfOpenState(p.halfOpenCalls())
         .automaticTransitionFromOpenToHalfOpenEnabled(false)
         .build();
+  }
+
+  /** The breaker policy every endpoint gets. */
+  public BreakerPolicy breakerPolicy() {
+    return breakerPolicy;
   }
 
   /**
@@ -158,7 +173,7 @@ public final class PdOrchestrator {
         observer,
         (pd, attempt, start) -> {
           Pair pair = new Pair(pd.prefill(), pd.decode());
-          return Futures.composeCancellable(
+          return CancellableFutures.compose(
               connector.proxy(pd),
               resp ->
                   ObservedStream.prefetch(
@@ -219,8 +234,36 @@ public final class PdOrchestrator {
     return Collections.unmodifiableSet(ejected);
   }
 
-  /** The circuit breaker of an endpoint (created on first use). */
-  public CircuitBreaker breaker(String endpointId) {
+  /**
+   * The state of an endpoint's circuit breaker; {@link BreakerState#CLOSED} for an endpoint the
+   * orchestrator has not seen.
+   */
+  public BreakerState breakerState(String endpointId) {
+    CircuitBreaker cb = breakers.get(Objects.requireNonNull(endpointId, "endpointId"));
+    if (cb == null) {
+      return BreakerState.CLOSED;
+    }
+    switch (cb.getState()) {
+      case OPEN:
+      case FORCED_OPEN:
+        return BreakerState.OPEN;
+      case HALF_OPEN:
+        return BreakerState.HALF_OPEN;
+      default:
+        return BreakerState.CLOSED;
+    }
+  }
+
+  /**
+   * Starts tracking an endpoint before it has served anything, so that it counts toward the
+   * ejection cap ({@code maxEjectionPercent} of the endpoints known). A router calls this when an
+   * endpoint joins; {@link #removeEndpoint} is the reverse.
+   */
+  public void addEndpoint(String endpointId) {
+    breaker(Objects.requireNonNull(endpointId, "endpointId"));
+  }
+
+  private CircuitBreaker breaker(String endpointId) {
     CircuitBreaker cb = breakers.get(endpointId);
     if (cb != null) {
       return cb;
@@ -375,8 +418,8 @@ public final class PdOrchestrator {
               if (!successEndsLater) {
                 observer.ended(attempt, pair, null);
               }
-              if (!result.complete(value) && value instanceof StreamingResponse) {
-                ((StreamingResponse) value).cancel();
+              if (!result.complete(value) && value instanceof StreamingResponse r) {
+                r.cancel();
               }
               return;
             }
@@ -479,8 +522,7 @@ public final class PdOrchestrator {
   }
 
   private void recordFailure(Pair pair, ConnectorException cause, long nanos) {
-    if (cause instanceof UpstreamException) {
-      UpstreamException u = (UpstreamException) cause;
+    if (cause instanceof UpstreamException u) {
       if (u.endpointFault()) {
         breaker(u.endpointId()).onError(nanos, TimeUnit.NANOSECONDS, u);
       }
@@ -510,8 +552,8 @@ public final class PdOrchestrator {
         && t.getCause() != null) {
       t = t.getCause();
     }
-    if (t instanceof ConnectorException) {
-      return (ConnectorException) t;
+    if (t instanceof ConnectorException ce) {
+      return ce;
     }
     if (t instanceof CancellationException) {
       return new UpstreamException(
@@ -540,7 +582,7 @@ public final class PdOrchestrator {
     private final KVConnector connector;
     private final ScheduledExecutorService scheduler;
     private ConnectorConfig.Retry retry = ConnectorConfig.Retry.DEFAULTS;
-    private CircuitBreakerConfig breakerConfig = defaultBreakerConfig();
+    private BreakerPolicy breakerPolicy = BreakerPolicy.defaults();
     private int maxEjectionPercent = 50;
     private RetryBudget budget;
     private ConnectorListener listener = ConnectorListener.NONE;
@@ -560,9 +602,9 @@ public final class PdOrchestrator {
       return this;
     }
 
-    /** The per-endpoint breaker configuration (default {@link #defaultBreakerConfig()}). */
-    public Builder circuitBreaker(CircuitBreakerConfig config) {
-      this.breakerConfig = Objects.requireNonNull(config, "circuitBreaker");
+    /** The per-endpoint breaker policy (default {@link BreakerPolicy#defaults()}). */
+    public Builder circuitBreaker(BreakerPolicy policy) {
+      this.breakerPolicy = Objects.requireNonNull(policy, "circuitBreaker");
       return this;
     }
 

@@ -1,4 +1,4 @@
-package io.kvroute.connector.http;
+package io.kvroute.connector.contract;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -16,6 +16,8 @@ import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.OkHttpTransport;
+import io.kvroute.connector.http.OpenAiJson;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.ByteBuffer;
@@ -166,19 +168,22 @@ public abstract class KVConnectorContract {
           }
         };
     return KVConnectors.discover(getClass().getClassLoader())
-        .create(new KVConnectorProvider.Context(config, transport, l, scheduler, System::nanoTime));
+        .create(
+            KVConnectorProvider.Context.builder(config, transport, scheduler).listener(l).build());
   }
 
   /** The prefill pod as an endpoint. */
   protected Endpoint prefillEndpoint() {
-    return new Endpoint(
-        "prefill-0", "http", "127.0.0.1", prefillServer.getPort(), Endpoint.Role.PREFILL, Map.of());
+    return Endpoint.builder("prefill-0", "127.0.0.1", prefillServer.getPort())
+        .role(Endpoint.Role.PREFILL)
+        .build();
   }
 
   /** The decode pod as an endpoint. */
   protected Endpoint decodeEndpoint() {
-    return new Endpoint(
-        "decode-0", "http", "127.0.0.1", decodeServer.getPort(), Endpoint.Role.DECODE, Map.of());
+    return Endpoint.builder("decode-0", "127.0.0.1", decodeServer.getPort())
+        .role(Endpoint.Role.DECODE)
+        .build();
   }
 
   /** A JSON response. */
@@ -215,7 +220,7 @@ public abstract class KVConnectorContract {
 
   /** Reads a recorded request's body as JSON. */
   protected static JsonNode body(RecordedRequest r) throws IOException {
-    return OpenAiJson.MAPPER.readTree(r.getBody().utf8());
+    return OpenAiJson.readTree(r.getBody().utf8());
   }
 
   /** The unwrapped cause of a failed future. */
@@ -281,7 +286,7 @@ public abstract class KVConnectorContract {
     assertThat(d.getUrl().encodedPath()).isEqualTo("/v1/completions");
     assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo(d.getHeaders().get("X-Request-Id"));
     assertThat(d.getHeaders().get("Authorization")).isEqualTo("Bearer t");
-    JsonNode orig = OpenAiJson.MAPPER.readTree(original);
+    JsonNode orig = OpenAiJson.readTree(original);
     checkPrefillBody(body(p), orig, InferenceRequest.Api.COMPLETIONS);
     checkDecodeBody(body(d), orig);
     assertThat(d.getBody().utf8()).as("big integers survive").contains("12345678901234567890");
@@ -314,7 +319,7 @@ public abstract class KVConnectorContract {
     assertThat(all).contains("t0").contains("t49").endsWith("data: [DONE]\n\n");
     RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
     RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    JsonNode orig = OpenAiJson.MAPPER.readTree(original);
+    JsonNode orig = OpenAiJson.readTree(original);
     checkPrefillBody(body(p), orig, InferenceRequest.Api.CHAT_COMPLETIONS);
     checkDecodeBody(body(d), orig);
   }
@@ -446,7 +451,7 @@ public abstract class KVConnectorContract {
       closedPort = s.getLocalPort();
     }
     Endpoint dead =
-        new Endpoint("dead", "http", "127.0.0.1", closedPort, Endpoint.Role.PREFILL, Map.of());
+        Endpoint.builder("dead", "127.0.0.1", closedPort).role(Endpoint.Role.PREFILL).build();
     Throwable t =
         failure(
             connector()
@@ -555,13 +560,9 @@ public abstract class KVConnectorContract {
       server.setDaemon(true);
       server.start();
       Endpoint decode =
-          new Endpoint(
-              "decode-raw",
-              "http",
-              "127.0.0.1",
-              raw.getLocalPort(),
-              Endpoint.Role.DECODE,
-              Map.of());
+          Endpoint.builder("decode-raw", "127.0.0.1", raw.getLocalPort())
+              .role(Endpoint.Role.DECODE)
+              .build();
       StreamingResponse r =
           connector()
               .proxy(
@@ -581,7 +582,7 @@ public abstract class KVConnectorContract {
   }
 
   /** Reads an HTTP/1.1 request head and its Content-Length body from {@code in}. */
-  protected static void readRequest(java.io.InputStream in) throws IOException {
+  public static void readRequest(java.io.InputStream in) throws IOException {
     StringBuilder head = new StringBuilder();
     while (!head.toString().endsWith("\r\n\r\n")) {
       int c = in.read();
@@ -639,7 +640,7 @@ public abstract class KVConnectorContract {
     assertThat(d.endpoint()).isEqualTo(decodeEndpoint());
     assertThat(d.url()).isEqualTo(decodeEndpoint().baseUrl() + "/v1/completions");
     assertThat(d.headers().get("X-Request-Id")).containsExactly("req-1");
-    JsonNode body = OpenAiJson.MAPPER.readTree(d.body());
+    JsonNode body = OpenAiJson.readTree(d.body());
     assertThat(body.path("max_tokens").asInt()).isEqualTo(5);
     assertThatThrownBy(() -> d.headers().put("x", List.of()))
         .isInstanceOf(UnsupportedOperationException.class);

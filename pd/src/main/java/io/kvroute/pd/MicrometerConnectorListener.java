@@ -1,5 +1,7 @@
-package io.kvroute.connector;
+package io.kvroute.pd;
 
+import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.ConnectorListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;

@@ -1,21 +1,27 @@
-package io.kvroute.connector.internal;
+package io.kvroute.connector;
 
-import io.kvroute.connector.StreamingResponse;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
-/** Future helpers shared by kvroute modules. Not part of the public API. */
-public final class Futures {
-  private Futures() {}
+/**
+ * Composition of {@link CompletableFuture}s that keeps the cancellation contract of {@link
+ * KVConnector}: cancelling the result cancels whichever stage is in flight, and a {@link
+ * StreamingResponse} that arrives after the caller gave up is cancelled rather than leaked (it
+ * would hold a connection until its timeout).
+ *
+ * <p>Stateless and thread-safe.
+ */
+public final class CancellableFutures {
+  private CancellableFutures() {}
 
   /**
    * {@code first.thenCompose(next)}, except that cancelling the result also cancels the stage in
    * flight (plain {@code thenCompose} does not propagate cancellation upstream), and a {@link
    * StreamingResponse} that arrives after cancellation is cancelled rather than leaked.
    */
-  public static <A, B> CompletableFuture<B> composeCancellable(
+  public static <A, B> CompletableFuture<B> compose(
       CompletableFuture<A> first, Function<A, CompletableFuture<B>> next) {
     CompletableFuture<B> result = new CompletableFuture<>();
     AtomicReference<CompletableFuture<?>> current = new AtomicReference<>(first);
@@ -32,8 +38,8 @@ public final class Futures {
             return;
           }
           if (result.isDone()) {
-            if (a instanceof StreamingResponse) {
-              ((StreamingResponse) a).cancel();
+            if (a instanceof StreamingResponse r) {
+              r.cancel();
             }
             return;
           }
@@ -53,15 +59,15 @@ public final class Futures {
               (b, t2) -> {
                 if (t2 != null) {
                   result.completeExceptionally(unwrap(t2));
-                } else if (!result.complete(b) && b instanceof StreamingResponse) {
-                  ((StreamingResponse) b).cancel();
+                } else if (!result.complete(b) && b instanceof StreamingResponse r) {
+                  r.cancel();
                 }
               });
         });
     return result;
   }
 
-  /** Unwraps {@link CompletionException}. */
+  /** Unwraps {@link CompletionException}s down to their cause. */
   public static Throwable unwrap(Throwable t) {
     Throwable x = t;
     while (x instanceof CompletionException && x.getCause() != null) {

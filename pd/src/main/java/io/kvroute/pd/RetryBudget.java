@@ -1,4 +1,4 @@
-package io.kvroute.connector;
+package io.kvroute.pd;
 
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.LongSupplier;

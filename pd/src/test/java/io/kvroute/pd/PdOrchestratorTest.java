@@ -1,8 +1,7 @@
-package io.kvroute.connector.http;
+package io.kvroute.pd;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
 import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
@@ -11,12 +10,12 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
-import io.kvroute.connector.MicrometerConnectorListener;
-import io.kvroute.connector.PdOrchestrator;
-import io.kvroute.connector.PdOrchestrator.Pair;
-import io.kvroute.connector.RetryBudget;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.contract.KVConnectorContract;
+import io.kvroute.connector.http.HttpConnector;
+import io.kvroute.connector.http.OkHttpTransport;
+import io.kvroute.pd.PdOrchestrator.Pair;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -101,8 +100,9 @@ class PdOrchestratorTest {
         };
     connector =
         new HttpConnector(
-            new KVConnectorProvider.Context(
-                ConnectorConfig.of("http"), transport, listener, scheduler, System::nanoTime));
+            KVConnectorProvider.Context.builder(ConnectorConfig.of("http"), transport, scheduler)
+                .listener(listener)
+                .build());
   }
 
   @AfterEach
@@ -116,8 +116,10 @@ class PdOrchestratorTest {
     MockWebServer s = new MockWebServer();
     s.start();
     servers.add(s);
-    return new Endpoint(
-        id, "http", "127.0.0.1", s.getPort(), role, Map.of("index", "" + (servers.size() - 1)));
+    return Endpoint.builder(id, "127.0.0.1", s.getPort())
+        .role(role)
+        .labels(Map.of("index", "" + (servers.size() - 1)))
+        .build();
   }
 
   private MockWebServer server(Endpoint e) {
@@ -291,14 +293,14 @@ class PdOrchestratorTest {
         orchestrator()
             .retry(new ConnectorConfig.Retry(1, Duration.ZERO, Duration.ZERO))
             .circuitBreaker(
-                CircuitBreakerConfig.custom()
-                    .slidingWindowSize(2)
-                    .minimumNumberOfCalls(2)
-                    .failureRateThreshold(50)
-                    .waitDurationInOpenState(Duration.ofMinutes(5))
+                BreakerPolicy.builder()
+                    .windowSize(2)
+                    .minimumCalls(2)
+                    .failureRatePercent(50)
+                    .openFor(Duration.ofMinutes(5))
                     .build())
             .build();
-    o.breaker("p2");
+    o.addEndpoint("p2");
     server(p1).enqueue(status(500));
     server(p1).enqueue(status(500));
     failure(o.execute(request(), List.of(new Pair(p1, d))));
@@ -321,18 +323,18 @@ class PdOrchestratorTest {
         orchestrator()
             .retry(new ConnectorConfig.Retry(1, Duration.ZERO, Duration.ZERO))
             .circuitBreaker(
-                CircuitBreakerConfig.custom()
-                    .slidingWindowSize(1)
-                    .minimumNumberOfCalls(1)
-                    .waitDurationInOpenState(Duration.ofMinutes(5))
+                BreakerPolicy.builder()
+                    .windowSize(1)
+                    .minimumCalls(1)
+                    .openFor(Duration.ofMinutes(5))
                     .build())
             .build();
     server(d1).enqueue(status(500));
     server(d2).enqueue(status(500));
     failure(o.execute(request(), List.of(Pair.decodeOnly(d1))));
     failure(o.execute(request(), List.of(Pair.decodeOnly(d2))));
-    assertThat(o.breaker("d1").getState().name()).isEqualTo("OPEN");
-    assertThat(o.breaker("d2").getState().name()).isEqualTo("OPEN");
+    assertThat(o.breakerState("d1")).isEqualTo(BreakerState.OPEN);
+    assertThat(o.breakerState("d2")).isEqualTo(BreakerState.OPEN);
     assertThat(o.ejectedEndpoints()).containsExactly("d1");
     server(d2).enqueue(ok("{\"still\":\"served\"}"));
     StreamingResponse r =
@@ -360,8 +362,9 @@ class PdOrchestratorTest {
     try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       Thread t = rawServer(raw, "data: {\"x\":1}\n\n");
       Endpoint d1 =
-          new Endpoint(
-              "d1", "http", "127.0.0.1", raw.getLocalPort(), Endpoint.Role.DECODE, Map.of());
+          Endpoint.builder("d1", "127.0.0.1", raw.getLocalPort())
+              .role(Endpoint.Role.DECODE)
+              .build();
       StreamingResponse r =
           orchestrator()
               .build()
@@ -381,8 +384,9 @@ class PdOrchestratorTest {
     try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       Thread t = rawServer(raw, null);
       Endpoint d1 =
-          new Endpoint(
-              "d1", "http", "127.0.0.1", raw.getLocalPort(), Endpoint.Role.DECODE, Map.of());
+          Endpoint.builder("d1", "127.0.0.1", raw.getLocalPort())
+              .role(Endpoint.Role.DECODE)
+              .build();
       StreamingResponse r =
           orchestrator()
               .build()

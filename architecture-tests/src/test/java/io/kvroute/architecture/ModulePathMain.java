@@ -1,0 +1,95 @@
+package io.kvroute.architecture;
+
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.HttpTransports;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.KVConnectors;
+import io.kvroute.router.KvRouter;
+import io.kvroute.router.RoutedResponse;
+import io.kvroute.testkit.KvTransferProtocol;
+import io.kvroute.testkit.LatencyModel;
+import io.kvroute.testkit.SimulatedCluster;
+import io.kvroute.testkit.VllmSimulator;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Run by {@link ModulePathTest} in a JVM where every library jar is a named module: checks the
+ * modules' names and encapsulation, service discovery through {@code provides}/{@code uses}, and
+ * routes one disaggregated request to simulated pods. Prints {@code MODULE-PATH-OK} when all is
+ * well; throws otherwise.
+ */
+public final class ModulePathMain {
+  private ModulePathMain() {}
+
+  public static void main(String[] args) throws Exception {
+    Module router = KvRouter.class.getModule();
+    check(router.isNamed() && router.getName().equals("io.kvroute.router"), "router " + router);
+    Module index = Class.forName("io.kvroute.kvindex.BlockIndex").getModule();
+    check(index.getName().equals("io.kvroute.kvindex"), "kvindex " + index);
+    check(!index.isExported("io.kvroute.kvindex.internal"), "kvindex.internal is exported");
+    Module http = Class.forName("io.kvroute.connector.http.OkHttpTransport").getModule();
+    check(!http.isExported("io.kvroute.connector.http.internal"), "http.internal is exported");
+    Set<String> types = KVConnectors.discover(ModulePathMain.class.getClassLoader()).types();
+    check(
+        types.containsAll(Set.of("http", "nixl", "lmcache", "mooncake", "sglang")),
+        "connectors found through provides: " + types);
+    check(
+        HttpTransports.shared()
+            .getClass()
+            .getModule()
+            .getName()
+            .equals("io.kvroute.connector.http"),
+        "default transport " + HttpTransports.shared().getClass());
+
+    try (SimulatedCluster cluster =
+        SimulatedCluster.builder()
+            .prefill(1)
+            .decode(1)
+            .model("m")
+            .protocol(KvTransferProtocol.NIXL)
+            .configure(b -> b.blockSize(16).latency(LatencyModel.ZERO))
+            .build()
+            .start()) {
+      KvRouter.Builder b = KvRouter.builder().model("m", ConnectorConfig.of("nixl"));
+      for (VllmSimulator s : cluster.prefillPods()) {
+        b.endpoint(endpoint(s, Endpoint.Role.PREFILL));
+      }
+      for (VllmSimulator s : cluster.decodePods()) {
+        b.endpoint(endpoint(s, Endpoint.Role.DECODE));
+      }
+      try (KvRouter r = b.build()) {
+        String prompt = "module path ".repeat(64);
+        byte[] body =
+            ("{\"model\":\"m\",\"max_tokens\":4,\"prompt\":\"" + prompt + "\"}")
+                .getBytes(StandardCharsets.UTF_8);
+        RoutedResponse resp =
+            r.route(
+                    InferenceRequest.of(
+                        InferenceRequest.Api.COMPLETIONS, body, Map.of(), "module-path-1"))
+                .get(60, TimeUnit.SECONDS);
+        byte[] answer = resp.readAll(1 << 20).get(60, TimeUnit.SECONDS);
+        check(resp.status() == 200, "status " + resp.status());
+        check(
+            new String(answer, StandardCharsets.UTF_8).contains("\"choices\""),
+            "answer " + new String(answer, StandardCharsets.UTF_8));
+      }
+    }
+    System.out.println("MODULE-PATH-OK");
+  }
+
+  private static Endpoint endpoint(VllmSimulator s, Endpoint.Role role) {
+    return Endpoint.builder(s.name(), s.baseUrl().getHost(), s.baseUrl().getPort())
+        .role(role)
+        .build();
+  }
+
+  private static void check(boolean ok, String what) {
+    if (!ok) {
+      throw new AssertionError("module path check failed: " + what);
+    }
+  }
+}

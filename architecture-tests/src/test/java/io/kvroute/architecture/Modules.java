@@ -1,0 +1,134 @@
+package io.kvroute.architecture;
+
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The module map of {@code ARCHITECTURE.md} as data: which Maven module a class belongs to (by its
+ * package root), and which modules each module's main code may depend on.
+ */
+final class Modules {
+  private Modules() {}
+
+  /** Package root → module, most specific first. */
+  private static final Map<String, String> ROOTS = new LinkedHashMap<>();
+
+  static {
+    ROOTS.put("io.kvroute.connector.http", "kvconnector-http");
+    ROOTS.put("io.kvroute.connector.nixl", "kvconnector-nixl");
+    ROOTS.put("io.kvroute.connector.lmcache", "kvconnector-lmcache");
+    ROOTS.put("io.kvroute.connector.mooncake", "kvconnector-mooncake");
+    ROOTS.put("io.kvroute.connector.sglang", "kvconnector-sglang");
+    ROOTS.put("io.kvroute.connector.sidecar", "kvconnector-sidecar");
+    ROOTS.put("io.kvroute.connector", "kvconnector-api");
+    ROOTS.put("io.kvroute.pd", "pd");
+    ROOTS.put("io.kvroute.kvindex", "kvindex");
+    ROOTS.put("io.kvroute.scoring", "scoring");
+    ROOTS.put("io.kvroute.tokenizer", "kvroute-tokenizer-hf");
+    ROOTS.put("io.kvroute.router", "router");
+    ROOTS.put("io.kvroute.testkit", "testkit");
+    ROOTS.put("io.kvroute.service", "kvindex-service");
+    ROOTS.put("io.kvroute.edge", "http-edge");
+    ROOTS.put("io.kvroute.cli", "cli");
+    ROOTS.put("io.kvroute.examples", "examples");
+  }
+
+  private static final Set<String> CONNECTOR_FAMILIES =
+      Set.of("kvconnector-api", "kvconnector-http");
+
+  /**
+   * What each module's main code may use of the other kvroute modules (an arrow of the map's
+   * dependency diagram; nothing points back up).
+   */
+  static final Map<String, Set<String>> ALLOWED =
+      Map.ofEntries(
+          Map.entry("kvconnector-api", Set.of()),
+          Map.entry("kvconnector-http", Set.of("kvconnector-api")),
+          Map.entry("pd", Set.of("kvconnector-api")),
+          Map.entry("kvconnector-nixl", CONNECTOR_FAMILIES),
+          Map.entry("kvconnector-lmcache", CONNECTOR_FAMILIES),
+          Map.entry("kvconnector-mooncake", CONNECTOR_FAMILIES),
+          Map.entry("kvconnector-sglang", CONNECTOR_FAMILIES),
+          Map.entry("kvconnector-sidecar", Set.of("kvconnector-api")),
+          Map.entry("kvindex", Set.of()),
+          Map.entry("scoring", Set.of("kvconnector-api", "kvindex")),
+          Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
+          Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
+          Map.entry("testkit", Set.of("kvindex")),
+          Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge")),
+          Map.entry("http-edge", Set.of()),
+          Map.entry(
+              "cli",
+              Set.of(
+                  "kvconnector-api",
+                  "kvconnector-http",
+                  "pd",
+                  "kvconnector-nixl",
+                  "kvconnector-lmcache",
+                  "kvconnector-mooncake",
+                  "kvconnector-sglang",
+                  "kvconnector-sidecar",
+                  "kvindex",
+                  "scoring",
+                  "kvroute-tokenizer-hf",
+                  "router",
+                  "testkit",
+                  "kvindex-service",
+                  "http-edge")),
+          Map.entry(
+              "examples",
+              Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
+
+  /** The library modules: each has a module-info and a checked API dump. */
+  static final Set<String> LIBRARIES =
+      Set.of(
+          "kvconnector-api",
+          "kvconnector-http",
+          "pd",
+          "kvconnector-nixl",
+          "kvconnector-lmcache",
+          "kvconnector-mooncake",
+          "kvconnector-sglang",
+          "kvconnector-sidecar",
+          "kvindex",
+          "scoring",
+          "kvroute-tokenizer-hf",
+          "router",
+          "testkit",
+          "kvindex-service");
+
+  private static JavaClasses classes;
+
+  /** Every main class of every kvroute module (test classes excluded). */
+  static synchronized JavaClasses classes() {
+    if (classes == null) {
+      classes =
+          new ClassFileImporter()
+              .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+              .withImportOption(location -> !location.contains("/io/kvroute/architecture/"))
+              .importPackages("io.kvroute");
+    }
+    return classes;
+  }
+
+  /** The module of a package, if it is one of kvroute's. */
+  static Optional<String> ofPackage(String pkg) {
+    for (Map.Entry<String, String> e : ROOTS.entrySet()) {
+      if (pkg.equals(e.getKey()) || pkg.startsWith(e.getKey() + ".")) {
+        return Optional.of(e.getValue());
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** The module of a class, if it is one of kvroute's. */
+  static Optional<String> of(JavaClass c) {
+    return ofPackage(c.getPackageName());
+  }
+}

@@ -1,0 +1,15 @@
+/** {@code kvroute serve}: the KV-cache manager service and its Java client. */
+module io.kvroute.service {
+  requires transitive io.kvroute.kvindex;
+  requires transitive io.kvroute.connector;
+  requires transitive micrometer.core;
+  requires transitive micrometer.registry.prometheus;
+  requires com.fasterxml.jackson.databind;
+  requires org.slf4j;
+
+  exports io.kvroute.service;
+
+  // Jackson binds the service's answers into these records (KvIndexClient).
+  opens io.kvroute.service to
+      com.fasterxml.jackson.databind;
+}

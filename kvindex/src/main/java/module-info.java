@@ -1,0 +1,15 @@
+/**
+ * KV events (codec, ZMQ subscriber and publisher), vLLM-exact hashing and the block index. The
+ * {@code internal} packages are not exported.
+ */
+module io.kvroute.kvindex {
+  requires transitive micrometer.core;
+  requires transitive org.zeromq.jeromq;
+  requires msgpack.core;
+  requires org.slf4j;
+
+  exports io.kvroute.kvindex;
+  exports io.kvroute.kvindex.event;
+  exports io.kvroute.kvindex.hash;
+  exports io.kvroute.kvindex.zmq;
+}

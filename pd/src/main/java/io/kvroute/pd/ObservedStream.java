@@ -1,0 +1,144 @@
+package io.kvroute.pd;
+
+import io.kvroute.connector.ConnectorListener;
+import io.kvroute.connector.FlowRelay;
+import io.kvroute.connector.Leg;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+
+/**
+ * Observes a decode response: subscribes at once, waits for the first body chunk (so a failure
+ * before any byte can still be retried on another pair), then hands out a response that replays
+ * that chunk and relays the rest with the subscriber's demand, reporting chunk timing to the
+ * listener.
+ *
+ * <p>Thread-safe; the demand and cancellation plumbing is a {@link FlowRelay}.
+ */
+final class ObservedStream {
+  private final StreamingResponse upstream;
+  private final String connectorType;
+  private final String endpointId;
+  private final ConnectorListener listener;
+  private final LongSupplier nanoClock;
+  private final long startNanos;
+  private final CompletableFuture<StreamingResponse> ready = new CompletableFuture<>();
+  private final FlowRelay<ByteBuffer> relay;
+  private final StreamingResponse response;
+  private volatile long lastChunkNanos;
+
+  private ObservedStream(
+      StreamingResponse upstream,
+      String connectorType,
+      String endpointId,
+      ConnectorListener listener,
+      LongSupplier nanoClock,
+      long startNanos,
+      Consumer<Throwable> onEnd) {
+    this.upstream = upstream;
+    this.connectorType = connectorType;
+    this.endpointId = endpointId;
+    this.listener = listener;
+    this.nanoClock = nanoClock;
+    this.startNanos = startNanos;
+    this.relay =
+        FlowRelay.create(
+            error -> {
+              listener.decodeEnded(
+                  connectorType,
+                  endpointId,
+                  ConnectorListener.outcome(error),
+                  nanoClock.getAsLong() - startNanos);
+              onEnd.accept(error);
+            });
+    this.response = StreamingResponse.relayed(upstream, relay);
+  }
+
+  /**
+   * Starts reading {@code upstream}; the future completes once the first chunk (or the end of an
+   * empty body) has arrived, or fails with a retryable {@link UpstreamException} if the stream
+   * breaks before its first byte. {@code onEnd} runs once when a delivered stream ends: with null
+   * on completion, the error, or a {@link java.util.concurrent.CancellationException}.
+   */
+  static CompletableFuture<StreamingResponse> prefetch(
+      StreamingResponse upstream,
+      String connectorType,
+      String endpointId,
+      ConnectorListener listener,
+      LongSupplier nanoClock,
+      long startNanos,
+      Consumer<Throwable> onEnd) {
+    ObservedStream s =
+        new ObservedStream(
+            upstream, connectorType, endpointId, listener, nanoClock, startNanos, onEnd);
+    upstream.subscribe(s.new FirstChunk());
+    s.ready.whenComplete(
+        (r, t) -> {
+          if (s.ready.isCancelled()) {
+            upstream.cancel();
+          }
+        });
+    return s.ready;
+  }
+
+  /** Reads the first chunk, then hands the upstream over to the relay. */
+  private final class FirstChunk implements Flow.Subscriber<ByteBuffer> {
+    private Flow.Subscription subscription;
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      subscription = s;
+      s.request(1);
+    }
+
+    @Override
+    public void onNext(ByteBuffer item) {
+      long now = nanoClock.getAsLong();
+      if (!ready.isDone()) {
+        lastChunkNanos = now;
+        listener.decodeFirstByte(connectorType, endpointId, now - startNanos);
+        relay.buffered(item);
+        relay.onSubscribe(subscription);
+        ready.complete(response);
+        return;
+      }
+      listener.decodeChunk(connectorType, now - lastChunkNanos);
+      lastChunkNanos = now;
+      relay.onNext(item);
+    }
+
+    @Override
+    public void onError(Throwable throwable) {
+      if (!ready.isDone()) {
+        ready.completeExceptionally(
+            new UpstreamException(
+                Leg.DECODE,
+                endpointId,
+                UpstreamException.Kind.IO,
+                0,
+                null,
+                null,
+                "decode stream from " + endpointId + " failed before its first byte: " + throwable,
+                throwable));
+        return;
+      }
+      relay.onError(throwable);
+    }
+
+    @Override
+    public void onComplete() {
+      if (!ready.isDone()) {
+        listener.decodeFirstByte(connectorType, endpointId, nanoClock.getAsLong() - startNanos);
+        relay.onSubscribe(subscription);
+        relay.onComplete();
+        ready.complete(response);
+        return;
+      }
+      relay.onComplete();
+    }
+  }
+}

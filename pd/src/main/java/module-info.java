@@ -1,0 +1,13 @@
+/**
+ * PD orchestration: a request over ordered (prefill, decode) pairs with one connector, with
+ * per-endpoint circuit breakers, a retry budget and {@code Retry-After}; the Micrometer connector
+ * listener. Resilience4j is an implementation detail: no type of it appears in this module's API.
+ */
+module io.kvroute.pd {
+  requires transitive io.kvroute.connector;
+  requires transitive micrometer.core;
+  requires io.github.resilience4j.circuitbreaker;
+  requires io.github.resilience4j.core;
+
+  exports io.kvroute.pd;
+}

@@ -1,0 +1,159 @@
+package io.kvroute.router;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectReader;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import io.kvroute.connector.ConnectorException.InvalidRequestException;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.scoring.SchedulingRequest;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Reads what the scheduler needs from an OpenAI request body (model, prompt or messages, token ids,
+ * cache salt). Bodies that are not one JSON object, repeat a key or carry trailing data are
+ * rejected with {@link InvalidRequestException} (413 when too large), as the connectors reject
+ * them.
+ *
+ * <p>Stateless and thread-safe.
+ */
+final class OpenAiRequests {
+  private static final ObjectReader READER;
+
+  static {
+    JsonMapper mapper =
+        JsonMapper.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .build();
+    mapper
+        .getFactory()
+        .setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(200).build());
+    READER = mapper.reader();
+  }
+
+  private OpenAiRequests() {}
+
+  /**
+   * The scheduling request for {@code request}, routed among {@code candidates}.
+   *
+   * @throws InvalidRequestException naming the field that is missing or malformed
+   */
+  static SchedulingRequest toSchedulingRequest(
+      InferenceRequest request,
+      int maxBytes,
+      java.util.function.Function<String, List<Endpoint>> candidates) {
+    JsonNode body = parseObject(request.body(), maxBytes);
+    JsonNode model = body.get("model");
+    if (model == null || !model.isTextual() || model.asText().isBlank()) {
+      throw new InvalidRequestException("request body field \"model\" must be a non-empty string");
+    }
+    SchedulingRequest.Builder b =
+        SchedulingRequest.builder().model(model.asText()).headers(request.headers());
+    if (request.api() == InferenceRequest.Api.CHAT_COMPLETIONS) {
+      b.messages(messages(body.get("messages")));
+    } else {
+      prompt(body.get("prompt"), b);
+    }
+    JsonNode salt = body.get("cache_salt");
+    if (salt != null && salt.isTextual()) {
+      b.cacheSalt(salt.asText());
+    }
+    b.candidates(candidates.apply(model.asText()));
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new InvalidRequestException(e.getMessage());
+    }
+  }
+
+  private static JsonNode parseObject(byte[] body, int maxBytes) {
+    if (body.length > maxBytes) {
+      throw new InvalidRequestException(
+          "request body is " + body.length + " bytes; the limit is " + maxBytes, 413);
+    }
+    JsonNode node;
+    try {
+      node = body.length == 0 ? null : READER.readTree(body);
+    } catch (JsonProcessingException e) {
+      throw new InvalidRequestException(
+          "request body is not valid JSON: " + e.getOriginalMessage());
+    } catch (IOException e) {
+      throw new InvalidRequestException("request body could not be read: " + e.getMessage());
+    }
+    if (node == null || node.isMissingNode()) {
+      throw new InvalidRequestException("request body is empty; expected a JSON object");
+    }
+    if (!node.isObject()) {
+      throw new InvalidRequestException(
+          "request body must be a JSON object, was " + node.getNodeType().name().toLowerCase());
+    }
+    return node;
+  }
+
+  private static List<SchedulingRequest.ChatMessage> messages(JsonNode messages) {
+    if (messages == null || !messages.isArray() || messages.isEmpty()) {
+      throw new InvalidRequestException(
+          "request body field \"messages\" must be a non-empty array");
+    }
+    List<SchedulingRequest.ChatMessage> list = new ArrayList<>();
+    for (JsonNode m : messages) {
+      list.add(
+          new SchedulingRequest.ChatMessage(
+              m.path("role").asText("user"), content(m.get("content"))));
+    }
+    return list;
+  }
+
+  private static void prompt(JsonNode prompt, SchedulingRequest.Builder b) {
+    if (prompt == null) {
+      throw new InvalidRequestException(
+          "request body field \"prompt\" is required for /v1/completions");
+    }
+    if (prompt.isTextual()) {
+      b.prompt(prompt.asText());
+    } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isIntegralNumber()) {
+      int[] tokens = new int[prompt.size()];
+      for (int i = 0; i < tokens.length; i++) {
+        JsonNode t = prompt.get(i);
+        if (!t.canConvertToInt()) {
+          throw new InvalidRequestException(
+              "request body field \"prompt[" + i + "]\" must be a token id (int)");
+        }
+        tokens[i] = t.intValue();
+      }
+      b.tokenIds(tokens);
+    } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isTextual()) {
+      b.prompt(prompt.get(0).asText()); // batch prompts: route by the first
+    } else {
+      throw new InvalidRequestException(
+          "request body field \"prompt\" must be a string, a list of strings or token ids");
+    }
+  }
+
+  private static String content(JsonNode c) {
+    if (c == null || c.isNull()) {
+      return "";
+    }
+    if (c.isTextual()) {
+      return c.asText();
+    }
+    if (c.isArray()) {
+      // vLLM joins a message's text parts with "\n" before applying the chat template
+      java.util.StringJoiner sb = new java.util.StringJoiner("\n");
+      for (JsonNode part : c) {
+        if ("text".equals(part.path("type").asText()) && part.has("text")) {
+          sb.add(part.get("text").asText());
+        }
+      }
+      return sb.toString();
+    }
+    return c.toString();
+  }
+}
