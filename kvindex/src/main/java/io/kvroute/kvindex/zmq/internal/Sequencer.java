@@ -100,7 +100,10 @@ public final class Sequencer {
     /** Stop replay {@code replayId}; anything it still reports is ignored. */
     void replayCancelled(long replayId);
 
-    /** Replay of {@code from..until-1} ended ({@code until} {@link #OPEN} for open-ended ones). */
+    /**
+     * The replay for {@code from..until-1} ended ({@code until} {@link #OPEN} for open-ended ones;
+     * {@code complete}: every batch needed arrived).
+     */
     void replayEnded(long from, long until, int delivered, boolean complete);
 
     /** Sequence numbers {@code expected..received-1} were not received live. */
@@ -142,6 +145,7 @@ public final class Sequencer {
   private double staleUpTo = Double.NaN; // the newest ts delivered in an earlier epoch
   private boolean dirty;
   private boolean suspect; // reconnected since the last consumed batch
+  private boolean seenAny; // a live batch arrived (or was dropped) at some point
   private boolean consumedInEpoch; // a batch was consumed since the epoch began
   private boolean tailKnown;
   private long tail;
@@ -155,6 +159,7 @@ public final class Sequencer {
   private long replayId = -1;
   private ReplayKind kind;
   private long rFrom;
+  private long rNeed; // the first sequence number the replay is for
   private long rUntil;
   private boolean rVerified;
   private boolean rAcceptFirst;
@@ -188,6 +193,7 @@ public final class Sequencer {
 
   /** A live batch arrived. */
   public void live(Item item, long now) {
+    seenAny = true;
     if (recovering) {
       hold(item);
     } else {
@@ -197,6 +203,7 @@ public final class Sequencer {
 
   /** A live batch was lost before reaching the sequencer (a full queue). */
   public void liveDropped(long seq, long now) {
+    seenAny = true;
     if (started && Long.compareUnsigned(seq, next) >= 0) {
       suspect = false; // the connection carries the stream onwards
     }
@@ -222,7 +229,7 @@ public final class Sequencer {
 
   /** The subscription completed a handshake with the publisher. */
   public void connected(long now) {
-    suspect = started; // a reconnect: the publisher may have restarted
+    suspect = seenAny; // a reconnect: the publisher may have restarted
     if (!canReplay || cooling(now)) {
       return;
     }
@@ -519,6 +526,7 @@ public final class Sequencer {
       held.addFirst(trigger); // it waits behind the replay, ahead of later live batches
     }
     heldAtStart = held.size();
+    rNeed = from;
     requestReplay(from);
   }
 
@@ -544,7 +552,7 @@ public final class Sequencer {
       started = true; // an empty buffer: the publisher has published nothing yet
       next = 0;
     }
-    out.replayEnded(rFrom, rUntil, rDelivered, complete && !rHole);
+    out.replayEnded(rNeed, rUntil, rDelivered, complete && !rHole);
     replayId = -1;
     if (verifyPending && canReplay && !cooling(now)) {
       verifyPending = false;
