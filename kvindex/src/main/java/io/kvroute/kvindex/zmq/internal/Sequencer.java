@@ -140,7 +140,7 @@ public final class Sequencer {
   private final long[] ringSeq = new long[WINDOW];
   private final long[] ringFp = new long[WINDOW];
   private final boolean[] ringSet = new boolean[WINDOW];
-  private double maxTs = Double.NaN;
+  private double maxTs = Double.NaN; // the newest ts consumed, or held back and dropped, this epoch
   private double epochStartTs = Double.NaN; // ts of the epoch's first consumed batch
   private double staleUpTo = Double.NaN; // the newest ts delivered in an earlier epoch
   private boolean dirty;
@@ -152,7 +152,11 @@ public final class Sequencer {
   private double tailTs = Double.NaN;
 
   // recovery
-  private final ArrayDeque<Item> held = new ArrayDeque<>();
+  /** A held-back batch and the connection generation it arrived on. */
+  private record Held(Item item, long generation) {}
+
+  private final ArrayDeque<Held> held = new ArrayDeque<>();
+  private long generation; // counts handshakes: which connection a live batch came on
   private boolean recovering;
   private boolean verifyPending;
   private long replayIds;
@@ -197,7 +201,7 @@ public final class Sequencer {
     if (recovering) {
       hold(item);
     } else {
-      process(item, now);
+      process(item, generation, now);
     }
   }
 
@@ -213,7 +217,7 @@ public final class Sequencer {
     }
     if (!started) {
       if (canReplay && !cooling(now)) {
-        startReplay(ReplayKind.CATCH_UP, 0, seq + 1, null, true);
+        startReplay(ReplayKind.CATCH_UP, 0, seq + 1, null, 0, true);
         return;
       }
       if (seq != 0) {
@@ -229,6 +233,7 @@ public final class Sequencer {
 
   /** The subscription completed a handshake with the publisher. */
   public void connected(long now) {
+    generation++;
     suspect = seenAny; // a reconnect: the publisher may have restarted
     if (!canReplay || cooling(now)) {
       return;
@@ -236,9 +241,9 @@ public final class Sequencer {
     if (recovering) {
       verifyPending = true; // after the running replay
     } else if (!started) {
-      startReplay(ReplayKind.CATCH_UP, 0, OPEN, null, true);
+      startReplay(ReplayKind.CATCH_UP, 0, OPEN, null, 0, true);
     } else {
-      startReplay(ReplayKind.VERIFY, next, OPEN, null, false);
+      startReplay(ReplayKind.VERIFY, next, OPEN, null, 0, false);
     }
   }
 
@@ -290,7 +295,7 @@ public final class Sequencer {
       resync("gap", seq - rExpect);
       next = seq;
     }
-    consume(item, true);
+    consume(item, true, generation);
     rExpect = next;
     rDelivered++;
     if (rUntil != OPEN && Long.compareUnsigned(rExpect, rUntil) >= 0) {
@@ -364,12 +369,12 @@ public final class Sequencer {
 
   // ------------------------------------------------------------------ rules
 
-  private void process(Item item, long now) {
+  private void process(Item item, long gen, long now) {
     long seq = item.seq();
     if (!started) {
       if (canReplay && seq != 0 && !cooling(now)) {
         // first contact mid-stream: a SUB misses what was published before it joined
-        startReplay(ReplayKind.CATCH_UP, 0, seq, item, true);
+        startReplay(ReplayKind.CATCH_UP, 0, seq, item, gen, true);
         return;
       }
       if (seq != 0) {
@@ -377,7 +382,7 @@ public final class Sequencer {
       }
       started = true;
       next = seq;
-      consume(item, false);
+      consume(item, false, gen);
       return;
     }
     if (olderThanEpoch(item)) {
@@ -386,20 +391,20 @@ public final class Sequencer {
     }
     int c = Long.compareUnsigned(seq, next);
     if (c == 0) {
-      consume(item, false);
+      consume(item, false, gen);
     } else if (c > 0) {
       out.gap(next, seq);
       if (canReplay && !cooling(now)) {
-        startReplay(ReplayKind.GAP, next, seq, item, false);
+        startReplay(ReplayKind.GAP, next, seq, item, gen, false);
         return;
       }
       resync("gap", seq - next);
       next = seq;
-      consume(item, false);
-    } else if (isDuplicate(item)) {
+      consume(item, false, gen);
+    } else if (isDuplicate(item, gen)) {
       out.duplicate(seq);
     } else {
-      restart(item, now);
+      restart(item, gen, now);
     }
   }
 
@@ -409,7 +414,7 @@ public final class Sequencer {
    * newer than the epoch's newest: a stale batch), or, with none remembered, a newer {@code ts}
    * after a reconnect.
    */
-  private boolean isDuplicate(Item item) {
+  private boolean isDuplicate(Item item, long gen) {
     if (!consumedInEpoch) {
       return false; // nothing to be a duplicate of: (re)start tracking with it
     }
@@ -420,11 +425,10 @@ public final class Sequencer {
     if (ringSet[slot] && ringSeq[slot] == seq && item.hasFingerprint()) {
       return ringFp[slot] == item.fingerprint() || (tsKnown && !(ts > maxTs));
     }
-    // Nothing remembered: a newer ts means a new epoch, if it came after a reconnect (a publisher
-    // restart drops the connection; frames of the old connection all arrive before it closes).
-    // Without a reconnect, a newer ts is only possible above the last consumed batch, in a range
-    // given up: a late batch.
-    return !suspect || !tsKnown || !(ts > maxTs);
+    // Nothing remembered: a newer ts means a new epoch if the batch came on a connection made
+    // after the last batch consumed (a publisher restart drops the connection). Otherwise a newer
+    // ts is only possible above the last consumed batch, in a range given up: a late batch.
+    return !(suspect && gen == generation) || !tsKnown || !(ts > maxTs);
   }
 
   /**
@@ -441,27 +445,27 @@ public final class Sequencer {
             || (!Double.isNaN(staleUpTo) && ts <= staleUpTo));
   }
 
-  private void restart(Item item, long now) {
+  private void restart(Item item, long gen, long now) {
     long seq = item.seq();
     newEpoch(seq);
     started = true;
     next = 0;
     if (seq == 0) {
-      consume(item, false);
+      consume(item, false, gen);
     } else if (canReplay && !cooling(now)) {
-      startReplay(ReplayKind.RESTART_FILL, 0, seq, item, true);
+      startReplay(ReplayKind.RESTART_FILL, 0, seq, item, gen, true);
     } else {
       resync("gap", seq);
       next = seq;
-      consume(item, false);
+      consume(item, false, gen);
     }
   }
 
   /** The replay answer proved a new epoch ({@code evidence}: its batch at the anchor, if any). */
   private void restartFromReplay(Item evidence, long now) {
     out.replayCancelled(replayId);
-    for (Item h : held) {
-      noteStale(h.ts()); // whatever epoch they are of, the fill below brings the new one's
+    for (Held h : held) {
+      noteStale(h.item().ts()); // whatever epoch they are of, the fill below brings the new one's
     }
     newEpoch(evidence == null ? -1 : evidence.seq());
     started = true;
@@ -471,7 +475,7 @@ public final class Sequencer {
     // Held-back batches are of either epoch; the open-ended fill fetches every batch the new
     // publisher has, theirs included.
     held.clear();
-    startReplay(ReplayKind.RESTART_FILL, 0, OPEN, null, true);
+    startReplay(ReplayKind.RESTART_FILL, 0, OPEN, null, 0, true);
   }
 
   private void recoverTail(long now) {
@@ -480,7 +484,7 @@ public final class Sequencer {
       return;
     }
     if (canReplay && !cooling(now)) {
-      startReplay(ReplayKind.GAP, next, tail + 1, null, false);
+      startReplay(ReplayKind.GAP, next, tail + 1, null, 0, false);
       return;
     }
     resync("overflow", tail + 1 - next);
@@ -493,8 +497,8 @@ public final class Sequencer {
    */
   private void dropStale(long from) {
     int n = 0;
-    for (java.util.Iterator<Item> it = held.iterator(); it.hasNext() && n < heldAtStart; n++) {
-      Item h = it.next();
+    for (java.util.Iterator<Held> it = held.iterator(); it.hasNext() && n < heldAtStart; n++) {
+      Item h = it.next().item();
       if (Long.compareUnsigned(h.seq(), from) >= 0) {
         it.remove();
         out.duplicate(h.seq());
@@ -508,13 +512,15 @@ public final class Sequencer {
   private void hold(Item item) {
     if (held.size() >= holdCapacity) {
       noteTail(item.seq(), item.ts());
+      noteTs(item.ts()); // a batch of this connection not older than this one is not a restart
       out.heldBackDropped(item.seq(), holdCapacity);
       return;
     }
-    held.addLast(item);
+    held.addLast(new Held(item, generation));
   }
 
-  private void startReplay(ReplayKind k, long from, long until, Item trigger, boolean acceptFirst) {
+  private void startReplay(
+      ReplayKind k, long from, long until, Item trigger, long triggerGen, boolean acceptFirst) {
     recovering = true;
     kind = k;
     rUntil = until;
@@ -523,7 +529,7 @@ public final class Sequencer {
     rDelivered = 0;
     attempts = 0;
     if (trigger != null) {
-      held.addFirst(trigger); // it waits behind the replay, ahead of later live batches
+      held.addFirst(new Held(trigger, triggerGen)); // waits behind the replay, ahead of later ones
     }
     heldAtStart = held.size();
     rNeed = from;
@@ -557,28 +563,30 @@ public final class Sequencer {
     if (verifyPending && canReplay && !cooling(now)) {
       verifyPending = false;
       if (started) {
-        startReplay(ReplayKind.VERIFY, next, OPEN, null, false);
+        startReplay(ReplayKind.VERIFY, next, OPEN, null, 0, false);
       } else {
-        startReplay(ReplayKind.CATCH_UP, 0, OPEN, null, true);
+        startReplay(ReplayKind.CATCH_UP, 0, OPEN, null, 0, true);
       }
       return;
     }
     verifyPending = false;
-    Item h;
+    Held h;
     while (!recovering && (h = held.pollFirst()) != null) {
-      process(h, now);
+      process(h.item(), h.generation(), now);
     }
     if (!recovering && started) {
       recoverTail(now);
     }
   }
 
-  private void consume(Item item, boolean replayed) {
+  private void consume(Item item, boolean replayed, long gen) {
     long seq = item.seq();
     out.deliver(item, replayed);
     started = true;
     dirty = true;
-    suspect = false;
+    if (replayed || gen == generation) {
+      suspect = false; // the current connection (or a replay answer) carries the epoch on
+    }
     consumedInEpoch = true;
     next = seq + 1;
     int slot = (int) (seq & (WINDOW - 1));
@@ -591,9 +599,7 @@ public final class Sequencer {
       anchorFp = item.fingerprint();
     }
     double ts = item.ts();
-    if (!Double.isNaN(ts) && (Double.isNaN(maxTs) || ts > maxTs)) {
-      maxTs = ts;
-    }
+    noteTs(ts);
     if (Double.isNaN(epochStartTs)) {
       epochStartTs = ts;
     }
@@ -616,6 +622,12 @@ public final class Sequencer {
     forgetEpoch();
     consumedInEpoch = false;
     suspect = false;
+  }
+
+  private void noteTs(double ts) {
+    if (!Double.isNaN(ts) && (Double.isNaN(maxTs) || ts > maxTs)) {
+      maxTs = ts;
+    }
   }
 
   private void noteStale(double ts) {
