@@ -80,6 +80,7 @@ import org.zeromq.ZMQ;
  * <p><b>Metrics</b> (Micrometer): {@code kvindex_events{type}}, {@code kvindex_batches}, {@code
  * kvindex_decode_errors}, {@code kvindex_unknown_tags}, {@code kvindex_gaps}, {@code
  * kvindex_duplicates}, {@code kvindex_replays{outcome=complete|incomplete|rejected}}, {@code
+ * kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}, {@code
  * kvindex_catchups}, {@code kvindex_restarts}, {@code
  * kvindex_resyncs{reason=gap|overflow|restart|joined_late}}, {@code
  * kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},

@@ -53,6 +53,8 @@ class KvEventSubscriberModelTest {
   private static final ModelSink SINK = new ModelSink();
   private static final Map<String, AtomicInteger> STATS = new ConcurrentHashMap<>();
   private static final ModelListener LISTENER = new ModelListener();
+  private static final io.micrometer.core.instrument.simple.SimpleMeterRegistry REGISTRY =
+      new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
   private static KvEventSubscriber sub;
 
   @BeforeAll
@@ -62,6 +64,7 @@ class KvEventSubscriberModelTest {
         KvEventSubscriber.builder()
             .sink(SINK)
             .listener(LISTENER)
+            .meterRegistry(REGISTRY)
             .shards(2)
             .pollInterval(Duration.ofMillis(5))
             .reconnectInterval(Duration.ofMillis(10))
@@ -353,7 +356,17 @@ class KvEventSubscriberModelTest {
 
     void check() {
       List<Long> events = SINK.events(pod);
-      String why = "\n" + this + "\nsink " + events + "\nlistener " + LISTENER.notes(pod);
+      String why =
+          "\n"
+              + this
+              + "\nsink "
+              + events
+              + "\nlistener "
+              + LISTENER.notes(pod)
+              + "\nfailed replay attempts (all pods) "
+              + REGISTRY.find("kvindex_replay_attempts_failed").counters().stream()
+                  .map(c -> c.getId().getTag("reason") + "=" + c.count())
+                  .toList();
       // safety: never twice
       Set<Long> seen = new HashSet<>();
       int lastClear = -1;

@@ -94,7 +94,11 @@ public final class ReplayClient {
     }
   }
 
-  /** A replay DEALER; {@code refused} / {@code lost} are set when JeroMQ drops its connection. */
+  /**
+   * A replay DEALER; {@code refused} is set when JeroMQ drops its connection for an oversized
+   * frame, {@code lost} when the publisher closed it (JeroMQ reconnects by itself after other
+   * drops, such as a stalled handshake, and sends the request again if it was not sent).
+   */
   ZMQ.Socket newDealer(AtomicBoolean refused, AtomicBoolean lost) {
     ZMQ.Socket d = context.getContext().socket(SocketType.DEALER);
     d.setLinger(0);
@@ -104,10 +108,11 @@ public final class ReplayClient {
     d.setEventHook(
         ev -> {
           if (ev.getEvent() == ZMonitor.Event.DISCONNECTED) {
-            if (JEROMQ_ERRNO.get() == ZError.EMSGSIZE) {
+            int errno = JEROMQ_ERRNO.get();
+            if (errno == ZError.EMSGSIZE) {
               refused.set(true);
-            } else {
-              lost.set(true);
+            } else if (errno == ZError.ENOTCONN) {
+              lost.set(true); // the publisher closed (a restart?); a stalled handshake is retried
             }
           }
         },
@@ -121,6 +126,7 @@ public final class ReplayClient {
 
   private void run(Stream s, long id, long from) {
     Sequencer.ReplayEnd end = Sequencer.ReplayEnd.FAILED;
+    String failure = "timeout"; // why, if it fails
     long expected = from;
     ZMQ.Socket d = null;
     try {
@@ -152,10 +158,12 @@ public final class ReplayClient {
             continue;
           }
           if (lost.get()) {
-            break; // the publisher went away mid-answer (a restart?): FAILED
+            failure = "disconnected"; // the publisher went away (a restart?)
+            break;
           }
           if (config.nanoClock().getAsLong() - idleSince >= idleNanos) {
-            break; // idle timeout: FAILED
+            failure = "idle";
+            break;
           }
           continue;
         }
@@ -204,11 +212,15 @@ public final class ReplayClient {
       Thread.currentThread().interrupt();
       return;
     } catch (RuntimeException e) {
+      failure = "error";
       telemetry.warnOnce(s.label, "replay_error", String.valueOf(e));
     } finally {
       if (d != null) {
         d.close();
       }
+    }
+    if (end == Sequencer.ReplayEnd.FAILED && wanted(s, id)) {
+      telemetry.replayAttemptFailed(failure);
     }
     // through the replay inbox, behind the batches posted before it
     Sequencer.ReplayEnd how = end;

@@ -49,6 +49,7 @@ public final class Telemetry {
   private final Counter reopens;
   private final Map<String, Counter> resyncs = new ConcurrentHashMap<>();
   private final Map<String, Counter> dropped = new ConcurrentHashMap<>();
+  private final Map<String, Counter> attemptsFailed = new ConcurrentHashMap<>();
   private final Set<String> warned = ConcurrentHashMap.newKeySet();
   private final List<Gauge> gauges = new ArrayList<>();
 
@@ -125,6 +126,17 @@ public final class Telemetry {
   public void resync(String reason) {
     resyncs
         .computeIfAbsent(reason, k -> registry.counter("kvindex_resyncs", "reason", k))
+        .increment();
+  }
+
+  /**
+   * {@code kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}: a replay
+   * attempt ended without the end marker (it is retried, up to 3 attempts).
+   */
+  public void replayAttemptFailed(String reason) {
+    attemptsFailed
+        .computeIfAbsent(
+            reason, k -> registry.counter("kvindex_replay_attempts_failed", "reason", k))
         .increment();
   }
 
