@@ -140,6 +140,7 @@ public final class KvEventSoakMain {
     int lost;
     int spuriousClears;
     int resyncs;
+    int resyncsWithReplay;
     int restartsPerformed;
     int restartsSeen;
     int duplicates;
@@ -150,6 +151,7 @@ public final class KvEventSoakMain {
       lost = Math.max(lost, t.lost); // a snapshot per round: a batch missing stays missing
       spuriousClears += t.spuriousClears;
       resyncs += t.resyncs;
+      resyncsWithReplay += t.resyncsWithReplay;
       restartsPerformed += t.restartsPerformed;
       restartsSeen += t.restartsSeen;
       duplicates += t.duplicates;
@@ -159,13 +161,14 @@ public final class KvEventSoakMain {
     public String toString() {
       return String.format(
           "published %d, applied %d, lost %d (current epoch, missing since the last clear),"
-              + " spurious clears %d, resyncs %d (counted losses),"
+              + " spurious clears %d, resyncs %d (counted losses; %d of them on pods with replay),"
               + " restarts %d performed / %d seen, duplicates dropped %d",
           published,
           applied,
           lost,
           spuriousClears,
           resyncs,
+          resyncsWithReplay,
           restartsPerformed,
           restartsSeen,
           duplicates);
@@ -318,7 +321,11 @@ public final class KvEventSoakMain {
       t.applied += applied.size() - sink.checkedApplied(id, applied.size());
       t.lost += replay ? missing : Math.max(0, losses == 0 ? missing : 0);
       t.spuriousClears += sink.newClears(id, Math.max(0, clears - seen - losses));
-      t.resyncs += listener.newLosses(id, losses);
+      int newLosses = listener.newLosses(id, losses);
+      t.resyncs += newLosses;
+      if (replay) {
+        t.resyncsWithReplay += newLosses;
+      }
       t.restartsPerformed += restarts - checkedRestarts;
       checkedRestarts = restarts;
       t.restartsSeen += listener.newCount(id, "restart", seen);

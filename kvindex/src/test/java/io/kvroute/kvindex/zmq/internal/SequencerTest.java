@@ -359,7 +359,7 @@ class SequencerTest {
   // ------------------------------------------------------------------ random schedules
 
   /** Schedules; {@code -Dkvroute.sequencer.examples=N} runs more. */
-  private static final int EXAMPLES = Integer.getInteger("kvroute.sequencer.examples", 3000);
+  private static final int EXAMPLES = Integer.getInteger("kvroute.sequencer.examples", 1500);
 
   @Test
   void randomSchedulesWithReplayLoseNothingAndClearOnlyForRestarts() {
