@@ -159,6 +159,7 @@ public final class ReplayClient {
           }
           if (lost.get()) {
             failure = "disconnected"; // the publisher went away (a restart?)
+            end = Sequencer.ReplayEnd.DISCONNECTED;
             break;
           }
           if (config.nanoClock().getAsLong() - idleSince >= idleNanos) {
@@ -219,7 +220,7 @@ public final class ReplayClient {
         d.close();
       }
     }
-    if (end == Sequencer.ReplayEnd.FAILED && wanted(s, id)) {
+    if (end != Sequencer.ReplayEnd.END_MARKER && wanted(s, id)) {
       telemetry.replayAttemptFailed(failure);
     }
     // through the replay inbox, behind the batches posted before it

@@ -35,9 +35,11 @@ import java.util.Objects;
  *       later handshake (a reconnect: batches may have been published meanwhile, or the publisher
  *       may have restarted) a replay from the anchor verifies the epoch and fetches what was
  *       missed.
- *   <li>A replay that fails (no end marker: timeout, error, disconnect) is retried from the anchor
- *       up to 3 times, then the loss is accepted (rule 4) and replays are not attempted for the
- *       cooldown.
+ *   <li>A replay that fails (no end marker: timeout, error) is retried from the anchor up to 3
+ *       times, then the loss is accepted (rule 4) and replays are not attempted for the cooldown.
+ *       One cut short by the publisher closing the connection (a restart, most likely) is retried
+ *       without using up those attempts (up to 10 times): the retry reaches the new publisher, and
+ *       rule 3 shows the restart.
  * </ol>
  *
  * <p>Sequence numbers are unsigned 64-bit values, compared as such.
@@ -49,8 +51,11 @@ public final class Sequencer {
   /** The {@code until} of a replay that takes everything the publisher's buffer holds. */
   public static final long OPEN = -1L;
 
-  /** Replay attempts per recovery before the loss is accepted. */
+  /** Failed replay attempts per recovery before the loss is accepted. */
   public static final int MAX_ATTEMPTS = 3;
+
+  /** Replay attempts per recovery cut short by the publisher closing its end. */
+  public static final int MAX_DISCONNECTS = 10;
 
   private static final int WINDOW = 32; // remembered fingerprints (a power of two)
 
@@ -73,8 +78,14 @@ public final class Sequencer {
   public enum ReplayEnd {
     /** The publisher's end marker arrived: the answer is whole. */
     END_MARKER,
-    /** No end marker: timeout, error, disconnect. */
-    FAILED
+    /** No end marker: no reply within the idle timeout, the overall timeout, an error. */
+    FAILED,
+    /**
+     * The publisher closed the connection before the end marker (it may have restarted: the retry
+     * will show). Retried without using up {@link #MAX_ATTEMPTS}, up to {@link #MAX_DISCONNECTS}
+     * times.
+     */
+    DISCONNECTED
   }
 
   /** Why a replay was started (reported to {@link Output#replayStarted}). */
@@ -172,6 +183,7 @@ public final class Sequencer {
   private long rExpect;
   private int rDelivered;
   private int attempts;
+  private int disconnects;
   private boolean cooling;
   private long coolUntil;
 
@@ -324,7 +336,12 @@ public final class Sequencer {
       finishReplay(true, now);
       return;
     }
-    if (attempts < MAX_ATTEMPTS) {
+    boolean retry =
+        end == ReplayEnd.DISCONNECTED ? ++disconnects <= MAX_DISCONNECTS : attempts < MAX_ATTEMPTS;
+    if (retry) {
+      if (end == ReplayEnd.DISCONNECTED) {
+        attempts--; // a closed connection is not the endpoint failing to answer
+      }
       // a fresh request from the anchor, proving the epoch again (it may be a new publisher)
       requestReplay(rAcceptFirst ? rFrom : next);
       return;
@@ -528,6 +545,7 @@ public final class Sequencer {
     rHole = false;
     rDelivered = 0;
     attempts = 0;
+    disconnects = 0;
     if (trigger != null) {
       held.addFirst(new Held(trigger, triggerGen)); // waits behind the replay, ahead of later ones
     }
@@ -550,6 +568,7 @@ public final class Sequencer {
   private void finishReplay(boolean complete, long now) {
     recovering = false;
     attempts = 0;
+    disconnects = 0;
     if (!complete && rUntil != OPEN && Long.compareUnsigned(rExpect, rUntil) < 0) {
       resync("gap", rUntil - rExpect);
       next = rUntil;

@@ -36,7 +36,7 @@ final class SequencerWorld implements Sequencer.Output {
 
   record Delivery(B batch, boolean replayed) {}
 
-  record Request(long id, Sequencer.ReplayKind kind, long from, long until) {}
+  record Request(long id, Sequencer.ReplayKind kind, long from, long until, int epoch) {}
 
   final boolean canReplay;
   final int bufferSteps;
@@ -184,6 +184,12 @@ final class SequencerWorld implements Sequencer.Output {
     if (r == null) {
       return;
     }
+    if (r.epoch() != epoch) {
+      // the request went to a publisher that has restarted since: its connection closed
+      log.add("answer #" + r.id() + ": disconnected");
+      seq.replayEnded(r.id(), Sequencer.ReplayEnd.DISCONNECTED, now);
+      return;
+    }
     log.add("answer #" + r.id() + (failAfter >= 0 ? " fail after " + failAfter : ""));
     int sent = 0;
     for (B b : new ArrayList<>(buffer())) {
@@ -219,7 +225,7 @@ final class SequencerWorld implements Sequencer.Output {
   @Override
   public void replayStarted(long id, Sequencer.ReplayKind kind, long from, long until) {
     assertThat(canReplay).as("replay without an endpoint").isTrue();
-    requests.add(new Request(id, kind, from, until));
+    requests.add(new Request(id, kind, from, until, epoch));
     log.add("replay #" + id + " " + kind + " from " + from + " until " + until);
   }
 
