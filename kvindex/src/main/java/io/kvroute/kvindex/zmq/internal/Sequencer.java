@@ -246,7 +246,7 @@ public final class Sequencer {
   /** The subscription completed a handshake with the publisher. */
   public void connected(long now) {
     generation++;
-    suspect = seenAny; // a reconnect: the publisher may have restarted
+    suspect = seenAny || started; // a reconnect: the publisher may have restarted
     if (!canReplay || cooling(now)) {
       return;
     }
