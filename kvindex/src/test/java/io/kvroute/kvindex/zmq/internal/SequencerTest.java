@@ -366,7 +366,11 @@ class SequencerTest {
     qt().withExamples(EXAMPLES)
         .withShrinkCycles(200)
         .forAll(ops(), integers().between(1, 6))
-        .checkAssert((ops, hold) -> run(ops, true, 1_000, hold, true));
+        .checkAssert(
+            (ops, hold) -> {
+              run(ops, true, 1_000, hold, true);
+              RUNS.incrementAndGet();
+            });
   }
 
   @Test
@@ -375,7 +379,18 @@ class SequencerTest {
         .withShrinkCycles(200)
         .forAll(ops(), integers().between(0, 5))
         .checkAssert(
-            (ops, variant) -> run(ops, variant != 0, variant == 1 ? 3 : 1_000, 1 + variant, false));
+            (ops, variant) -> {
+              run(ops, variant != 0, variant == 1 ? 3 : 1_000, 1 + variant, false);
+              RUNS.incrementAndGet();
+            });
+  }
+
+  private static final java.util.concurrent.atomic.AtomicInteger RUNS =
+      new java.util.concurrent.atomic.AtomicInteger();
+
+  @org.junit.jupiter.api.AfterAll
+  static void report() {
+    System.out.println("SequencerTest: " + RUNS + " random schedules run");
   }
 
   private static Gen<List<Integer>> ops() {
