@@ -179,7 +179,7 @@ public final class Sequencer {
   private boolean rVerified;
   private boolean rAcceptFirst;
   private boolean rHole;
-  private int heldAtStart; // held back before the replay was requested
+  private int heldAtStart; // held back before the running attempt was requested
   private long rExpect;
   private int rDelivered;
   private int attempts;
@@ -549,7 +549,6 @@ public final class Sequencer {
     if (trigger != null) {
       held.addFirst(new Held(trigger, triggerGen)); // waits behind the replay, ahead of later ones
     }
-    heldAtStart = held.size();
     rNeed = from;
     requestReplay(from);
   }
@@ -557,6 +556,7 @@ public final class Sequencer {
   /** Sends (or re-sends) the request: from the anchor when the epoch must be proven. */
   private void requestReplay(long from) {
     attempts++;
+    heldAtStart = held.size(); // received before this request
     replayId = replayIds++;
     rExpect = from;
     boolean verify = !rAcceptFirst && anchored;
