@@ -38,10 +38,10 @@ public interface KvEventListener {
 
   /**
    * The pod's entries no longer follow every batch of its publisher ({@code reason}): {@code gap}
-   * (batches missed that could not be replayed), {@code overflow} (batches dropped by a full queue,
-   * likewise), {@code restart} (the entries were cleared for a new epoch), {@code joined_late}
-   * (batches published before the subscription that the replay buffer no longer holds, or with no
-   * replay endpoint). The entries were cleared if the pod had any since the last clear.
+   * (batches missed, or dropped by a full queue, that could not be replayed), {@code restart} (the
+   * entries were cleared for a new epoch), {@code joined_late} (batches published before the
+   * subscription that the replay buffer no longer holds, or with no replay endpoint). The entries
+   * were cleared if the pod had any since the last clear.
    */
   default void onResync(String pod, String reason) {}
 

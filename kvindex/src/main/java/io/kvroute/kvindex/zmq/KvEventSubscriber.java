@@ -82,7 +82,7 @@ import org.zeromq.ZMQ;
  * kvindex_duplicates}, {@code kvindex_replays{outcome=complete|incomplete|rejected}}, {@code
  * kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}, {@code
  * kvindex_catchups}, {@code kvindex_restarts}, {@code
- * kvindex_resyncs{reason=gap|overflow|restart|joined_late}}, {@code
+ * kvindex_resyncs{reason=gap|restart|joined_late}}, {@code
  * kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},
  * {@code kvindex_socket_reopens}, gauges {@code kvindex_queue_depth{shard}}, {@code
  * kvindex_replay_queue_depth}, {@code kvindex_replay_buffered}.

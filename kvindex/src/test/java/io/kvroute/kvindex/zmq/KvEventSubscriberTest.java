@@ -569,7 +569,7 @@ class KvEventSubscriberTest {
     // the last batch may itself arrive through the replay, which is counted when it ends
     Await.until("replay counted", () -> count("kvindex_replays", "outcome", "complete") >= 1);
     assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
-    assertThat(count("kvindex_resyncs", "reason", "overflow")).isZero();
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
   }
 
   private double gauge(String name) {
@@ -745,7 +745,7 @@ class KvEventSubscriberTest {
         .contains(
             "dropped pod-a " + s5 + " replay_buffer", "dropped pod-a " + s6 + " replay_buffer");
     assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(2);
-    assertThat(count("kvindex_resyncs", "reason", "overflow")).isZero();
+    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
   }
 
   @Test

@@ -232,13 +232,7 @@ public final class Sequencer {
         startReplay(ReplayKind.CATCH_UP, 0, seq + 1, null, 0, true);
         return;
       }
-      if (seq != 0) {
-        out.resync("joined_late", false, seq);
-      }
-      started = true;
-      next = seq + 1;
-      out.resync("overflow", false, 1);
-      return;
+      return; // no replay: the first batch that arrives starts the stream
     }
     recoverTail(now);
   }
@@ -504,8 +498,9 @@ public final class Sequencer {
       startReplay(ReplayKind.GAP, next, tail + 1, null, 0, false);
       return;
     }
-    resync("overflow", tail + 1 - next);
-    next = tail + 1;
+    // No replay: the next batch shows the gap and the loss is counted then. (Moving on to the
+    // dropped batch's number here could be wrong: its epoch is unknown.)
+    tailKnown = false;
   }
 
   /**

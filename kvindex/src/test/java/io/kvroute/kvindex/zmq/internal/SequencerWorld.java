@@ -95,6 +95,7 @@ final class SequencerWorld implements Sequencer.Output {
   /** Publishes; the subscriber drops it itself (a full queue) and says so. */
   void publishOverflow() {
     B b = publish();
+    log.add("overflow " + b);
     if (connected) {
       seq.liveDropped(b.seq(), now);
     }
@@ -268,11 +269,13 @@ final class SequencerWorld implements Sequencer.Output {
   @Override
   public void duplicate(long s) {
     duplicates++;
+    log.add("duplicate " + s);
   }
 
   @Override
   public void heldBackDropped(long s, int capacity) {
     heldDropped++;
+    log.add("held-back dropped " + s);
   }
 
   // ------------------------------------------------------------------ checks
