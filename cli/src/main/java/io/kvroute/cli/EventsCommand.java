@@ -254,7 +254,12 @@ final class EventsCommand implements Runnable {
 
             @Override
             public void onResync(String podId, String reason) {
-              note("resync: " + podId + " cleared (" + reason + ")");
+              note("resync: " + podId + " (" + reason + ")");
+            }
+
+            @Override
+            public void onDuplicate(String podId, long seq) {
+              note("duplicate: " + podId + " seq " + Long.toUnsignedString(seq) + " dropped");
             }
 
             @Override

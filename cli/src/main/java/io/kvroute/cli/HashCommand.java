@@ -34,8 +34,11 @@ final class HashCommand implements Callable<Integer> {
 
   @Option(
       names = "--hash-seed",
-      required = true,
-      description = "vLLM's PYTHONHASHSEED value (e.g. 0)")
+      description = {
+        "vLLM's PYTHONHASHSEED value (e.g. 0). Default: unset, as in a default vLLM, whose",
+        "NONE_HASH seed is then \"" + VllmBlockHasher.DEFAULT_NONE_HASH_SEED + "\" for sha256 and",
+        "sha256_cbor; xxhash and xxhash_cbor are random per vLLM process without it."
+      })
   String hashSeed;
 
   @Option(names = "--lora", description = "LoRA adapter name (lora_request.lora_name)")
@@ -77,12 +80,18 @@ final class HashCommand implements Callable<Integer> {
               + blockSize
               + "; vLLM hashes full blocks only, so there is nothing to print");
     }
-    VllmBlockHasher hasher =
-        VllmBlockHasher.builder()
-            .algorithm(algorithm)
-            .blockSize(blockSize)
-            .hashSeed(hashSeed)
-            .build();
+    VllmBlockHasher hasher;
+    try {
+      hasher =
+          VllmBlockHasher.builder()
+              .algorithm(algorithm)
+              .blockSize(blockSize)
+              .hashSeed(hashSeed) // null: vLLM's default for the algorithm
+              .build();
+    } catch (IllegalArgumentException e) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--hash-seed: " + e.getMessage());
+    }
     BlockExtraKeys extras = BlockExtraKeys.builder().loraName(lora).cacheSalt(cacheSalt).build();
     List<BlockHash> hashes = hasher.hashBlocks(ids, extras);
     PrintWriter out = spec.commandLine().getOut();

@@ -79,7 +79,26 @@ class HashCommandTest {
     assertThat(err).contains("unknown hash algorithm \"md5\"; known: sha256, sha256_cbor");
     assertThat(run("hash", "--hash-seed", "0", "--block-size", "0", "--tokens", "1")).isEqualTo(2);
     assertThat(err).contains("--block-size must be > 0, was 0");
-    assertThat(run("hash", "--tokens", "1")).isEqualTo(2);
-    assertThat(err).contains("--hash-seed");
+    assertThat(run("hash", "--algo", "xxhash", "--tokens", "1")).isEqualTo(2);
+    assertThat(err).contains("--hash-seed: hashSeed must be set for xxhash");
+  }
+
+  /**
+   * Without {@code --hash-seed}, as vLLM without {@code PYTHONHASHSEED}: NONE_HASH from the seed
+   * "vllm-none-hash" (vectors hash_default_seed.json, produced by vLLM's own code).
+   */
+  @Test
+  void defaultSeedMatchesADefaultVllm() {
+    assertThat(run("hash", "--tokens", TOKENS)).isZero();
+    assertThat(out.trim())
+        .isEqualTo(
+            "6dd79ae02c811aea1ee4a27bd0144441e1166d149c53f11f27fd3e25c1adf69c"
+                + " 2881527668471101084");
+    assertThat(run("hash", "--algo", "sha256_cbor", "--tokens", TOKENS)).isZero();
+    assertThat(out.trim()).endsWith(" 601978141383098933");
+    // block size 1: each token is a one-item tuple (pickle TUPLE1)
+    assertThat(run("hash", "--block-size", "1", "--tokens", "0,1,23")).isZero();
+    assertThat(out.lines().map(l -> l.split(" ")[1]))
+        .containsExactly("2881267384733697537", "6654472629978328768", "15951183335590695350");
   }
 }

@@ -441,7 +441,12 @@ public final class SchedulerConfigLoader {
         builder.pdDecider(pd);
         builder.pdEnabled(handler.enabled);
       } else if (handler.legacyThreshold != null) {
-        builder.pdDecider(PdDecider.prefixBased(handler.legacyThreshold));
+        // legacy llm-d pd-profile-handler: threshold 0 skipped the check (always prefill); else
+        // prefill iff the uncached part >= threshold
+        builder.pdDecider(
+            handler.legacyThreshold == 0
+                ? PdDecider.always()
+                : PdDecider.prefixBased(handler.legacyThreshold));
         builder.pdEnabled(
             handler.enabled && handler.prefill != null && profileNames.contains(handler.prefill));
       }
@@ -557,12 +562,9 @@ public final class SchedulerConfigLoader {
         return Pickers.weightedRandom(name, p.integer("maxNumOfEndpoints", 1));
 
       case "prefix-based-pd-decider":
-        {
-          if (p.has("promptTokens")) {
-            p.integer("promptTokens", 0); // accepted; the prompt length comes from the request
-          }
-          return PdDecider.prefixBased(p.integer("nonCachedTokens", 10));
-        }
+        // llm-d's names, defaults (0 = off) and semantics (>= threshold); see
+        // PdDecider.prefixBased(int, int)
+        return PdDecider.prefixBased(p.integer("nonCachedTokens", 0), p.integer("promptTokens", 0));
       case "always-disagg-pd-decider":
         return PdDecider.always();
 

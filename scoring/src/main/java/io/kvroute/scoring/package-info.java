@@ -27,9 +27,12 @@
  *   <tr><td>{@code load-aware-scorer.threshold}</td><td>10</td><td>128</td>
  *       <td>the llm-d seed documents {@code LoadAwareScorer threshold: 10} (also Kthena's
  *       {@code maxWaitingRequests} 10)</td></tr>
- *   <tr><td>{@code prefix-based-pd-decider.nonCachedTokens}</td><td>10, disaggregate when
- *       uncached tokens &gt; 10</td><td>0 (= never), disaggregate when &ge; threshold</td>
- *       <td>the llm-d seed documents "default: 10 new tokens"</td></tr>
+ *   <tr><td>PD decider of a {@code Scheduler} built in code without one</td><td>{@code
+ *       prefix-based-pd-decider} with {@code nonCachedTokens} 10 (disaggregate when &ge; 10
+ *       tokens are uncached)</td><td>no decider: no PD</td><td>the llm-d seed documents
+ *       "default: 10 new tokens". A loaded {@code EndpointPickerConfig} follows llm-d exactly:
+ *       {@code nonCachedTokens} defaults to 0 (= never) and compares with &ge;, {@code
+ *       promptTokens} gates on prompt length</td></tr>
  *   <tr><td>speculative entries</td><td>on, TTL 2 s</td><td>off, TTL 2 s</td>
  *       <td>bursts of one prefix should not scatter</td></tr>
  *   <tr><td>no-hit LRU, never-used endpoints</td><td>all score 1.0</td><td>ranked in candidate

@@ -82,10 +82,10 @@ class SchedulerConfigLoaderTest {
             ep("sick", Role.DECODE, Map.of("group", "g")),
             ep("p1", Role.PREFILL, Map.of("group", "g")));
     Decision small =
-        s.pick(SchedulingRequest.builder().model("m").candidates(c).tokenIds(new int[32]).build());
-    assertThat(small.pdOutcome()).isEqualTo(Decision.PdOutcome.DECODE_ONLY); // 32 not > 32
+        s.pick(SchedulingRequest.builder().model("m").candidates(c).tokenIds(new int[31]).build());
+    assertThat(small.pdOutcome()).isEqualTo(Decision.PdOutcome.DECODE_ONLY); // llm-d: 31 < 32
     Decision big =
-        s.pick(SchedulingRequest.builder().model("m").candidates(c).tokenIds(new int[33]).build());
+        s.pick(SchedulingRequest.builder().model("m").candidates(c).tokenIds(new int[32]).build());
     assertThat(big.pdOutcome()).isEqualTo(Decision.PdOutcome.PREFILL_DECODE);
     assertThat(big.endpoints()).extracting(Endpoint::id).hasSize(2).doesNotContain("sick");
     assertThat(big.prefill().get().id()).isEqualTo("p1");

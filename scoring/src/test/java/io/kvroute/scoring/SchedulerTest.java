@@ -196,12 +196,12 @@ class SchedulerTest {
             ep("p1", Role.PREFILL, Map.of()),
             ep("p2", Role.PREFILL, Map.of()));
     Scheduler s = base().prefixCacheLookup(idx).pdEnabled(true).build();
-    // Short prompt: 10 tokens, none cached → not more than 10 → decode only.
-    Decision small = s.pick(req(c, tokens(10, 3)));
+    // Short prompt: 9 tokens, none cached → fewer than 10 → decode only.
+    Decision small = s.pick(req(c, tokens(9, 3)));
     assertThat(small.pdOutcome()).isEqualTo(Decision.PdOutcome.DECODE_ONLY);
     assertThat(small.requestHeaders()).isEmpty();
-    // 11 uncached tokens → disaggregate.
-    Decision big = s.pick(req(c, tokens(11, 3)));
+    // 10 uncached tokens → disaggregate (llm-d's >=).
+    Decision big = s.pick(req(c, tokens(10, 3)));
     assertThat(big.pdOutcome()).isEqualTo(Decision.PdOutcome.PREFILL_DECODE);
     assertThat(big.primary().get().id()).isEqualTo("d1");
     assertThat(big.prefill().get().id()).startsWith("p");

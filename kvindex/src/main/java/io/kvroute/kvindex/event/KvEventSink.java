@@ -11,8 +11,14 @@ import java.util.Objects;
  * forwarded to it).
  *
  * <p><b>Thread-safety.</b> Implementations must be thread-safe: the subscriber calls them from its
- * shard threads and, while a pod's replay runs, from a replay thread; one pod's calls never overlap
- * and come in order.
+ * shard threads (one per publisher, so one pod's calls never overlap and come in sequence order;
+ * different pods' calls may run concurrently).
+ *
+ * <p><b>Delivery guarantee</b> (from {@code KvEventSubscriber}): each batch of a publisher is
+ * applied at most once and in sequence order; with a replay endpoint, every batch its replay buffer
+ * still holds is applied. When batches are lost for good the pod is resynchronised: {@link
+ * #allBlocksCleared(String)} is called if the pod had entries, then later batches apply. A
+ * publisher restart clears the pod once.
  */
 public interface KvEventSink {
 

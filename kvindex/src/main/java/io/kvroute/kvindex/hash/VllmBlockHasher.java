@@ -15,9 +15,22 @@ import java.util.Objects;
  * tuple(tokens), extra_keys or None)}, the first block's parent being {@code NONE_HASH =
  * hash_fn(PYTHONHASHSEED string)}. A trailing partial block is never hashed.
  *
+ * <p><b>{@code NONE_HASH}.</b> vLLM derives it from {@code PYTHONHASHSEED} when that is set ({@link
+ * Builder#hashSeed(String)}). When it is unset, current vLLM ({@code resolve_none_hash_seed} in
+ * {@code vllm/v1/core/kv_cache_utils.py}, vLLM PR #51875, merged 2026-08-11) uses the fixed seed
+ * {@value #DEFAULT_NONE_HASH_SEED} for the cryptographic algorithms ({@code sha256}, {@code
+ * sha256_cbor}) and a random seed per process for {@code xxhash}/{@code xxhash_cbor}. This hasher
+ * does the same: without a seed, {@code SHA256} and {@code SHA256_CBOR} use {@link
+ * #DEFAULT_NONE_HASH_SEED}; {@code XXHASH}, {@code XXHASH_CBOR} and the legacy {@code
+ * SHA256_CBOR_64BIT} (whose vLLM releases always used {@code os.urandom}) need a seed or an
+ * explicit {@link Builder#noneHash(byte[])}. (Read from the upstream file as stored after that PR;
+ * the source index did not expose that copy's commit id. Older releases, e.g. {@code
+ * kv_cache_utils.py@001cabc1}, used a random {@code NONE_HASH} for every algorithm when {@code
+ * PYTHONHASHSEED} was unset: pass {@link Builder#noneHash(byte[])} for those.)
+ *
  * <pre>{@code
  * VllmBlockHasher hasher = VllmBlockHasher.builder()
- *     .algorithm(HashAlgorithm.SHA256).blockSize(16).hashSeed("0").build();
+ *     .algorithm(HashAlgorithm.SHA256).blockSize(16).build(); // vLLM's defaults
  * List<BlockHash> hashes = hasher.hashBlocks(tokens, BlockExtraKeys.lora("my-lora"));
  * long eventHash = hashes.get(0).u64();  // what vLLM publishes in BlockStored
  * }</pre>
@@ -28,6 +41,12 @@ import java.util.Objects;
  * <p>Immutable and thread-safe (per-thread scratch buffers).
  */
 public final class VllmBlockHasher {
+  /**
+   * The seed current vLLM derives {@code NONE_HASH} from when {@code PYTHONHASHSEED} is unset and
+   * the algorithm is {@code sha256} or {@code sha256_cbor}: vLLM's {@code DEFAULT_NONE_HASH_SEED}.
+   */
+  public static final String DEFAULT_NONE_HASH_SEED = "vllm-none-hash";
+
   private final HashAlgorithm algorithm;
   private final int blockSize;
   private final byte[] noneHash;
@@ -36,10 +55,16 @@ public final class VllmBlockHasher {
   private VllmBlockHasher(Builder b) {
     this.algorithm = b.algorithm;
     this.blockSize = b.blockSize;
-    this.noneHash = b.noneHash != null ? b.noneHash.clone() : noneHash(b.algorithm, b.hashSeed);
+    this.noneHash =
+        b.noneHash != null
+            ? b.noneHash.clone()
+            : noneHash(b.algorithm, b.hashSeed != null ? b.hashSeed : DEFAULT_NONE_HASH_SEED);
   }
 
-  /** A builder: algorithm {@code SHA256}, block size 16, hash seed required. */
+  /**
+   * A builder: algorithm {@code SHA256}, block size 16, and vLLM's default {@code NONE_HASH} seed
+   * ({@link #DEFAULT_NONE_HASH_SEED}) for the algorithms that have one.
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -207,7 +232,10 @@ public final class VllmBlockHasher {
       return this;
     }
 
-    /** vLLM's {@code PYTHONHASHSEED} value, e.g. {@code "0"}. */
+    /**
+     * vLLM's {@code PYTHONHASHSEED} value, e.g. {@code "0"}; it wins over the default seed. {@code
+     * null} (the default) means unset, as in a default vLLM deployment.
+     */
     public Builder hashSeed(String pythonHashSeed) {
       this.hashSeed = pythonHashSeed;
       return this;
@@ -225,17 +253,29 @@ public final class VllmBlockHasher {
     /**
      * Builds the hasher.
      *
-     * @throws IllegalArgumentException if the block size is not positive, or neither a hash seed
-     *     nor a none hash is set, or the none hash has the wrong length
+     * @throws IllegalArgumentException if the block size is not positive; if the algorithm has no
+     *     default seed in vLLM ({@code xxhash}, {@code xxhash_cbor}, legacy {@code
+     *     sha256_cbor_64bit}) and neither a hash seed nor a none hash is set; or if the none hash
+     *     has the wrong length
      */
     public VllmBlockHasher build() {
       if (blockSize <= 0) {
         throw new IllegalArgumentException("blockSize must be > 0, was " + blockSize);
       }
-      if (hashSeed == null && noneHash == null) {
+      if (hashSeed == null
+          && noneHash == null
+          && algorithm != HashAlgorithm.SHA256
+          && algorithm != HashAlgorithm.SHA256_CBOR) {
         throw new IllegalArgumentException(
-            "hashSeed must be set (vLLM's PYTHONHASHSEED, e.g. \"0\"), or noneHash(...) given:"
-                + " without PYTHONHASHSEED vLLM's NONE_HASH is random per process");
+            "hashSeed must be set for "
+                + algorithm.vllmName()
+                + " (vLLM's PYTHONHASHSEED, e.g. \"0\"), or noneHash(...) given: without"
+                + " PYTHONHASHSEED vLLM seeds "
+                + algorithm.vllmName()
+                + "'s NONE_HASH randomly per process (only sha256 and sha256_cbor default to \""
+                + DEFAULT_NONE_HASH_SEED
+                + "\"), so no router can reproduce its block hashes; match them through the"
+                + " index's engine-key mapping instead");
       }
       if (noneHash != null && noneHash.length != algorithm.digestLength()) {
         throw new IllegalArgumentException(

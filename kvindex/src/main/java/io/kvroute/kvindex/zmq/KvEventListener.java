@@ -6,10 +6,11 @@ import io.kvroute.kvindex.event.KvEventBatch;
  * Observes a {@link KvEventSubscriber}: every applied batch and every stream problem. All methods
  * have no-op defaults; {@link #NONE} does nothing.
  *
- * <p>Called from the subscriber's shard threads and its replay threads (while that pod's replay
- * runs): one pod's callbacks from these never overlap and come in order. Some {@link #onDropped}
- * calls come from its I/O thread. Implementations must be thread-safe, fast, and must not throw
- * (exceptions are logged and ignored).
+ * <p>Called from the publisher's shard thread: one pod's callbacks never overlap and come in order,
+ * {@link #onBatch} in sequence order, each batch at most once. Some {@link #onDropped} calls
+ * ({@code overflow}, {@code frames}, {@code pod_limit}, {@code oversized}) come from the I/O
+ * thread. Implementations must be thread-safe, fast, and must not throw (exceptions are logged and
+ * ignored).
  *
  * <p>{@code pod} is the pod identity ({@link PodEndpoint#identity(String, int)}); before a payload
  * is decoded in bound mode it is the pod id taken from the topic.
@@ -28,11 +29,24 @@ public interface KvEventListener {
   /** A replay of {@code from} .. {@code to - 1} ended; {@code complete} if every batch arrived. */
   default void onReplay(String pod, long from, long to, int replayed, boolean complete) {}
 
-  /** The sequence went from {@code last} down to {@code received}: the publisher restarted. */
+  /**
+   * The publisher restarted (a new epoch): {@code last} is the last sequence number applied (-1:
+   * none), {@code received} the new epoch's batch that showed it (-1: a replay answer showed it).
+   * The pod's entries were cleared (once per restart).
+   */
   default void onRestart(String pod, long last, long received) {}
 
-  /** The pod's entries were cleared to resynchronise ({@code reason}: gap, overflow, restart). */
+  /**
+   * The pod's entries no longer follow every batch of its publisher ({@code reason}): {@code gap}
+   * (batches missed, or dropped by a full queue, that could not be replayed), {@code restart} (the
+   * entries were cleared for a new epoch), {@code joined_late} (batches published before the
+   * subscription that the replay buffer no longer holds, or with no replay endpoint). The entries
+   * were cleared if the pod had any since the last clear.
+   */
   default void onResync(String pod, String reason) {}
+
+  /** A batch already applied arrived again and was dropped (never taken for a restart). */
+  default void onDuplicate(String pod, long seq) {}
 
   /**
    * A message was counted and skipped ({@code reason}: malformed, oversized, frames, overflow,

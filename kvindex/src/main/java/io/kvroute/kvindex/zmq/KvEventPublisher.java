@@ -11,7 +11,9 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,8 +29,14 @@ import org.zeromq.ZMQ;
  * {@link Builder#bufferSteps(int)} batches, in the reply shape of {@link ReplyFormat}, ending with
  * the {@code ff×8} end marker. Requests that are not exactly 3 frames are ignored, as vLLM does.
  *
- * <p>Used by the testkit's vLLM simulator and by tests. {@link #dropSequence(long)} is a fault
- * hook: that batch is buffered for replay but not sent on the PUB socket.
+ * <p>Used by the testkit's vLLM simulator, by tests and by the soak run. Fault hooks (nothing a
+ * real vLLM does on purpose, everything a subscriber must survive): {@link #dropSequence(long)}
+ * (buffered for replay, not sent: a PUB high-water-mark drop), {@link #duplicateSequence(long)}
+ * (sent twice), {@link #delaySequence(long)} (sent after the next batch: reordering), {@link
+ * #pauseReplays(boolean)} (replay requests wait: a slow replay endpoint), {@link
+ * #reconnectSubscribers()} (the PUB socket is closed and bound again: subscribers reconnect and
+ * miss what is published meanwhile). A restart is closing the publisher and building a new one on
+ * the same endpoints.
  *
  * <p><b>Thread-safety.</b> Thread-safe. {@code publish*} assigns the sequence number and enqueues
  * (blocking when the bounded queue is full, like vLLM); one daemon thread ({@code
@@ -58,13 +66,21 @@ public final class KvEventPublisher implements AutoCloseable {
   private final Integer dpRank;
   private final ZContext context;
   private final boolean ownsContext;
-  private final ZMQ.Socket pub;
   private final ZMQ.Socket router;
   private final String endpoint;
   private final String replayEndpoint;
   private final BlockingQueue<Pending> queue;
   private final ArrayDeque<Pending> buffer = new ArrayDeque<>();
   private final Set<Long> dropped = ConcurrentHashMap.newKeySet();
+  private final Set<Long> duplicated = ConcurrentHashMap.newKeySet();
+  private final Set<Long> delayed = ConcurrentHashMap.newKeySet();
+  private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
+  private final int hwm;
+  private final int handshakeMillis;
+  private volatile boolean replaysPaused;
+  private ZMQ.Socket pubSocket; // publisher thread (and the constructor)
+  private final boolean bound;
+  private Pending late; // a delayed batch, sent after the next one (publisher thread)
   private final Object publishLock = new Object();
   private final Thread thread;
   private volatile boolean running = true;
@@ -72,6 +88,8 @@ public final class KvEventPublisher implements AutoCloseable {
 
   private KvEventPublisher(Builder b) {
     this.topic = b.topic;
+    this.hwm = b.hwm;
+    this.handshakeMillis = b.handshakeMillis;
     this.bufferSteps = b.bufferSteps;
     this.replyFormat = b.replyFormat;
     this.dpRank = b.dataParallelRank;
@@ -83,11 +101,9 @@ public final class KvEventPublisher implements AutoCloseable {
     ZMQ.Socket r = null;
     try {
       String ep = Endpoints.offset(b.endpoint, b.dataParallelRank);
-      p = context.getContext().socket(SocketType.PUB);
-      p.setLinger(0);
-      p.setSndHWM(b.hwm);
-      p.setHandshakeIvl(b.handshakeMillis);
+      p = newPub();
       boolean bind = b.bind != null ? b.bind : Endpoints.vllmBinds(ep);
+      this.bound = bind;
       if (bind) {
         p.bind(ep);
         this.endpoint = p.getLastEndpoint();
@@ -116,7 +132,7 @@ public final class KvEventPublisher implements AutoCloseable {
       }
       throw e;
     }
-    this.pub = p;
+    this.pubSocket = p;
     this.router = r;
     this.thread = new Thread(this::loop, "kvindex-publisher");
     thread.setDaemon(true);
@@ -174,6 +190,83 @@ public final class KvEventPublisher implements AutoCloseable {
     dropped.add(seq);
   }
 
+  /** Fault hook: the batch with sequence {@code seq} is sent twice in a row. */
+  public void duplicateSequence(long seq) {
+    duplicated.add(seq);
+  }
+
+  /**
+   * Fault hook: the batch with sequence {@code seq} is buffered for replay at once but sent on the
+   * PUB socket only after the next batch (or with {@link #close()}'s drain).
+   */
+  public void delaySequence(long seq) {
+    delayed.add(seq);
+  }
+
+  /** Fault hook: while paused, replay requests wait unanswered (answered once resumed). */
+  public void pauseReplays(boolean paused) {
+    this.replaysPaused = paused;
+  }
+
+  /**
+   * Fault hook: closes the PUB socket and binds a new one on the same endpoint (bind mode only):
+   * connected subscribers see the connection drop and reconnect; batches published until they are
+   * back are lost to them (a replay has them). Returns when the new socket is bound.
+   *
+   * @throws IllegalStateException if this publisher connects rather than binds, or the endpoint
+   *     cannot be bound again within 10 s
+   */
+  public void reconnectSubscribers() {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    commands.add(
+        () -> {
+          try {
+            rebindPub();
+            done.complete(null);
+          } catch (RuntimeException e) {
+            done.completeExceptionally(e);
+          }
+        });
+    try {
+      done.get(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      throw new IllegalStateException("cannot rebind " + endpoint + ": " + e, e);
+    }
+  }
+
+  private void rebindPub() {
+    if (!bound) {
+      throw new IllegalStateException("publisher " + endpoint + " connects; nothing to rebind");
+    }
+    pubSocket.close();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (true) {
+      ZMQ.Socket p = newPub();
+      try {
+        p.bind(endpoint);
+        pubSocket = p;
+        return;
+      } catch (RuntimeException e) {
+        p.close();
+        if (System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // the old socket is closing
+      }
+    }
+  }
+
+  private ZMQ.Socket newPub() {
+    ZMQ.Socket p = context.getContext().socket(SocketType.PUB);
+    p.setLinger(0);
+    p.setSndHWM(hwm);
+    p.setHandshakeIvl(handshakeMillis);
+    return p;
+  }
+
   /** The PUB endpoint (resolved when bound, e.g. {@code tcp://127.0.0.1:54321}). */
   public String endpoint() {
     return endpoint;
@@ -226,32 +319,60 @@ public final class KvEventPublisher implements AutoCloseable {
             break;
           }
         }
-        if (router != null) {
+        Runnable c;
+        while ((c = commands.poll()) != null) {
+          c.run();
+        }
+        if (router != null && !replaysPaused) {
           serviceReplay(topicBytes);
         }
         Pending p = queue.poll(router != null ? 5 : 50, TimeUnit.MILLISECONDS);
         while (p != null) {
-          if (!dropped.remove(p.seq)) {
-            // fresh arrays per frame: JeroMQ keeps references to sent arrays
-            pub.sendMore(topicBytes.clone());
-            pub.sendMore(Endpoints.seqBytes(p.seq));
-            pub.send(p.payload);
-          }
           buffer.addLast(p);
           if (buffer.size() > bufferSteps) {
             buffer.removeFirst();
           }
+          if (delayed.remove(p.seq)) {
+            sendLate(topicBytes);
+            late = p; // after the next batch
+          } else {
+            if (!dropped.remove(p.seq)) {
+              send(topicBytes, p);
+              if (duplicated.remove(p.seq)) {
+                send(topicBytes, p);
+              }
+            }
+            sendLate(topicBytes);
+          }
           p = queue.poll();
         }
       }
+      sendLate(topicBytes);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (RuntimeException e) {
       LOG.warn("KV event publisher thread failed", e);
     } finally {
-      pub.close();
+      pubSocket.close();
       if (router != null) {
         router.close();
+      }
+    }
+  }
+
+  private void send(byte[] topicBytes, Pending p) {
+    // fresh arrays per frame: JeroMQ keeps references to sent arrays
+    pubSocket.sendMore(topicBytes.clone());
+    pubSocket.sendMore(Endpoints.seqBytes(p.seq));
+    pubSocket.send(p.payload.clone());
+  }
+
+  private void sendLate(byte[] topicBytes) {
+    Pending l = late;
+    if (l != null) {
+      late = null;
+      if (!dropped.remove(l.seq)) {
+        send(topicBytes, l);
       }
     }
   }

@@ -55,8 +55,22 @@ class VllmBlockHasherTest {
     assertThatThrownBy(() -> VllmBlockHasher.builder().blockSize(0).hashSeed("0").build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("blockSize must be > 0, was 0");
-    assertThatThrownBy(() -> VllmBlockHasher.builder().build())
-        .hasMessageContaining("hashSeed must be set");
+    // sha256 and sha256_cbor default to vLLM's fixed seed; the others have no default
+    assertThat(VllmBlockHasher.builder().build().noneHash())
+        .isEqualTo(
+            VllmBlockHasher.noneHash(HashAlgorithm.SHA256, VllmBlockHasher.DEFAULT_NONE_HASH_SEED));
+    assertThat(VllmBlockHasher.builder().algorithm(HashAlgorithm.SHA256_CBOR).build().noneHash())
+        .isEqualTo(VllmBlockHasher.noneHash(HashAlgorithm.SHA256_CBOR, "vllm-none-hash"));
+    assertThat(VllmBlockHasher.builder().hashSeed("0").build().noneHash())
+        .as("an explicit seed wins")
+        .isEqualTo(VllmBlockHasher.noneHash(HashAlgorithm.SHA256, "0"));
+    for (HashAlgorithm a :
+        List.of(HashAlgorithm.XXHASH, HashAlgorithm.XXHASH_CBOR, HashAlgorithm.SHA256_CBOR_64BIT)) {
+      assertThatThrownBy(() -> VllmBlockHasher.builder().algorithm(a).build())
+          .hasMessageContaining("hashSeed must be set for " + a.vllmName())
+          .hasMessageContaining("randomly per process")
+          .hasMessageContaining("engine-key mapping");
+    }
     assertThatThrownBy(() -> VllmBlockHasher.builder().noneHash(new byte[3]).build())
         .hasMessageContaining("noneHash must be 32 bytes for sha256, was 3");
     assertThatThrownBy(() -> HashAlgorithm.fromVllmName("md5"))

@@ -32,7 +32,7 @@ class VllmBlockHasherVectorTest {
       return n.asText();
     }
     if (n.isIntegralNumber()) {
-      return n.asLong();
+      return n.canConvertToLong() ? (Object) n.asLong() : n.bigIntegerValue();
     }
     if (n.isObject() && n.has("bytes_hex")) {
       return HEX.parseHex(n.get("bytes_hex").asText());
@@ -80,7 +80,9 @@ class VllmBlockHasherVectorTest {
             "hash_sha256_seed0.json",
             "hash_sha256_cbor_seed0.json",
             "hash_xxhash_seed0.json",
-            "hash_xxhash_cbor_seed0.json")) {
+            "hash_xxhash_cbor_seed0.json",
+            "hash_block_sizes_seed0.json",
+            "hash_default_seed.json")) {
       JsonNode root = GoldenVectors.read(file);
       for (JsonNode c : root.get("cases")) {
         tests.add(
@@ -88,12 +90,14 @@ class VllmBlockHasherVectorTest {
                 file + " " + c.get("name").asText(),
                 () -> {
                   HashAlgorithm alg = HashAlgorithm.fromVllmName(c.get("algorithm").asText());
-                  VllmBlockHasher h =
+                  VllmBlockHasher.Builder hb =
                       VllmBlockHasher.builder()
                           .algorithm(alg)
-                          .blockSize(c.get("block_size").asInt())
-                          .hashSeed(c.get("pythonhashseed").asText())
-                          .build();
+                          .blockSize(c.get("block_size").asInt());
+                  if (!c.get("pythonhashseed").isNull()) {
+                    hb.hashSeed(c.get("pythonhashseed").asText());
+                  } // else: PYTHONHASHSEED unset, vLLM's default seed
+                  VllmBlockHasher h = hb.build();
                   assertThat(HEX.formatHex(h.noneHash()))
                       .isEqualTo(c.get("none_hash_hex").asText());
                   BlockExtraKeys.Builder eb = BlockExtraKeys.builder();
@@ -155,6 +159,102 @@ class VllmBlockHasherVectorTest {
                   BlockHash got = h.hashBlock(parent, tokens, 0, tokens.length, extra);
                   assertThat(got.hex()).isEqualTo(c.get("digest_hex").asText());
                   assertThat(got.u64String()).isEqualTo(c.get("event_int_u64").asText());
+                }));
+      }
+    }
+    return tests.stream();
+  }
+
+  /** Token ids and extra keys of the large cases, given by their generating rule in the file. */
+  private static int[] shapeTokens(JsonNode c) {
+    if (c.has("token_ids")) {
+      return ints(c.get("token_ids"));
+    }
+    String name = c.get("name").asText();
+    int n =
+        switch (name) {
+          case "big_block_frames" -> 20_000;
+          case "frame_split_at_last_token" -> 13_100;
+          case "frame_split_inside_extra" -> 13_000;
+          default -> throw new IllegalArgumentException("no token rule for " + name);
+        };
+    int[] t = new int[n];
+    for (int i = 0; i < n; i++) {
+      t[i] = 100_000 + (i % 1000); // [100000 + (i % 1000) for i in range(n)]
+    }
+    return t;
+  }
+
+  private static Object shapeExtra(JsonNode c) {
+    if (c.has("extra_keys")) {
+      return extra(c.get("extra_keys"));
+    }
+    String name = c.get("name").asText();
+    switch (name) {
+      case "big_bytes_unframed":
+        {
+          byte[] b = new byte[70_000];
+          for (int i = 0; i < b.length; i++) {
+            b[i] = (byte) (i * 7); // bytes((i * 7) & 0xFF for i in range(70000))
+          }
+          return List.of(b);
+        }
+      case "big_str_unframed":
+        {
+          StringBuilder sb = new StringBuilder(70_000);
+          for (int i = 0; i < 70_000; i++) {
+            sb.append((char) (0x61 + i % 26)); // ''.join(chr(0x61 + i % 26) ...)
+          }
+          return List.of(sb.toString());
+        }
+      case "frame_split_inside_extra":
+        {
+          List<Object> l = new ArrayList<>();
+          for (int k = 0; k < 8; k++) {
+            l.add(String.valueOf((char) (0x41 + k)).repeat(100));
+          }
+          return l;
+        }
+      default:
+        throw new IllegalArgumentException("no extra-keys rule for " + name);
+    }
+  }
+
+  /**
+   * Every value shape CPython's pickle (and cbor2) meet in vLLM keys: token tuples of 0-5 items,
+   * extra-key tuples of 0-4 items and nested, ints of every width, str/bytes at the size
+   * boundaries, repeated singletons (memo references), and pre-images over the 64 KiB frame size.
+   */
+  @TestFactory
+  Stream<DynamicTest> pickleAndCborValueShapes() {
+    JsonNode root = GoldenVectors.read("pickle_value_shapes_seed0.json");
+    List<DynamicTest> tests = new ArrayList<>();
+    for (JsonNode c : root.get("cases")) {
+      for (Map.Entry<String, JsonNode> r : c.get("results").properties()) {
+        tests.add(
+            DynamicTest.dynamicTest(
+                r.getKey() + " " + c.get("name").asText(),
+                () -> {
+                  HashAlgorithm alg = HashAlgorithm.fromVllmName(r.getKey());
+                  VllmBlockHasher h =
+                      VllmBlockHasher.builder().algorithm(alg).hashSeed("0").build();
+                  assertThat(HEX.formatHex(h.noneHash()))
+                      .isEqualTo(root.get("none_hash_hex").get(r.getKey()).asText());
+                  int[] tokens = shapeTokens(c);
+                  List<?> extra = (List<?>) shapeExtra(c);
+                  JsonNode want = r.getValue();
+                  byte[] pre = h.preimage(null, tokens, 0, tokens.length, extra);
+                  if (want.has("preimage_hex")) {
+                    assertThat(HEX.formatHex(pre)).isEqualTo(want.get("preimage_hex").asText());
+                  }
+                  assertThat(pre.length).isEqualTo(want.get("preimage_len").asInt());
+                  assertThat(
+                          HEX.formatHex(
+                              java.security.MessageDigest.getInstance("SHA-256").digest(pre)))
+                      .isEqualTo(want.get("preimage_sha256").asText());
+                  BlockHash got = h.hashBlock(null, tokens, 0, tokens.length, extra);
+                  assertThat(got.hex()).isEqualTo(want.get("digest_hex").asText());
+                  assertThat(got.u64String()).isEqualTo(want.get("event_int_u64").asText());
                 }));
       }
     }

@@ -6,12 +6,16 @@ import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
-/** Polls a condition with a deadline (no sleeps of fixed length). */
+/**
+ * Polls a condition with a deadline (no sleeps of fixed length). The default deadline is generous
+ * (60 s): conditions normally hold within milliseconds, and a fully loaded machine must not fail a
+ * test that is only slow.
+ */
 final class Await {
   private Await() {}
 
   static void until(String what, BooleanSupplier condition) {
-    until(what, Duration.ofSeconds(10), condition);
+    until(what, Duration.ofSeconds(60), condition);
   }
 
   static void until(String what, Duration timeout, BooleanSupplier condition) {

@@ -14,8 +14,9 @@ import org.zeromq.ZMQ;
 
 /**
  * A vLLM-like pod on real sockets (PUB + replay ROUTER, WITH_TOPIC replies) whose replay endpoint
- * can be held: a request starting at or after {@link #holdFrom(long)} counts down {@link #held} and
- * is answered only after {@link #release} (or never, until {@link #close()}).
+ * can be held: a request for {@link #holdFrom(long)} or later (the subscriber asks from the batch
+ * before the first one it misses, to prove the epoch) counts down {@link #held} and is answered
+ * only after {@link #release} (or never, until {@link #close()}).
  *
  * <p>{@code publish}/{@code drop} from one test thread; the ROUTER has its own thread.
  */
@@ -63,7 +64,7 @@ final class GatedReplayPod implements AutoCloseable {
     return nextSeq;
   }
 
-  /** Replay requests starting at or after {@code seq} wait for {@link #release}. */
+  /** Replay requests for {@code seq} or later (starting at {@code seq - 1} or later) wait. */
   void holdFrom(long seq) {
     holdFrom = seq;
   }
@@ -103,7 +104,7 @@ final class GatedReplayPod implements AutoCloseable {
           continue;
         }
         long start = Endpoints.seqOf(rest[1]);
-        if (start >= holdFrom) {
+        if (start + 1 >= holdFrom) {
           held.countDown();
           while (running && !release.await(10, TimeUnit.MILLISECONDS)) {
             // held

@@ -10,7 +10,34 @@ import java.util.List;
  * CPython pickle protocol 5 of the tuple {@code (parent, tuple(tokens), extra_keys)}.
  *
  * <p>Supported Python values, as Java objects: {@code null} (None), {@link String} (str), {@code
- * byte[]} (bytes), {@link Integer}/{@link Long}/{@link BigInteger} (int), {@link List} (tuple).
+ * byte[]} (bytes), {@link Integer}/{@link Long}/{@link BigInteger} (int of any width), {@link List}
+ * (tuple, nested to any depth). CBOR is cbor2's {@code canonical=True} output (shortest heads;
+ * bignum tags 2/3 beyond 64 bits).
+ *
+ * <p><b>Pickle</b> follows CPython's C pickler ({@code Modules/_pickle.c}) at protocol 5 ({@code
+ * pickle.HIGHEST_PROTOCOL} since CPython 3.8); every rule is checked against vectors produced by
+ * CPython 3.11 ({@code pickle_value_shapes_seed0.json}, {@code hash_block_sizes_seed0.json}):
+ *
+ * <ul>
+ *   <li>Framing: a {@code FRAME} (0x95, u64 little-endian length) opens at the first write; before
+ *       each object is saved, a frame holding 64 KiB or more is committed and the next write opens
+ *       a new one; a frame under 4 bytes is written without its header. A str or bytes payload of
+ *       64 KiB or more commits the current frame and goes, with its opcode, outside any frame.
+ *   <li>int (never memoized): {@code BININT1} 0..255, {@code BININT2} 256..65535, {@code BININT}
+ *       other signed 32-bit values, else {@code LONG1} (minimal little-endian two's complement,
+ *       under 256 bytes) or {@code LONG4}.
+ *   <li>str: {@code SHORT_BINUNICODE} under 256 UTF-8 bytes, else {@code BINUNICODE} (UTF-8 with
+ *       surrogatepass); bytes: {@code SHORT_BINBYTES} under 256, else {@code BINBYTES}; both are
+ *       followed by {@code MEMOIZE}.
+ *   <li>tuple: {@code ()} is {@code EMPTY_TUPLE} (not memoized); 1 to 3 items are the items then
+ *       {@code TUPLE1/2/3}; longer tuples {@code MARK}, the items, {@code TUPLE}; then {@code
+ *       MEMOIZE}. Token tuples follow the same rule (a block of 1 to 3 tokens uses {@code
+ *       TUPLE1/2/3}).
+ *   <li>The memo: a second occurrence of the same object is written as {@code BINGET}/{@code
+ *       LONG_BINGET}. Equal values are the same object only where CPython keeps singletons ({@code
+ *       ""}, one-character latin-1 str, {@code b""}, one-byte bytes); longer equal values are taken
+ *       to be distinct objects, as vLLM's extra keys are.
+ * </ul>
  *
  * <p>Not thread-safe: one instance per thread (it reuses its buffer).
  */
@@ -103,8 +130,10 @@ public final class Preimage {
         cborHead(0, x.longValue());
       } else if (x.signum() < 0 && x.negate().subtract(BigInteger.ONE).bitLength() <= 64) {
         cborHead(1, x.negate().subtract(BigInteger.ONE).longValue());
+      } else if (x.signum() >= 0) {
+        cborBignum(2, x); // cbor2: positive bignum, tag 2
       } else {
-        throw new IllegalArgumentException("integer out of 64-bit CBOR range: " + x);
+        cborBignum(3, x.negate().subtract(BigInteger.ONE)); // negative bignum, tag 3
       }
     } else if (v instanceof List) {
       List<?> l = (List<?>) v;
@@ -118,6 +147,15 @@ public final class Preimage {
               + v.getClass().getName()
               + " (use null, String, byte[], Integer, Long, BigInteger or List)");
     }
+  }
+
+  /** A bignum as cbor2 writes it: tag {@code tag}, then the minimal big-endian magnitude bytes. */
+  private void cborBignum(int tag, BigInteger magnitude) {
+    byte[] be = magnitude.toByteArray();
+    int off = be[0] == 0 ? 1 : 0; // drop the sign byte
+    cborHead(6, tag);
+    cborHead(2, be.length - off);
+    put(be, off, be.length - off);
   }
 
   /** Major type {@code major} with argument {@code n} (unsigned), shortest form. */
@@ -147,28 +185,25 @@ public final class Preimage {
 
   // ---------------------------------------------------------------- pickle protocol 5
 
+  private static final int FRAME_HEADER = 9;
+  private int memoCount;
+  // memo index + 1 of singleton str (slot 0: "", 1 + c: one char c < 256) and bytes (likewise)
+  private final int[] strMemo = new int[257];
+  private final int[] bytesMemo = new int[257];
+  private int[] memoTouched = new int[8];
+  private int memoTouchedCount;
+
   /** Encodes {@code (parent, tuple(tokens), extra)} as CPython pickle protocol 5. */
   public Preimage pickleBlock(byte[] parent, int[] tokens, int from, int to, Object extra) {
     pickleStart();
+    boundary(); // save(top-level tuple); three items: TUPLE3
+    boundary();
     pickleBytes(parent);
     boundary();
-    put(0x28); // MARK
-    for (int i = from; i < to; i++) {
-      pickleInt(tokens[i]);
-      boundary();
-    }
-    if (to == from) {
-      len--; // no MARK for an empty tuple
-      put(0x29);
-    } else {
-      put(0x74); // TUPLE
-      put(0x94);
-    }
-    boundary();
+    pickleTokens(tokens, from, to);
     pickleValue(extra);
-    boundary();
     put(0x87); // TUPLE3
-    put(0x94);
+    memoize();
     return pickleEnd();
   }
 
@@ -181,30 +216,44 @@ public final class Preimage {
 
   private void pickleStart() {
     len = 0;
+    for (int i = 0; i < memoTouchedCount; i++) {
+      int slot = memoTouched[i];
+      if (slot >= 257) {
+        bytesMemo[slot - 257] = 0;
+      } else {
+        strMemo[slot] = 0;
+      }
+    }
+    memoTouchedCount = 0;
+    memoCount = 0;
     put(0x80);
     put(5);
-    frameStart = len;
-    reserveFrameHeader();
+    openFrame();
   }
 
   private Preimage pickleEnd() {
     put(0x2e); // STOP
-    commitFrame(true);
-    frameStart = -1;
+    commitFrame();
     return this;
   }
 
-  /** Opcode boundary: start a new frame once the current one reaches the 64 KiB target. */
-  private void boundary() {
-    if (len - frameStart - 9 >= PICKLE_FRAME_TARGET) {
-      commitFrame(false);
-      frameStart = len;
-      reserveFrameHeader();
+  private void openFrame() {
+    frameStart = len;
+    for (int i = 0; i < FRAME_HEADER; i++) {
+      put(0);
     }
   }
 
-  private void commitFrame(boolean last) {
-    int payload = len - frameStart - 9;
+  /** Before each object is saved: a frame that reached 64 KiB is committed, a new one opened. */
+  private void boundary() {
+    if (len - frameStart - FRAME_HEADER >= PICKLE_FRAME_TARGET) {
+      commitFrame();
+      openFrame();
+    }
+  }
+
+  private void commitFrame() {
+    int payload = len - frameStart - FRAME_HEADER;
     if (payload >= 4) {
       buf[frameStart] = (byte) 0x95;
       for (int i = 0; i < 8; i++) {
@@ -212,25 +261,39 @@ public final class Preimage {
       }
     } else {
       // frames shorter than 4 bytes are written without a FRAME header
-      System.arraycopy(buf, frameStart + 9, buf, frameStart, payload);
-      len -= 9;
+      System.arraycopy(buf, frameStart + FRAME_HEADER, buf, frameStart, payload);
+      len -= FRAME_HEADER;
     }
   }
 
+  private void memoize() {
+    put(0x94);
+    memoCount++;
+  }
+
+  private void pickleTokens(int[] tokens, int from, int to) {
+    int n = to - from;
+    if (n == 0) {
+      put(0x29); // EMPTY_TUPLE, not memoized
+      return;
+    }
+    if (n > 3) {
+      put(0x28); // MARK
+    }
+    for (int i = from; i < to; i++) {
+      boundary();
+      pickleInt(tokens[i]);
+    }
+    put(n == 1 ? 0x85 : n == 2 ? 0x86 : n == 3 ? 0x87 : 0x74);
+    memoize();
+  }
+
   private void pickleValue(Object v) {
+    boundary();
     if (v == null) {
-      put(0x4e);
+      put(0x4e); // NONE
     } else if (v instanceof String) {
-      byte[] b = ((String) v).getBytes(StandardCharsets.UTF_8);
-      if (b.length < 256) {
-        put(0x8c);
-        put(b.length);
-      } else {
-        put(0x58);
-        putLe32(b.length);
-      }
-      put(b, 0, b.length);
-      put(0x94);
+      pickleString((String) v);
     } else if (v instanceof byte[]) {
       pickleBytes((byte[]) v);
     } else if (v instanceof Integer || v instanceof Long) {
@@ -240,7 +303,7 @@ public final class Preimage {
       if (x.bitLength() < 64) {
         pickleLong(x.longValue());
       } else {
-        pickleLong1(x);
+        pickleBigInt(x);
       }
     } else if (v instanceof List) {
       List<?> l = (List<?>) v;
@@ -250,14 +313,13 @@ public final class Preimage {
         return;
       }
       if (n > 3) {
-        put(0x28);
+        put(0x28); // MARK
       }
       for (Object o : l) {
         pickleValue(o);
-        boundary();
       }
       put(n == 1 ? 0x85 : n == 2 ? 0x86 : n == 3 ? 0x87 : 0x74);
-      put(0x94);
+      memoize();
     } else {
       throw new IllegalArgumentException(
           "unsupported extra-key value type "
@@ -266,28 +328,93 @@ public final class Preimage {
     }
   }
 
-  private void pickleBytes(byte[] b) {
+  private void pickleString(String s) {
+    int slot = s.isEmpty() ? 0 : s.length() == 1 && s.charAt(0) < 256 ? 1 + s.charAt(0) : -1;
+    if (slot >= 0 && memoGet(strMemo, slot)) {
+      return;
+    }
+    byte[] b = utf8SurrogatePass(s);
+    boolean large = b.length >= PICKLE_FRAME_TARGET;
+    if (large) {
+      commitFrame();
+    }
     if (b.length < 256) {
-      put(0x43);
+      put(0x8c); // SHORT_BINUNICODE
       put(b.length);
     } else {
-      put(0x42);
+      put(0x58); // BINUNICODE
       putLe32(b.length);
     }
     put(b, 0, b.length);
-    put(0x94);
+    if (large) {
+      openFrame();
+    }
+    if (slot >= 0) {
+      memoPut(strMemo, slot, slot);
+    }
+    memoize();
+  }
+
+  private void pickleBytes(byte[] b) {
+    int slot = b.length == 0 ? 0 : b.length == 1 ? 1 + (b[0] & 0xff) : -1;
+    if (slot >= 0 && memoGet(bytesMemo, slot)) {
+      return;
+    }
+    boolean large = b.length >= PICKLE_FRAME_TARGET;
+    if (large) {
+      commitFrame();
+    }
+    if (b.length < 256) {
+      put(0x43); // SHORT_BINBYTES
+      put(b.length);
+    } else {
+      put(0x42); // BINBYTES
+      putLe32(b.length);
+    }
+    put(b, 0, b.length);
+    if (large) {
+      openFrame();
+    }
+    if (slot >= 0) {
+      memoPut(bytesMemo, slot, 257 + slot);
+    }
+    memoize();
+  }
+
+  /** Writes BINGET/LONG_BINGET and returns true when the singleton was memoized already. */
+  private boolean memoGet(int[] memo, int slot) {
+    int idx = memo[slot] - 1;
+    if (idx < 0) {
+      return false;
+    }
+    if (idx < 256) {
+      put(0x68); // BINGET
+      put(idx);
+    } else {
+      put(0x6a); // LONG_BINGET
+      putLe32(idx);
+    }
+    return true;
+  }
+
+  private void memoPut(int[] memo, int slot, int touchKey) {
+    memo[slot] = memoCount + 1; // the MEMOIZE that follows gets index memoCount
+    if (memoTouchedCount == memoTouched.length) {
+      memoTouched = Arrays.copyOf(memoTouched, memoTouchedCount * 2);
+    }
+    memoTouched[memoTouchedCount++] = touchKey;
   }
 
   private void pickleInt(int t) {
     if (t >= 0 && t <= 0xFF) {
-      put(0x4b);
+      put(0x4b); // BININT1
       put(t);
     } else if (t >= 0 && t <= 0xFFFF) {
-      put(0x4d);
+      put(0x4d); // BININT2
       put(t);
       put(t >>> 8);
     } else {
-      put(0x4a);
+      put(0x4a); // BININT
       putLe32(t);
     }
   }
@@ -296,30 +423,69 @@ public final class Preimage {
     if (x >= Integer.MIN_VALUE && x <= Integer.MAX_VALUE) {
       pickleInt((int) x);
     } else {
-      pickleLong1(BigInteger.valueOf(x));
+      pickleBigInt(BigInteger.valueOf(x));
     }
   }
 
-  /** LONG1: minimal little-endian two's complement. */
-  private void pickleLong1(BigInteger x) {
-    byte[] be = x.toByteArray(); // minimal big-endian two's complement
-    if (be.length > 255) {
-      throw new IllegalArgumentException("integer too large for pickle LONG1: " + x);
+  /** LONG1 / LONG4: minimal little-endian two's complement. */
+  private void pickleBigInt(BigInteger x) {
+    byte[] be = x.toByteArray(); // minimal big-endian two's complement, as CPython's encode_long
+    if (be.length < 256) {
+      put(0x8a); // LONG1
+      put(be.length);
+    } else {
+      put(0x8b); // LONG4
+      putLe32(be.length);
     }
-    put(0x8a);
-    put(be.length);
     for (int i = be.length - 1; i >= 0; i--) {
       put(be[i]);
     }
   }
 
-  // ---------------------------------------------------------------- buffer
-
-  private void reserveFrameHeader() {
-    for (int i = 0; i < 9; i++) {
-      put(0);
+  /** UTF-8 as CPython encodes str for pickle: unpaired surrogates pass as 3-byte sequences. */
+  private static byte[] utf8SurrogatePass(String s) {
+    boolean plain = true;
+    for (int i = 0; i < s.length() && plain; i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        plain = i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1));
+        i++;
+      } else if (Character.isLowSurrogate(c)) {
+        plain = false;
+      }
     }
+    if (plain) {
+      return s.getBytes(StandardCharsets.UTF_8);
+    }
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(s.length() * 3);
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      int cp = c;
+      if (Character.isHighSurrogate(c)
+          && i + 1 < s.length()
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        cp = Character.toCodePoint(c, s.charAt(++i));
+      }
+      if (cp < 0x80) {
+        out.write(cp);
+      } else if (cp < 0x800) {
+        out.write(0xc0 | cp >>> 6);
+        out.write(0x80 | cp & 0x3f);
+      } else if (cp < 0x10000) {
+        out.write(0xe0 | cp >>> 12);
+        out.write(0x80 | cp >>> 6 & 0x3f);
+        out.write(0x80 | cp & 0x3f);
+      } else {
+        out.write(0xf0 | cp >>> 18);
+        out.write(0x80 | cp >>> 12 & 0x3f);
+        out.write(0x80 | cp >>> 6 & 0x3f);
+        out.write(0x80 | cp & 0x3f);
+      }
+    }
+    return out.toByteArray();
   }
+
+  // ---------------------------------------------------------------- buffer
 
   private void put(int b) {
     if (len == buf.length) {

@@ -1,0 +1,255 @@
+package io.kvroute.kvindex.zmq.internal;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+import org.zeromq.ZMonitor;
+import zmq.ZError;
+import zmq.util.Errno;
+
+/**
+ * Fetches replays from publishers' ROUTER endpoints (vLLM's replay protocol: a DEALER sends {@code
+ * ["", start_seq]}; replies {@code [topic, seq, payload]} or, from older vLLM and SGLang, {@code
+ * [seq, payload]}; the end marker has an empty last frame or the sequence {@code ff×8}) on {@code
+ * replayThreads} threads ({@code kvindex-replay-<i>}), at most 1024 waiting.
+ *
+ * <p>A job only does I/O: it decodes each reply and posts it to the stream's shard, where the
+ * {@link Sequencer} decides; it posts how the answer ended ({@link Sequencer.ReplayEnd#END_MARKER},
+ * or {@link Sequencer.ReplayEnd#FAILED} after {@code replayIdleTimeout} without a reply, {@code
+ * replayTimeout} in all, a dropped connection, or an error). It stops, posting nothing more, as
+ * soon as the stream no longer waits for it. A reply over {@code maxPayloadBytes} makes JeroMQ drop
+ * the connection unread: the job posts that sequence number as unreadable and asks again from the
+ * next one on a fresh DEALER.
+ *
+ * <p>Thread-safe.
+ */
+public final class ReplayClient {
+  static final int QUEUE = 1024;
+  private static final long END = -1L;
+  // JeroMQ keeps errno per thread; its event hooks run on the JeroMQ I/O thread that set it
+  private static final Errno JEROMQ_ERRNO = new Errno();
+
+  private final SubscriberConfig config;
+  private final ZContext context;
+  private final Telemetry telemetry;
+  private final ThreadPoolExecutor executor;
+  private volatile boolean running = true;
+
+  ReplayClient(SubscriberConfig config, ZContext context, Telemetry telemetry) {
+    this.config = config;
+    this.context = context;
+    this.telemetry = telemetry;
+    AtomicInteger n = new AtomicInteger();
+    this.executor =
+        new ThreadPoolExecutor(
+            config.replayThreads(),
+            config.replayThreads(),
+            0,
+            TimeUnit.MILLISECONDS,
+            new ArrayBlockingQueue<>(QUEUE),
+            r -> {
+              Thread t = new Thread(r, "kvindex-replay-" + n.getAndIncrement());
+              t.setDaemon(true);
+              return t;
+            },
+            new ThreadPoolExecutor.AbortPolicy());
+    telemetry.gauge(
+        "kvindex_replay_queue_depth",
+        () -> executor.getQueue().size(),
+        "replays waiting for a replay thread");
+  }
+
+  /** Starts replay {@code id} of {@code s} from {@code from} (called on the stream's shard). */
+  void start(Stream s, long id, long from) {
+    try {
+      executor.execute(() -> run(s, id, from));
+    } catch (RejectedExecutionException e) {
+      telemetry.replayRejected();
+      telemetry.warnOnce(
+          s.label, "replay_rejected", "more than " + QUEUE + " replays waiting; not replayed");
+      s.shard.post(() -> s.replayEnded(id, Sequencer.ReplayEnd.FAILED, s.shard.now()));
+    }
+  }
+
+  /** Stops the jobs (within one receive slice) and waits for them. */
+  void close() {
+    running = false;
+    executor.shutdown();
+    try {
+      if (!executor.awaitTermination(60, TimeUnit.SECONDS)) {
+        telemetry.warnOncePerSubscriber(
+            "replay_stop", "KV event replay threads did not stop within {} s", 60);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * A replay DEALER; {@code refused} is set when JeroMQ drops its connection for an oversized
+   * frame, {@code lost} when the publisher closed it (JeroMQ reconnects by itself after other
+   * drops, such as a stalled handshake, and sends the request again if it was not sent).
+   */
+  ZMQ.Socket newDealer(AtomicBoolean refused, AtomicBoolean lost) {
+    ZMQ.Socket d = context.getContext().socket(SocketType.DEALER);
+    d.setLinger(0);
+    d.setReceiveTimeOut((int) Math.min(config.replayIdleMs(), config.pollIntervalMs()));
+    d.setHandshakeIvl(config.handshakeMs());
+    d.setMaxMsgSize(config.maxPayloadBytes());
+    d.setEventHook(
+        ev -> {
+          if (ev.getEvent() == ZMonitor.Event.DISCONNECTED) {
+            int errno = JEROMQ_ERRNO.get();
+            if (errno == ZError.EMSGSIZE) {
+              refused.set(true);
+            } else if (errno == ZError.ENOTCONN) {
+              lost.set(true); // the publisher closed (a restart?); a stalled handshake is retried
+            }
+          }
+        },
+        ZMQ.EVENT_DISCONNECTED);
+    return d;
+  }
+
+  private boolean wanted(Stream s, long id) {
+    return running && !s.removed && s.activeReplay == id;
+  }
+
+  private void run(Stream s, long id, long from) {
+    Sequencer.ReplayEnd end = Sequencer.ReplayEnd.FAILED;
+    String failure = "timeout"; // why, if it fails
+    long expected = from;
+    ZMQ.Socket d = null;
+    try {
+      long idleNanos = TimeUnit.MILLISECONDS.toNanos(config.replayIdleMs());
+      long deadline = config.nanoClock().getAsLong() + config.replayTimeoutNanos();
+      AtomicBoolean refused = new AtomicBoolean();
+      AtomicBoolean lost = new AtomicBoolean();
+      long idleSince = 0;
+      while (wanted(s, id) && config.nanoClock().getAsLong() - deadline < 0) {
+        if (d == null) {
+          refused = new AtomicBoolean(); // fresh flags: a closed DEALER may still report
+          lost = new AtomicBoolean();
+          d = newDealer(refused, lost);
+          d.connect(s.replayEndpoint);
+          d.sendMore(new byte[0]);
+          d.send(Endpoints.seqBytes(expected));
+          idleSince = config.nanoClock().getAsLong();
+        }
+        List<byte[]> frames = receiveAll(d);
+        if (frames == null) {
+          if (refused.get()) {
+            // the next reply was over maxPayloadBytes: skip it, ask again from the one after
+            d.close();
+            d = null;
+            long skipped = expected++;
+            if (!post(s, id, Received.unreadable(skipped, s.lastTopic))) {
+              return;
+            }
+            continue;
+          }
+          if (lost.get()) {
+            failure = "disconnected"; // the publisher went away (a restart?)
+            end = Sequencer.ReplayEnd.DISCONNECTED;
+            break;
+          }
+          if (config.nanoClock().getAsLong() - idleSince >= idleNanos) {
+            failure = "idle";
+            break;
+          }
+          continue;
+        }
+        idleSince = config.nanoClock().getAsLong();
+        if (!frames.isEmpty() && frames.get(0).length == 0) {
+          frames.remove(0);
+        }
+        if (frames.isEmpty()
+            || frames.get(frames.size() - 1).length == 0
+            || (frames.size() >= 2 && isEnd(frames.get(frames.size() - 2)))) {
+          end = Sequencer.ReplayEnd.END_MARKER;
+          break;
+        }
+        String topic;
+        byte[] seqFrame;
+        byte[] payload;
+        if (frames.size() == 3) {
+          topic = new String(frames.get(0), StandardCharsets.UTF_8);
+          seqFrame = frames.get(1);
+          payload = frames.get(2);
+        } else if (frames.size() == 2) {
+          topic = s.lastTopic; // legacy replies carry no topic
+          seqFrame = frames.get(0);
+          payload = frames.get(1);
+        } else {
+          continue;
+        }
+        if (seqFrame.length != 8) {
+          continue;
+        }
+        long seq = Endpoints.seqOf(seqFrame);
+        expected = seq + 1;
+        int size = payload.length;
+        Received r =
+            Received.decode(
+                seq,
+                topic,
+                size > config.maxPayloadBytes() ? null : payload,
+                size,
+                config.dialect());
+        if (!post(s, id, r)) {
+          return;
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return;
+    } catch (RuntimeException e) {
+      failure = "error";
+      telemetry.warnOnce(s.label, "replay_error", String.valueOf(e));
+    } finally {
+      if (d != null) {
+        d.close();
+      }
+    }
+    if (end != Sequencer.ReplayEnd.END_MARKER && wanted(s, id)) {
+      telemetry.replayAttemptFailed(failure);
+    }
+    // through the replay inbox, behind the batches posted before it
+    Sequencer.ReplayEnd how = end;
+    try {
+      s.shard.postReplay(() -> s.replayEnded(id, how, s.shard.now()), () -> wanted(s, id));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private boolean post(Stream s, long id, Received r) throws InterruptedException {
+    return s.shard.postReplay(() -> s.replayed(id, r, s.shard.now()), () -> wanted(s, id));
+  }
+
+  private static boolean isEnd(byte[] seqFrame) {
+    return seqFrame.length == 8 && Endpoints.seqOf(seqFrame) == END;
+  }
+
+  private static List<byte[]> receiveAll(ZMQ.Socket d) {
+    byte[] first = d.recv();
+    if (first == null) {
+      return null;
+    }
+    List<byte[]> frames = new ArrayList<>(5);
+    frames.add(first);
+    while (d.hasReceiveMore()) {
+      frames.add(d.recv());
+    }
+    return frames;
+  }
+}

@@ -1,0 +1,463 @@
+package io.kvroute.kvindex.zmq.internal;
+
+import io.kvroute.kvindex.zmq.PodEndpoint;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZEvent;
+import org.zeromq.ZMQ;
+import org.zeromq.ZMonitor;
+import zmq.ZError;
+import zmq.util.Errno;
+
+/**
+ * The I/O thread ({@code kvindex-zmq-io}): owns every SUB socket, receives {@code [topic, seq,
+ * payload]} messages and hands them to the publishers' shards, runs the add/remove commands, and
+ * turns socket events into stream inputs.
+ *
+ * <p>Connect mode: one SUB per stream (a pod's DP rank). Bind mode: one bound SUB; streams are
+ * created per topic on first message (at most {@code maxPods} in all). A message without exactly 3
+ * frames is counted and skipped. When a shard queue is full the message is dropped, counted, and
+ * the stream told ({@link Sequencer#liveDropped}). A SUB's completed handshake is posted to its
+ * stream ({@link Sequencer#connected}). After a protocol error (an oversized frame: JeroMQ refuses
+ * it from its size header, unread, and ends the session) JeroMQ 0.6.0 does not reconnect a
+ * connect-mode socket, so it is reopened here, with back-off if that repeats without a message in
+ * between.
+ *
+ * <p>Thread-safety: {@link #command} and {@link #streamsOf} are thread-safe; everything else is
+ * confined to the I/O thread.
+ */
+public final class SocketLoop {
+  // JeroMQ keeps errno per thread; its event hooks run on the JeroMQ I/O thread that set it
+  private static final Errno JEROMQ_ERRNO = new Errno();
+
+  private final SubscriberConfig config;
+  private final ZContext context;
+  private final Telemetry telemetry;
+  private final Shard[] shards;
+  private final ReplayClient replays;
+  private final byte[] topicFilter;
+  private final Thread thread;
+  private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
+  private final Map<String, List<Stream>> pods = new ConcurrentHashMap<>();
+  private final CompletableFuture<String> bound = new CompletableFuture<>();
+  private volatile boolean running = true;
+
+  // I/O thread only
+  private final List<ZMQ.Socket> sockets = new ArrayList<>();
+  private final Map<ZMQ.Socket, Stream> streamBySocket = new HashMap<>();
+  private final Map<String, Stream> streamByTopic = new HashMap<>();
+  private final List<Stream> reopens = new ArrayList<>();
+  private ZMQ.Socket boundSocket;
+  private boolean dirty = true;
+
+  SocketLoop(
+      SubscriberConfig config,
+      ZContext context,
+      Telemetry telemetry,
+      Shard[] shards,
+      ReplayClient replays) {
+    this.config = config;
+    this.context = context;
+    this.telemetry = telemetry;
+    this.shards = shards;
+    this.replays = replays;
+    this.topicFilter = config.topic().getBytes(StandardCharsets.UTF_8);
+    this.thread = new Thread(this::loop, "kvindex-zmq-io");
+    thread.setDaemon(true);
+  }
+
+  void start() {
+    thread.start();
+  }
+
+  /** Completes with the bound endpoint (bind mode) or {@code null}, once the thread is up. */
+  CompletableFuture<String> bound() {
+    return bound;
+  }
+
+  void stop() {
+    running = false;
+    LockSupport.unpark(thread);
+  }
+
+  void join(long millis) throws InterruptedException {
+    thread.join(millis);
+  }
+
+  /** After the thread stopped: completes pending commands' futures and closes the sockets. */
+  void closeAfterStop() {
+    Runnable c;
+    while ((c = commands.poll()) != null) {
+      c.run(); // they see running == false and fail their futures
+    }
+    for (ZMQ.Socket s : sockets) {
+      s.close();
+    }
+    sockets.clear();
+    bound.completeExceptionally(new IllegalStateException("subscriber closed"));
+  }
+
+  /**
+   * Runs {@code r} on the I/O thread; {@code done} fails if the loop is stopped or {@code r}
+   * throws.
+   */
+  void command(Runnable r, CompletableFuture<?> done) {
+    commands.add(
+        () -> {
+          if (!running) {
+            done.completeExceptionally(new IllegalStateException("subscriber closed"));
+            return;
+          }
+          try {
+            r.run();
+          } catch (RuntimeException e) {
+            done.completeExceptionally(e);
+          }
+        });
+    LockSupport.unpark(thread);
+  }
+
+  /** Connect-mode pods. */
+  Map<String, List<Stream>> pods() {
+    return pods;
+  }
+
+  /** The streams of {@code podId} in connect mode, or {@code null}. */
+  List<Stream> streamsOf(String podId) {
+    return pods.get(podId);
+  }
+
+  Shard shardFor(String key) {
+    int h = 0x811c9dc5; // FNV-1a-32, as llm-d shards pods
+    for (int i = 0; i < key.length(); i++) {
+      h ^= key.charAt(i);
+      h *= 0x01000193;
+    }
+    return shards[Math.floorMod(h, shards.length)];
+  }
+
+  Stream newStream(String label, String identity, String endpoint, String replayEndpoint) {
+    return new Stream(
+        label,
+        identity,
+        endpoint,
+        replayEndpoint,
+        shardFor(identity != null ? identity : label),
+        config,
+        telemetry,
+        replays);
+  }
+
+  // ------------------------------------------------------------------ pods (I/O thread)
+
+  /** Opens the SUB sockets of {@code streams} (a new connect-mode pod). */
+  void open(List<Stream> streams) {
+    for (Stream s : streams) {
+      if (s.removed) {
+        continue;
+      }
+      ZMQ.Socket sock = newSub(s);
+      sock.connect(s.endpoint);
+      s.socket = sock;
+      sockets.add(sock);
+      streamBySocket.put(sock, s);
+    }
+    dirty = true;
+  }
+
+  /** Closes and forgets every stream of {@code podId}; returns them (connect and bind mode). */
+  List<Stream> close(String podId) {
+    List<Stream> streams = new ArrayList<>();
+    List<Stream> connected = pods.remove(podId);
+    if (connected != null) {
+      streams.addAll(connected);
+    }
+    streamByTopic.values().removeIf(s -> s.label.equals(podId) && streams.add(s));
+    for (Stream s : streams) {
+      s.removed = true;
+      if (s.socket != null) {
+        sockets.remove(s.socket);
+        streamBySocket.remove(s.socket);
+        s.socket.close();
+        s.socket = null;
+        dirty = true;
+      }
+    }
+    return streams;
+  }
+
+  /** Test hook: the max message size of every SUB socket. */
+  List<Long> maxMsgSizes() {
+    List<Long> sizes = new ArrayList<>();
+    for (ZMQ.Socket sock : sockets) {
+      sizes.add(sock.getMaxMsgSize());
+    }
+    return sizes;
+  }
+
+  // ------------------------------------------------------------------ loop
+
+  private void loop() {
+    ZMQ.Poller poller = null;
+    List<ZMQ.Socket> polled = new ArrayList<>();
+    try {
+      if (config.bindEndpoint() != null) {
+        try {
+          boundSocket = newSub(null);
+          boundSocket.bind(config.bindEndpoint());
+          sockets.add(boundSocket);
+          bound.complete(boundSocket.getLastEndpoint());
+        } catch (RuntimeException e) {
+          bound.completeExceptionally(e);
+          return;
+        }
+      } else {
+        bound.complete(null);
+      }
+      while (running) {
+        Runnable c;
+        while ((c = commands.poll()) != null) {
+          c.run();
+        }
+        if (!reopens.isEmpty()) {
+          reopenDue();
+        }
+        if (dirty) {
+          if (poller != null) {
+            poller.close();
+          }
+          poller = context.createPoller(Math.max(1, sockets.size()));
+          polled.clear();
+          for (ZMQ.Socket s : sockets) {
+            poller.register(s, ZMQ.Poller.POLLIN);
+            polled.add(s);
+          }
+          dirty = false;
+        }
+        if (polled.isEmpty()) {
+          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(config.pollIntervalMs()));
+          continue;
+        }
+        int ready = poller.poll(config.pollIntervalMs());
+        for (int i = 0; i < polled.size(); i++) {
+          // on a timeout every socket is tried too: a missed wake-up costs at most pollInterval
+          if (ready <= 0 || poller.pollin(i)) {
+            ZMQ.Socket sock = polled.get(i);
+            drain(sock, sock == boundSocket ? null : streamBySocket.get(sock));
+          }
+        }
+      }
+    } catch (RuntimeException e) {
+      if (running) {
+        telemetry.error(
+            "KV event subscriber I/O thread failed; no more events will be received", e);
+      }
+    } finally {
+      if (poller != null) {
+        poller.close();
+      }
+      for (ZMQ.Socket s : sockets) {
+        s.close();
+      }
+      sockets.clear();
+    }
+  }
+
+  /** A SUB socket; {@code s} is its stream in connect mode, {@code null} for the bound socket. */
+  private ZMQ.Socket newSub(Stream s) {
+    ZMQ.Socket sock = context.getContext().socket(SocketType.SUB);
+    sock.setLinger(0);
+    sock.setRcvHWM(config.receiveHwm());
+    sock.setReconnectIVL((int) config.reconnectIntervalMs());
+    sock.setReconnectIVLMax((int) config.reconnectIntervalMaxMs());
+    sock.setHandshakeIvl(config.handshakeMs());
+    // JeroMQ refuses a larger frame from its size header, before allocating it, and drops the
+    // connection (see onDisconnected)
+    sock.setMaxMsgSize(config.maxPayloadBytes());
+    sock.setEventHook(
+        ev -> onSocketEvent(s, sock, ev), ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL);
+    sock.subscribe(topicFilter);
+    return sock;
+  }
+
+  /**
+   * Runs on a JeroMQ I/O thread, synchronously from the engine, before that connection delivers any
+   * message: a completed handshake is posted to the stream's shard at once (so it precedes the
+   * connection's messages there); a dropped connection goes to the I/O thread. JeroMQ's per-thread
+   * errno tells why a connection dropped: {@code EMSGSIZE} for an oversized frame, {@code ENOTCONN}
+   * for a peer that closed.
+   */
+  private void onSocketEvent(Stream s, ZMQ.Socket sock, ZEvent ev) {
+    int errno = JEROMQ_ERRNO.get();
+    if (ev.getEvent() == ZMonitor.Event.HANDSHAKE_PROTOCOL) {
+      if (s != null && !s.removed) {
+        s.shard.post(() -> s.connected(s.shard.now()));
+      }
+      return;
+    }
+    if (ev.getEvent() != ZMonitor.Event.DISCONNECTED) {
+      return;
+    }
+    boolean oversized = errno == ZError.EMSGSIZE;
+    boolean peerClosed = errno == ZError.ENOTCONN;
+    String peer = peerOf(ev);
+    commands.add(() -> onDisconnected(s, sock, oversized, peerClosed, peer));
+    LockSupport.unpark(thread);
+  }
+
+  private static String peerOf(ZEvent ev) {
+    Object v = ev.getValue();
+    if (v instanceof java.nio.channels.SocketChannel ch) {
+      try {
+        return String.valueOf(ch.getRemoteAddress());
+      } catch (java.io.IOException | RuntimeException e) {
+        // closed already: fall back to the endpoint
+      }
+    }
+    return ev.getAddress();
+  }
+
+  private void onDisconnected(
+      Stream s, ZMQ.Socket sock, boolean oversized, boolean peerClosed, String peer) {
+    if (oversized) {
+      telemetry.dropped("oversized");
+      if (s != null) {
+        s.oversizedUnseen.incrementAndGet();
+      }
+      String pod = s != null ? s.label : peer;
+      telemetry.warnOnce(
+          s != null ? s.label : "bound to " + config.bindEndpoint(),
+          "oversized",
+          "a frame over maxPayloadBytes="
+              + config.maxPayloadBytes()
+              + " from "
+              + peer
+              + " was refused unread; the connection was dropped and is re-established, and the"
+              + " sequence gap is repaired like any other");
+      telemetry.listen(() -> telemetry.listener.onDropped(pod, -1, "oversized", null));
+    }
+    if (s == null || s.removed || s.socket != sock || peerClosed || s.reopenPending) {
+      return;
+    }
+    s.reopenPending = true;
+    s.reopenAt = config.nanoClock().getAsLong() + TimeUnit.MILLISECONDS.toNanos(s.reopenBackoffMs);
+    reopens.add(s);
+  }
+
+  private void reopenDue() {
+    long now = config.nanoClock().getAsLong();
+    for (Iterator<Stream> it = reopens.iterator(); it.hasNext(); ) {
+      Stream s = it.next();
+      if (s.removed || s.socket == null) {
+        s.reopenPending = false;
+        it.remove();
+      } else if (now - s.reopenAt >= 0) {
+        s.reopenPending = false;
+        it.remove();
+        ZMQ.Socket old = s.socket;
+        drain(old, s); // what arrived complete before the drop
+        sockets.remove(old);
+        streamBySocket.remove(old);
+        old.close();
+        ZMQ.Socket sock = newSub(s);
+        sock.connect(s.endpoint);
+        s.socket = sock;
+        sockets.add(sock);
+        streamBySocket.put(sock, s);
+        dirty = true;
+        s.reopenBackoffMs =
+            s.reopenBackoffMs == 0
+                ? config.reconnectIntervalMs()
+                : Math.min(config.reconnectIntervalMaxMs(), 2 * s.reopenBackoffMs);
+        telemetry.reopen();
+      }
+    }
+  }
+
+  private void drain(ZMQ.Socket sock, Stream fixed) {
+    for (int n = 0; n < 1024; n++) {
+      byte[] f0 = sock.recv(ZMQ.DONTWAIT);
+      if (f0 == null) {
+        return;
+      }
+      byte[] f1 = null;
+      byte[] f2 = null;
+      int count = 1;
+      while (sock.hasReceiveMore()) {
+        byte[] f = sock.recv();
+        count++;
+        if (count == 2) {
+          f1 = f;
+        } else if (count == 3) {
+          f2 = f;
+        }
+      }
+      String topic = new String(f0, StandardCharsets.UTF_8);
+      Stream s = fixed != null ? fixed : boundStream(topic);
+      if (s == null || s.removed) {
+        continue;
+      }
+      s.reopenBackoffMs = 0;
+      if (count != 3 || f1.length != 8) {
+        telemetry.dropped("frames");
+        int got = count;
+        telemetry.warnOnce(
+            s.label, "frames", "expected 3 frames [topic, seq(8 bytes), payload], got " + got);
+        telemetry.listen(() -> telemetry.listener.onDropped(s.label, -1, "frames", null));
+        continue;
+      }
+      long seq = Endpoints.seqOf(f1);
+      int size = f2.length;
+      byte[] payload = size > config.maxPayloadBytes() ? null : f2;
+      if (!s.shard.offer(new Shard.Live(s, topic, seq, payload, size))) {
+        overflow(s, seq);
+      }
+    }
+  }
+
+  /** A full shard queue: the message is dropped, counted, and the stream told (coalesced). */
+  private void overflow(Stream s, long seq) {
+    telemetry.dropped("overflow");
+    s.droppedMax.accumulateAndGet(seq, (a, b) -> a == -1 || Long.compareUnsigned(b, a) > 0 ? b : a);
+    if (s.dropReported.compareAndSet(false, true)) {
+      s.shard.post(
+          () -> {
+            s.dropReported.set(false);
+            long max = s.droppedMax.getAndSet(-1);
+            if (max != -1 && !s.removed) {
+              s.liveDropped(max, s.shard.now());
+            }
+          });
+    }
+    telemetry.warnOnce(s.label, "overflow", "shard queue full; the dropped batches are recovered");
+    telemetry.listen(() -> telemetry.listener.onDropped(s.label, seq, "overflow", null));
+  }
+
+  private Stream boundStream(String topic) {
+    Stream s = streamByTopic.get(topic);
+    if (s == null) {
+      if (streamByTopic.size() + pods.size() >= config.maxPods()) {
+        telemetry.dropped("pod_limit");
+        telemetry.warnOncePerSubscriber(
+            "pod_limit",
+            "KV events: more than maxPods={} publishers; new topics are ignored",
+            config.maxPods());
+        return null;
+      }
+      s = newStream(PodEndpoint.podIdFromTopic(topic), null, null, null);
+      streamByTopic.put(topic, s);
+    }
+    return s;
+  }
+}

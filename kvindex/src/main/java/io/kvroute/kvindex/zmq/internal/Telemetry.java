@@ -1,0 +1,227 @@
+package io.kvroute.kvindex.zmq.internal;
+
+import io.kvroute.kvindex.event.KvEvent;
+import io.kvroute.kvindex.zmq.KvEventListener;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the subscriber tells the outside: the {@code kvindex_*} Micrometer meters, the {@link
+ * KvEventListener}, and logs (each problem kind once per pod at WARN, then only counted; never with
+ * payload contents).
+ *
+ * <p>Thread-safe: counters are Micrometer's; the set of logged kinds is concurrent; listener calls
+ * are made from whichever thread reports, and a listener that throws is logged and ignored.
+ */
+public final class Telemetry {
+  private static final Logger LOG =
+      LoggerFactory.getLogger("io.kvroute.kvindex.zmq.KvEventSubscriber");
+
+  /** The listener (never {@code null}). */
+  public final KvEventListener listener;
+
+  /** The registry the meters are in. */
+  public final MeterRegistry registry;
+
+  private final Counter stored;
+  private final Counter removed;
+  private final Counter cleared;
+  private final Counter batches;
+  private final Counter decodeErrors;
+  private final Counter unknownTags;
+  private final Counter gaps;
+  private final Counter duplicates;
+  private final Counter replaysComplete;
+  private final Counter replaysIncomplete;
+  private final Counter replaysRejected;
+  private final Counter restarts;
+  private final Counter catchUps;
+  private final Counter reopens;
+  private final Map<String, Counter> resyncs = new ConcurrentHashMap<>();
+  private final Map<String, Counter> dropped = new ConcurrentHashMap<>();
+  private final Map<String, Counter> attemptsFailed = new ConcurrentHashMap<>();
+  private final Set<String> warned = ConcurrentHashMap.newKeySet();
+  private final List<Gauge> gauges = new ArrayList<>();
+
+  /** Live batches held back behind running replays, over all publishers. */
+  public final AtomicInteger heldBack = new AtomicInteger();
+
+  /** Registers the meters. */
+  public Telemetry(MeterRegistry r, KvEventListener listener) {
+    this.registry = r;
+    this.listener = listener;
+    stored = Counter.builder("kvindex_events").tag("type", "BlockStored").register(r);
+    removed = Counter.builder("kvindex_events").tag("type", "BlockRemoved").register(r);
+    cleared = Counter.builder("kvindex_events").tag("type", "AllBlocksCleared").register(r);
+    batches = r.counter("kvindex_batches");
+    decodeErrors = r.counter("kvindex_decode_errors");
+    unknownTags = r.counter("kvindex_unknown_tags");
+    gaps = r.counter("kvindex_gaps");
+    duplicates = r.counter("kvindex_duplicates");
+    replaysComplete = r.counter("kvindex_replays", "outcome", "complete");
+    replaysIncomplete = r.counter("kvindex_replays", "outcome", "incomplete");
+    replaysRejected = r.counter("kvindex_replays", "outcome", "rejected");
+    restarts = r.counter("kvindex_restarts");
+    catchUps = r.counter("kvindex_catchups");
+    reopens = r.counter("kvindex_socket_reopens");
+    gauge(
+        "kvindex_replay_buffered",
+        heldBack::get,
+        "live KV event messages held back while their pod's replay runs");
+  }
+
+  /** Registers a gauge that {@link #close()} removes. */
+  public void gauge(String name, Supplier<Number> value, String description, String... tags) {
+    gauges.add(Gauge.builder(name, value).tags(tags).description(description).register(registry));
+  }
+
+  /** Removes the gauges (counters stay, as Micrometer counters do). */
+  public void close() {
+    for (Gauge g : gauges) {
+      registry.remove(g);
+    }
+    gauges.clear();
+  }
+
+  // ------------------------------------------------------------------ counts
+
+  /** One applied batch and its events. */
+  public void batch(List<KvEvent> events, int unknown) {
+    batches.increment();
+    for (KvEvent e : events) {
+      (e instanceof KvEvent.BlockStored
+              ? stored
+              : e instanceof KvEvent.BlockRemoved ? removed : cleared)
+          .increment();
+    }
+    if (unknown > 0) {
+      unknownTags.increment(unknown);
+    }
+  }
+
+  /** A payload that did not decode. */
+  public void decodeError() {
+    decodeErrors.increment();
+    dropped("malformed");
+  }
+
+  /** {@code kvindex_dropped{reason}}. */
+  public void dropped(String reason) {
+    dropped
+        .computeIfAbsent(reason, k -> registry.counter("kvindex_dropped", "reason", k))
+        .increment();
+  }
+
+  /** {@code kvindex_resyncs{reason}}. */
+  public void resync(String reason) {
+    resyncs
+        .computeIfAbsent(reason, k -> registry.counter("kvindex_resyncs", "reason", k))
+        .increment();
+  }
+
+  /**
+   * {@code kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}: a replay
+   * attempt ended without the end marker (it is retried, up to 3 attempts).
+   */
+  public void replayAttemptFailed(String reason) {
+    attemptsFailed
+        .computeIfAbsent(
+            reason, k -> registry.counter("kvindex_replay_attempts_failed", "reason", k))
+        .increment();
+  }
+
+  /** {@code kvindex_gaps}. */
+  public void gap() {
+    gaps.increment();
+  }
+
+  /** {@code kvindex_duplicates}. */
+  public void duplicate() {
+    duplicates.increment();
+  }
+
+  /** {@code kvindex_restarts}. */
+  public void restart() {
+    restarts.increment();
+  }
+
+  /** {@code kvindex_socket_reopens}. */
+  public void reopen() {
+    reopens.increment();
+  }
+
+  /** {@code kvindex_replays{outcome=rejected}}. */
+  public void replayRejected() {
+    replaysRejected.increment();
+  }
+
+  /** A replay ended: a catch-up (first contact, verification) or a repair. */
+  public void replayEnded(boolean catchUp, boolean complete) {
+    if (catchUp) {
+      catchUps.increment();
+    } else {
+      (complete ? replaysComplete : replaysIncomplete).increment();
+    }
+  }
+
+  // ------------------------------------------------------------------ logs
+
+  /** Logs {@code kind} for {@code pod} once at WARN; later occurrences are only counted. */
+  public void warnOnce(String pod, String kind, String detail) {
+    if (warned.add(pod + '\0' + kind)) {
+      LOG.warn(
+          "KV events from pod {}: {} ({}); further occurrences are only counted in kvindex_* metrics",
+          pod,
+          kind,
+          detail);
+    }
+  }
+
+  /** Logs {@code kind} for {@code pod} once at INFO (expected events, e.g. joining late). */
+  public void infoOnce(String pod, String kind, String detail) {
+    if (warned.add(pod + '\0' + kind)) {
+      LOG.info("KV events from pod {}: {} ({})", pod, kind, detail);
+    }
+  }
+
+  /** Logs once per subscriber at WARN. */
+  public void warnOncePerSubscriber(String key, String message, Object arg) {
+    if (warned.add('\0' + key)) {
+      LOG.warn(message, arg);
+    }
+  }
+
+  /** Forgets what was logged for {@code pod} (it was removed; a new pod of that id logs again). */
+  public void forget(String pod) {
+    warned.removeIf(k -> k.startsWith(pod + '\0'));
+  }
+
+  /** Logs at WARN with the exception. */
+  public void warn(String message, Object arg, Throwable t) {
+    LOG.warn(message, arg, t);
+  }
+
+  /** Logs at ERROR with the exception. */
+  public void error(String message, Throwable t) {
+    LOG.error(message, t);
+  }
+
+  /** Calls the listener; what it throws is logged and ignored. */
+  public void listen(Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      LOG.warn("KvEventListener threw; ignored", e);
+    }
+  }
+}
