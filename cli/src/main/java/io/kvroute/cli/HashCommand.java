@@ -71,15 +71,6 @@ final class HashCommand implements Callable<Integer> {
           spec.commandLine(), "--block-size must be > 0, was " + blockSize);
     }
     int[] ids = parseTokens(tokens);
-    if (ids.length < blockSize) {
-      throw new CommandLine.ParameterException(
-          spec.commandLine(),
-          "--tokens: "
-              + ids.length
-              + " token(s) is fewer than one block of "
-              + blockSize
-              + "; vLLM hashes full blocks only, so there is nothing to print");
-    }
     VllmBlockHasher hasher;
     try {
       hasher =
@@ -91,6 +82,15 @@ final class HashCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--hash-seed: " + e.getMessage());
+    }
+    if (ids.length < blockSize) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--tokens: "
+              + ids.length
+              + " token(s) is fewer than one block of "
+              + blockSize
+              + "; vLLM hashes full blocks only, so there is nothing to print");
     }
     BlockExtraKeys extras = BlockExtraKeys.builder().loraName(lora).cacheSalt(cacheSalt).build();
     List<BlockHash> hashes = hasher.hashBlocks(ids, extras);
