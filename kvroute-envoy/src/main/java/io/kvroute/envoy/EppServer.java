@@ -9,6 +9,7 @@ import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -34,6 +35,7 @@ public final class EppServer implements AutoCloseable {
   private final int port;
   private final Duration shutdownGrace;
   private final BooleanSupplier ready;
+  private final Executor executor;
   private volatile Server server;
 
   private EppServer(Builder b) {
@@ -42,6 +44,7 @@ public final class EppServer implements AutoCloseable {
     this.port = b.port;
     this.shutdownGrace = b.shutdownGrace;
     this.ready = b.ready != null ? b.ready : () -> !b.picker.router().endpoints().isEmpty();
+    this.executor = b.executor;
   }
 
   /** A builder serving {@code picker}. */
@@ -60,11 +63,14 @@ public final class EppServer implements AutoCloseable {
     if (server != null) {
       throw new IllegalStateException("EppServer already started");
     }
-    Server s =
+    NettyServerBuilder nb =
         NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
             .addService(picker)
-            .addService(new Health(ready))
-            .build();
+            .addService(new Health(ready));
+    if (executor != null) {
+      nb.executor(executor);
+    }
+    Server s = nb.build();
     try {
       s.start();
     } catch (IOException e) {
@@ -127,6 +133,7 @@ public final class EppServer implements AutoCloseable {
     private int port = 9002;
     private Duration shutdownGrace = Duration.ofSeconds(10);
     private BooleanSupplier ready;
+    private Executor executor;
 
     private Builder(EndpointPicker picker) {
       this.picker = Objects.requireNonNull(picker, "picker");
@@ -159,6 +166,18 @@ public final class EppServer implements AutoCloseable {
     /** Readiness (default: the router knows at least one endpoint). */
     public Builder ready(BooleanSupplier ready) {
       this.ready = Objects.requireNonNull(ready, "ready");
+      return this;
+    }
+
+    /**
+     * The executor that runs the picker's stream handlers (default: gRPC's shared cached pool).
+     * Handlers never block on I/O themselves, but the router's scheduler runs on this executor up
+     * to its first asynchronous step: pass {@code MoreExecutors.directExecutor()}-like {@code
+     * Runnable::run} to save a thread hand-off per message only when the scheduler and its prefix
+     * index never block (an in-memory index; not a remote one).
+     */
+    public Builder executor(Executor executor) {
+      this.executor = Objects.requireNonNull(executor, "executor");
       return this;
     }
 
