@@ -433,7 +433,7 @@ class ExtProcProtocolTest {
         EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()).toBuilder()
             .setObservabilityMode(true)
             .build());
-    // A normal stream afterwards proves the picker processed (and ignored) the first message.
+    // Envoy ignores answers in observability mode: the picker sends none and decides nothing.
     s.halfClose();
     assertThat(s.awaitClosed()).isTrue();
     assertThat(s.pending()).isZero();
