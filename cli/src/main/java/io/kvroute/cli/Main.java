@@ -38,6 +38,7 @@ import picocli.CommandLine.ScopeType;
       HashCommand.class,
       EventsCommand.class,
       SimCommand.class,
+      TokenizeCommand.class,
     })
 public final class Main implements Runnable {
   /** Exit code for problems the user can fix. */
