@@ -34,6 +34,7 @@ import picocli.CommandLine.ScopeType;
       ProxyCommand.class,
       ServeCommand.class,
       GatewayCommand.class,
+      EppCommand.class,
       HashCommand.class,
       EventsCommand.class,
       SimCommand.class,

@@ -41,6 +41,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -88,6 +89,7 @@ public final class KvRouter implements AutoCloseable {
   private final Map<String, Endpoint> endpoints = new ConcurrentHashMap<>();
   private final Map<String, Pipeline> pipelines = new ConcurrentHashMap<>();
   private final AtomicInteger inFlight = new AtomicInteger();
+  private static final Predicate<Endpoint> ANY_ENDPOINT = e -> true;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Timer routeTimer;
   private final Counter routeErrors;
@@ -263,7 +265,19 @@ public final class KvRouter implements AutoCloseable {
    * precise prefix scoring works for text prompts).
    */
   public CompletableFuture<RouteDecision> decideAsync(InferenceRequest request) {
-    return decideInternal(request)
+    return decideAsync(request, ANY_ENDPOINT);
+  }
+
+  /**
+   * Like {@link #decideAsync(InferenceRequest)}, choosing only among the model's endpoints that
+   * {@code candidateFilter} accepts: for example the subset a proxy allows for this request (the
+   * Gateway API Inference Extension's subset hint). When it accepts none, the future fails with
+   * {@link ConnectorException.NoAvailableEndpointException}.
+   */
+  public CompletableFuture<RouteDecision> decideAsync(
+      InferenceRequest request, Predicate<Endpoint> candidateFilter) {
+    Objects.requireNonNull(candidateFilter, "candidateFilter");
+    return decideInternal(request, candidateFilter)
         .thenApply(
             rd -> {
               scheduler.onRouted(rd.scheduling());
@@ -271,11 +285,12 @@ public final class KvRouter implements AutoCloseable {
             });
   }
 
-  private CompletableFuture<RouteDecision> decideInternal(InferenceRequest request) {
+  private CompletableFuture<RouteDecision> decideInternal(
+      InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     SchedulingRequest sr;
     try {
       checkOpen();
-      sr = toSchedulingRequest(request);
+      sr = toSchedulingRequest(request, candidateFilter);
     } catch (ConnectorException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -336,7 +351,7 @@ public final class KvRouter implements AutoCloseable {
    */
   public CompletableFuture<RoutedResponse> route(InferenceRequest request) {
     long start = nanoClock.getAsLong();
-    return decideInternal(request)
+    return decideInternal(request, ANY_ENDPOINT)
         .thenCompose(
             rd -> {
               Pipeline p = pipeline(rd.model());
@@ -471,14 +486,20 @@ public final class KvRouter implements AutoCloseable {
   // ---------------------------------------------------------------- request parsing
 
   SchedulingRequest toSchedulingRequest(InferenceRequest request) {
-    return OpenAiRequests.toSchedulingRequest(request, maxRequestBytes, this::candidates);
+    return toSchedulingRequest(request, ANY_ENDPOINT);
   }
 
-  private List<Endpoint> candidates(String model) {
+  private SchedulingRequest toSchedulingRequest(
+      InferenceRequest request, Predicate<Endpoint> candidateFilter) {
+    return OpenAiRequests.toSchedulingRequest(
+        request, maxRequestBytes, model -> candidates(model, candidateFilter));
+  }
+
+  private List<Endpoint> candidates(String model, Predicate<Endpoint> candidateFilter) {
     List<Endpoint> out = new ArrayList<>();
     for (Endpoint e : endpoints.values()) {
       String m = e.label(MODEL_LABEL);
-      if (m == null || m.equals(model)) {
+      if ((m == null || m.equals(model)) && candidateFilter.test(e)) {
         out.add(e);
       }
     }

@@ -144,6 +144,28 @@ class KvRouterTest {
   }
 
   @Test
+  void aCandidateFilterLimitsTheChoice() throws Exception {
+    Endpoint a = pod("a", Endpoint.Role.DECODE, Map.of());
+    Endpoint b = pod("b", Endpoint.Role.DECODE, Map.of());
+    router = KvRouter.builder().endpoints(List.of(a, b)).build();
+    for (int i = 0; i < 10; i++) {
+      RouteDecision rd =
+          router
+              .decideAsync(
+                  completion("{\"model\":\"m\",\"prompt\":\"p" + i + "\"}"), e -> e.equals(a))
+              .get(10, TimeUnit.SECONDS);
+      assertThat(rd.decode()).isEqualTo(a);
+      assertThat(rd.fallbacks()).isEmpty();
+      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+    }
+    CompletableFuture<RouteDecision> none =
+        router.decideAsync(completion("{\"model\":\"m\",\"prompt\":\"x\"}"), e -> false);
+    assertThatThrownBy(() -> none.get(10, TimeUnit.SECONDS))
+        .hasCauseInstanceOf(ConnectorException.NoAvailableEndpointException.class);
+    assertThat(router.inFlight()).isZero();
+  }
+
+  @Test
   void badRequestsAreRejectedPrecisely() throws Exception {
     router = KvRouter.builder().endpoint(pod("d", Endpoint.Role.DECODE, Map.of())).build();
     assertThatThrownBy(() -> router.decide(completion("{\"prompt\":\"x\"}")))

@@ -44,7 +44,12 @@ final class RecordingListener implements KvEventListener {
     return batches.contains(pod + ":" + seq) || batches.contains(pod + ":" + seq + ":replayed");
   }
 
+  /**
+   * Whether a live (not replayed) batch of {@code pod} arrived: the subscriber has joined and its
+   * catch-up replay on connect, which may still be running after the first replayed batch (and
+   * would deliver later batches as catch-up, with no gap), has ended.
+   */
   boolean anyBatch(String pod) {
-    return batches.stream().anyMatch(b -> b.startsWith(pod + ":"));
+    return batches.stream().anyMatch(b -> b.startsWith(pod + ":") && !b.endsWith(":replayed"));
   }
 }

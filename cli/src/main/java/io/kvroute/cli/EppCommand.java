@@ -1,0 +1,132 @@
+package io.kvroute.cli;
+
+import com.sun.net.httpserver.HttpServer;
+import io.kvroute.envoy.EndpointPicker;
+import io.kvroute.envoy.EppServer;
+import io.kvroute.router.KvRouter;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.File;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code kvroute epp --config FILE}: kvroute as the endpoint picker of a Gateway API Inference
+ * Extension gateway (Envoy Gateway, Istio, kgateway, or plain Envoy): an Envoy {@code ext_proc}
+ * gRPC server with the gRPC health service, routing with the same configuration file as {@code
+ * kvroute gateway} (endpoints, connectors, scheduler, index and KV events; {@code listen} is the
+ * gRPC address here, with {@code --port} defaulting to GIE's 9002). See docs/envoy.md.
+ */
+@Command(
+    name = "epp",
+    mixinStandardHelpOptions = true,
+    header = "Runs an Envoy ext_proc endpoint picker (Gateway API Inference Extension).",
+    description =
+        "Serves envoy.service.ext_proc.v3.ExternalProcessor and grpc.health.v1.Health: picks the"
+            + " endpoint for each request with KvRouter and tells Envoy through the"
+            + " x-gateway-destination-endpoint header and envoy.lb metadata. The configuration is"
+            + " the gateway's (docs/configuration.md); the Envoy side is in docs/envoy.md.")
+final class EppCommand implements Callable<Integer> {
+
+  @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
+  File config;
+
+  @Option(names = "--host", description = "Address to bind (overrides listen.host)")
+  String host;
+
+  @Option(names = "--port", defaultValue = "9002", description = "gRPC port (0: any free port)")
+  int port;
+
+  @Option(
+      names = "--metrics-port",
+      description = "Serve Prometheus /metrics (and /healthz) on this HTTP port")
+  Integer metricsPort;
+
+  @Option(
+      names = "--request-body-mode",
+      defaultValue = "FULL_DUPLEX_STREAMED",
+      description =
+          "Request body mode assumed when Envoy does not send protocol_config: ${COMPLETION-CANDIDATES}")
+  EndpointPicker.BodyMode requestBodyMode;
+
+  @Option(
+      names = "--response-body-mode",
+      defaultValue = "FULL_DUPLEX_STREAMED",
+      description = "Response body mode assumed likewise: ${COMPLETION-CANDIDATES}")
+  EndpointPicker.BodyMode responseBodyMode;
+
+  @Option(
+      names = "--destination-namespace",
+      defaultValue = EndpointPicker.DESTINATION_NAMESPACE,
+      description = "Dynamic metadata namespace of the picked endpoints")
+  String destinationNamespace;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  volatile EppServer running;
+  private final CountDownLatch stop = new CountDownLatch(1);
+
+  @Override
+  public Integer call() throws Exception {
+    GatewayCommand.GatewayConfig cfg;
+    try {
+      cfg = GatewayCommand.load(config);
+    } catch (RuntimeException e) {
+      spec.commandLine()
+          .getErr()
+          .println("kvroute epp: invalid --config " + config + ": " + Main.oneLine(e.getMessage()));
+      return Main.USAGE;
+    }
+    PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    HttpServer metrics = null;
+    try (KvRouter router = GatewayCommand.router(cfg, meters)) {
+      EndpointPicker picker =
+          EndpointPicker.builder(router)
+              .requestBodyMode(requestBodyMode)
+              .responseBodyMode(responseBodyMode)
+              .destinationNamespace(destinationNamespace)
+              .meterRegistry(meters)
+              .build();
+      String bind = host != null ? host : cfg.host();
+      try (EppServer server = EppServer.builder(picker).host(bind).port(port).build().start()) {
+        if (metricsPort != null) {
+          metrics = HttpServer.create(new InetSocketAddress(bind, metricsPort), 0);
+          metrics.createContext("/metrics", ex -> GatewayCommand.text(ex, 200, meters.scrape()));
+          metrics.createContext("/healthz", ex -> GatewayCommand.text(ex, 200, "ok\n"));
+          metrics.start();
+        }
+        running = server;
+        Thread hook = new Thread(stop::countDown, "kvroute-epp-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        spec.commandLine()
+            .getOut()
+            .printf(
+                "kvroute epp (ext_proc) listening on %s:%d with %d endpoints%s%n",
+                bind,
+                server.port(),
+                router.endpoints().size(),
+                metrics == null ? "" : "; metrics on :" + metrics.getAddress().getPort())
+            .flush();
+        stop.await();
+        try {
+          Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException e) {
+          // already shutting down
+        }
+      } finally {
+        if (metrics != null) {
+          metrics.stop(0);
+        }
+      }
+    }
+    return 0;
+  }
+
+  void shutdown() {
+    stop.countDown();
+  }
+}
