@@ -31,7 +31,7 @@ class RedisBlockIndexContractTest {
   }
 
   static RedisIndexConfig.Builder config() {
-    return RedisIndexConfig.builder().url(server.url()).readYourWrites(true);
+    return RedisIndexConfig.builder().url(server.url()).readYourWrites(true).mappingCacheSize(4096);
   }
 
   abstract static class Backend extends BlockIndexContract {

@@ -653,6 +653,8 @@ final class RedisIndexImpl implements RedisBlockIndex {
       if (!client.submit(op)) { // unfenced: any replica may remove a pod
         op.dropped("queue_full");
       }
+      // applied before anything else may register the name again
+      client.flush(op.seq);
       podIds.remove(podId);
       if (l != null) {
         release(l, pod);
