@@ -31,7 +31,12 @@ class RedisBlockIndexContractTest {
   }
 
   static RedisIndexConfig.Builder config() {
-    return RedisIndexConfig.builder().url(server.url()).readYourWrites(true).mappingCacheSize(4096);
+    return RedisIndexConfig.builder()
+        .url(server.url())
+        .readYourWrites(true)
+        .mappingCacheSize(4096)
+        .lookupTimeout(java.time.Duration.ofSeconds(10))
+        .commandTimeout(java.time.Duration.ofSeconds(10));
   }
 
   abstract static class Backend extends BlockIndexContract {

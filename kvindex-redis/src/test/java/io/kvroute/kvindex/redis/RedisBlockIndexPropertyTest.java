@@ -25,6 +25,8 @@ class RedisBlockIndexPropertyTest extends BlockIndexPropertyContract {
                 .url(server.url())
                 .readYourWrites(true)
                 .mappingCacheSize(4096)
+                .lookupTimeout(java.time.Duration.ofSeconds(10))
+                .commandTimeout(java.time.Duration.ofSeconds(10))
                 .ingestMode(IngestMode.ALL_REPLICAS)
                 .build());
   }

@@ -53,14 +53,22 @@ public final class RedisServer implements AutoCloseable {
 
   /** Starts a server, or skips the calling test if redis-server is not installed. */
   public static RedisServer start() {
+    try {
+      return start(freePort());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Starts a server on {@code port} (skips the test if redis-server is not installed). */
+  public static RedisServer start(int port) {
     Optional<Path> bin = binary();
     assumeTrue(
         bin.isPresent(),
         "redis-server is not installed (apt-get install -y redis-server): Redis backend tests"
             + " skipped");
     try {
-      RedisServer s =
-          new RedisServer(bin.get(), Files.createTempDirectory("kvroute-redis-"), freePort());
+      RedisServer s = new RedisServer(bin.get(), Files.createTempDirectory("kvroute-redis-"), port);
       s.launch();
       return s;
     } catch (IOException e) {

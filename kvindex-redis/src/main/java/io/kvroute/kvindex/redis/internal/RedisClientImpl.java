@@ -16,6 +16,7 @@ import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -81,7 +82,13 @@ public final class RedisClientImpl implements RedisIndexClient {
     uri.setTimeout(config.commandTimeout());
     this.health = new Health(uri.getHost() + ":" + uri.getPort());
     this.resources =
-        DefaultClientResources.builder().ioThreadPoolSize(1).computationThreadPoolSize(1).build();
+        DefaultClientResources.builder()
+            .ioThreadPoolSize(1)
+            .computationThreadPoolSize(1)
+            .reconnectDelay(
+                Delay.exponential(
+                    Duration.ofMillis(10), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS))
+            .build();
     this.client = RedisClient.create(resources, uri);
     client.setOptions(
         ClientOptions.builder()
@@ -106,7 +113,8 @@ public final class RedisClientImpl implements RedisIndexClient {
     writer.setDaemon(true);
     tryConnect();
     writer.start();
-    scheduler.scheduleWithFixedDelay(this::maintain, 1000, 1000, TimeUnit.MILLISECONDS);
+    long period = Math.max(20, Math.min(1000, config.leaseTtl().toMillis() / 3));
+    scheduler.scheduleWithFixedDelay(this::maintain, period, period, TimeUnit.MILLISECONDS);
     config.meterRegistry().ifPresent(this::bindMeters);
   }
 

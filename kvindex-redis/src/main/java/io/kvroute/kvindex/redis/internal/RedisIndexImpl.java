@@ -61,7 +61,7 @@ final class RedisIndexImpl implements RedisBlockIndex {
   private static final int MAX_TIERS = 16;
   private static final int ID_SPACE = 1 << 24;
   private static final int MAX_SIDE_ENTRIES = 1 << 16;
-  private static final int MAX_BACKLOG = 4096;
+  private static final int MAX_BACKLOG = 256;
   private static final long NEGATIVE_TTL_NANOS = 1_000_000_000L;
   private static final byte[] EMPTY = new byte[0];
   private static final List<String> FIXED_TIERS =
@@ -676,22 +676,7 @@ final class RedisIndexImpl implements RedisBlockIndex {
     synchronized (l) {
       long now = now();
       if (l.token == null && now >= l.nextAttempt) {
-        String token = rc.replicaId() + "/" + Long.toHexString(random.nextLong());
-        if (leaseCall('A', op.pod, token)) {
-          l.token = token;
-          l.tokenBytes = Bytes.utf8(token);
-          l.renewAt = now + rc.leaseTtl().toNanos() / 3;
-          // replay what this replica received while another one held the lease
-          for (WriteOp b : l.backlog) {
-            b.token = l.tokenBytes;
-            if (!client.submit(b)) {
-              b.dropped("queue_full");
-            }
-          }
-          l.backlog.clear();
-        } else {
-          l.nextAttempt = now + rc.leaseTtl().toNanos() / 3;
-        }
+        acquire(l, op.pod, now);
       }
       if (l.token != null) {
         op.token = l.tokenBytes;
@@ -700,11 +685,36 @@ final class RedisIndexImpl implements RedisBlockIndex {
         }
         return;
       }
+      // keep the last 2 lease TTLs (at most MAX_BACKLOG events): what a crashed writer may not
+      // have written before its lease expired
       buffered.increment();
+      op.born = now;
       l.backlog.addLast(op);
-      if (l.backlog.size() > MAX_BACKLOG) {
+      long horizon = now - 2 * rc.leaseTtl().toNanos();
+      while (l.backlog.size() > MAX_BACKLOG || l.backlog.peekFirst().born < horizon) {
         l.backlog.removeFirst();
       }
+    }
+  }
+
+  /** Tries to take the pod's lease; on success replays the backlog. Caller holds {@code l}. */
+  private void acquire(Lease l, int pod, long now) {
+    String token = rc.replicaId() + "/" + Long.toHexString(random.nextLong());
+    if (leaseCall('A', pod, token)) {
+      l.token = token;
+      l.tokenBytes = Bytes.utf8(token);
+      l.renewAt = now + rc.leaseTtl().toNanos() / 3;
+      // replay what this replica received while another one held the lease: the writes are
+      // idempotent, so re-applying what the previous holder already wrote is harmless
+      for (WriteOp b : l.backlog) {
+        b.token = l.tokenBytes;
+        if (!client.submit(b)) {
+          b.dropped("queue_full");
+        }
+      }
+      l.backlog.clear();
+    } else {
+      l.nextAttempt = now + rc.leaseTtl().toNanos() / 3;
     }
   }
 
@@ -738,7 +748,15 @@ final class RedisIndexImpl implements RedisBlockIndex {
     for (Map.Entry<String, Lease> e : leases.entrySet()) {
       Lease l = e.getValue();
       synchronized (l) {
-        if (l.token == null || now < l.renewAt) {
+        if (l.token == null) {
+          // take over a quiet pod whose writer went away: what this replica buffered is replayed
+          Integer pod = podIds.get(e.getKey());
+          if (!l.backlog.isEmpty() && now >= l.nextAttempt && pod != null) {
+            acquire(l, pod, now);
+          }
+          continue;
+        }
+        if (now < l.renewAt) {
           continue;
         }
         Integer pod = podIds.get(e.getKey());
@@ -1311,6 +1329,7 @@ final class RedisIndexImpl implements RedisBlockIndex {
     final byte[][] values;
     final boolean[] partial;
     byte[] token = EMPTY;
+    long born;
 
     WriteOp(
         RedisIndexImpl index,
