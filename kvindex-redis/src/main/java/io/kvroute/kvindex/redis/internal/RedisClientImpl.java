@@ -49,6 +49,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class RedisClientImpl implements RedisIndexClient {
   private static final Logger LOG = LoggerFactory.getLogger(RedisClientImpl.class);
+  private static final int MAX_GROUP_OPS = 128;
+  private static final int MAX_GROUP_KEYS = 4096;
 
   final RedisIndexConfig config;
   final Scripts scripts = new Scripts();
@@ -318,32 +320,77 @@ public final class RedisClientImpl implements RedisIndexClient {
       return;
     }
     RedisAsyncCommands<byte[], byte[]> c = w.async();
-    List<RedisFuture<List<Object>>> f = new ArrayList<>(batch.size());
-    for (Op op : batch) {
-      f.add(op.dispatch(c));
+    // consecutive writes of one index go in one script call (its fixed cost shared)
+    List<List<Op>> groups = new ArrayList<>();
+    List<RedisFuture<List<Object>>> f = new ArrayList<>();
+    int i = 0;
+    while (i < batch.size()) {
+      Op op = batch.get(i);
+      if (!(op instanceof RedisIndexImpl.WriteOp)) {
+        groups.add(List.of(op));
+        f.add(op.dispatch(c));
+        i++;
+        continue;
+      }
+      List<RedisIndexImpl.WriteOp> g = new ArrayList<>();
+      int keys = 0;
+      while (i < batch.size()
+          && batch.get(i) instanceof RedisIndexImpl.WriteOp
+          && batch.get(i).index == op.index
+          && g.size() < MAX_GROUP_OPS
+          && keys < MAX_GROUP_KEYS) {
+        RedisIndexImpl.WriteOp x = (RedisIndexImpl.WriteOp) batch.get(i++);
+        g.add(x);
+        keys += x.keys.length;
+      }
+      groups.add(new ArrayList<>(g));
+      f.add(op.index.dispatchWrites(c, g));
     }
     w.flushCommands();
     batches.increment();
-    opsSent.add(f.size());
-    for (int i = 0; i < f.size(); i++) {
-      Op op = batch.get(i);
+    opsSent.add(batch.size());
+    for (int gi = 0; gi < groups.size(); gi++) {
+      List<Op> g = groups.get(gi);
+      List<Object> reply;
       try {
-        List<Object> reply;
         try {
-          reply = await(f.get(i), config.commandTimeout(), "write");
+          reply = await(f.get(gi), config.commandTimeout(), "write");
         } catch (RedisNoScriptException e) {
           reloadScripts();
-          reply = retry(op);
-        }
-        if (!op.done(reply)) {
-          op.done(retry(op)); // re-registered: once more
+          reply = null; // applied one by one below
         }
       } catch (Unavailable e) {
-        op.dropped("redis_unavailable");
+        g.forEach(op -> op.dropped("redis_unavailable"));
+        continue;
       } catch (RuntimeException e) {
         LOG.debug("kvindex: Redis write failed", e);
         health.failed("write", e);
-        op.dropped("redis_unavailable");
+        g.forEach(op -> op.dropped("redis_unavailable"));
+        continue;
+      }
+      int at = 0;
+      for (Op op : g) {
+        try {
+          List<Object> r;
+          if (reply == null) {
+            r = retry(op);
+          } else if (op instanceof RedisIndexImpl.WriteOp) {
+            int u = (int) Bytes.parseLong(reply.get(at + 4));
+            r = reply.subList(at, at + 5 + u);
+            at += 5 + u;
+          } else {
+            r = reply;
+          }
+          if (!op.done(r)) {
+            op.done(retry(op)); // re-registered: once more
+          }
+        } catch (Unavailable e) {
+          op.dropped("redis_unavailable");
+        } catch (RuntimeException e) {
+          LOG.debug("kvindex: Redis write failed", e);
+          health.failed("write", e);
+          op.dropped("redis_unavailable");
+        }
       }
     }
   }

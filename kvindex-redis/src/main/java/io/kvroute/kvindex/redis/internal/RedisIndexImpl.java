@@ -830,11 +830,11 @@ final class RedisIndexImpl implements RedisBlockIndex {
       }
       if (kind == 'T') {
         blocksStored.add(Bytes.parseLong(reply.get(3)));
-        drop("unknown_engine_key", reply.size() - 4);
+        drop("unknown_engine_key", reply.size() - 5);
       }
     } else if (kind == 'R') {
       blocksRemoved.add(Bytes.parseLong(reply.get(1)));
-      for (int i = 4; i < reply.size(); i++) {
+      for (int i = 5; i < reply.size(); i++) {
         int idx = (int) Bytes.parseLong(reply.get(i));
         if (partial == null || !partial[idx]) {
           drop("unknown_engine_key", 1);
@@ -1314,6 +1314,43 @@ final class RedisIndexImpl implements RedisBlockIndex {
     b.register(r);
   }
 
+  /** One {@code write.lua} call applying {@code ops} (all of this index) in order. */
+  RedisFuture<List<Object>> dispatchWrites(
+      RedisAsyncCommands<byte[], byte[]> c, List<WriteOp> ops) {
+    int nk = 1;
+    int na = 5;
+    for (WriteOp op : ops) {
+      nk += op.keys.length - 1;
+      na += 8 + op.m;
+    }
+    byte[][] keys = new byte[nk][];
+    byte[][] args = new byte[na][];
+    keys[0] = podnKey;
+    args[0] = pBytes;
+    args[1] = entryTtl;
+    args[2] = mappingTtl;
+    args[3] = maxEntries;
+    args[4] = Bytes.num(ops.size());
+    int k = 1;
+    int a = 5;
+    for (WriteOp op : ops) {
+      System.arraycopy(op.keys, 1, keys, k, op.keys.length - 1);
+      k += op.keys.length - 1;
+      args[a++] = new byte[] {(byte) op.kind};
+      args[a++] = Bytes.num(op.pod);
+      args[a++] = Bytes.utf8(op.podName);
+      args[a++] = Bytes.num(op.group);
+      args[a++] = Bytes.num(op.tier);
+      args[a++] = op.kind == 'X' || op.token == null ? EMPTY : op.token;
+      args[a++] = Bytes.num(op.n);
+      args[a++] = Bytes.num(op.m);
+      for (int j = 0; j < op.m; j++) {
+        args[a++] = op.values[j];
+      }
+    }
+    return client.scripts.call(c, Script.WRITE, ScriptOutputType.MULTI, keys, args);
+  }
+
   // ------------------------------------------------------------------ ops
 
   /** One {@code write.lua} call. */
@@ -1358,24 +1395,7 @@ final class RedisIndexImpl implements RedisBlockIndex {
 
     @Override
     RedisFuture<List<Object>> dispatch(RedisAsyncCommands<byte[], byte[]> c) {
-      RedisIndexImpl x = index;
-      byte[][] args = new byte[12 + m][];
-      args[0] = new byte[] {(byte) kind};
-      args[1] = x.pBytes;
-      args[2] = Bytes.num(pod);
-      args[3] = Bytes.utf8(podName);
-      args[4] = Bytes.num(group);
-      args[5] = Bytes.num(tier);
-      args[6] = x.entryTtl;
-      args[7] = x.mappingTtl;
-      args[8] = x.maxEntries;
-      args[9] = kind == 'X' || token == null ? EMPTY : token;
-      args[10] = Bytes.num(n);
-      args[11] = Bytes.num(m);
-      for (int j = 0; j < m; j++) {
-        args[12 + j] = values[j];
-      }
-      return x.client.scripts.call(c, Script.WRITE, ScriptOutputType.MULTI, keys, args);
+      return index.dispatchWrites(c, List.of(this));
     }
 
     @Override
