@@ -26,10 +26,10 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Ingestion throughput of one replica, applied (not just queued): each invocation stores 16
- * requests of 64 blocks from 100 pods, as engine steps would announce them (4 events of 16 blocks,
- * each chained to the previous event's last block), then waits until the index applied them (the
- * Redis index's {@code flush()}). Score: blocks per second. For Redis, the server's CPU seconds per
- * million blocks are printed after each iteration ({@code INFO cpu}).
+ * requests of 64 blocks from 100 pods, as engine steps would announce them (events of {@code
+ * perEvent} blocks, each chained to the previous event's last block), then waits until the index
+ * applied them (the Redis index's {@code flush()}). Score: blocks per second. For Redis, the
+ * server's CPU seconds per million blocks are printed after each iteration ({@code INFO cpu}).
  *
  * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar RedisIngestBenchmark -f 1 -wi 3 -i 5}.
  */
@@ -42,11 +42,14 @@ import org.openjdk.jmh.annotations.Warmup;
 public class RedisIngestBenchmark {
   static final int REQUESTS = 16;
   static final int BLOCKS = 64;
-  static final int PER_EVENT = 16;
   private static final int POOL = 1 << 10;
 
   @Param({"memory", "redis-all", "redis-leased"})
   String backend;
+
+  /** Blocks per event: 16 (prefill of a long prompt), 1 (a decode step's new block). */
+  @Param({"16", "1"})
+  int perEvent;
 
   private RedisProcess redis;
   private BlockIndex index;
@@ -135,8 +138,8 @@ public class RedisIngestBenchmark {
       int[] t = tokens[i];
       t[0] = (int) (round & 0xffff); // new content each round
       String pod = pods[i % pods.length];
-      for (int from = 0; from < BLOCKS; from += PER_EVENT) {
-        int to = from + PER_EVENT;
+      for (int from = 0; from < BLOCKS; from += perEvent) {
+        int to = from + perEvent;
         index.blockStored(
             pod,
             Arrays.copyOfRange(e, from, to),

@@ -24,6 +24,17 @@ local function epochOf(id)
   return e
 end
 local keysCreated, keysDeleted, newMappings = 0, 0, 0
+-- per call: registrations and leases checked once per pod, entry counts added up per pod and tier
+local registered, leased, counts = {}, {}, {}
+local function flushCounts(id)
+  local c = counts[id]
+  if c then
+    for t, d in pairs(c) do
+      if d ~= 0 then redis.call('HINCRBY', P .. 'c:' .. id, t, d) end
+    end
+    counts[id] = nil
+  end
+end
 local out = {}
 local ki, ai = 2, 6
 
@@ -43,10 +54,21 @@ for _ = 1, count do
   local keys0 = ki
   ki = ki + n + m
   local status = 0
-  if redis.call('HGET', podn, id) ~= name then
+  local reg = registered[id]
+  if reg == nil then
+    reg = redis.call('HGET', podn, id)
+    registered[id] = reg
+  end
+  if reg ~= name then
     status = 1
-  elseif token ~= '' and redis.call('GET', P .. 'lease:' .. id) ~= token then
-    status = 2
+  elseif token ~= '' then
+    local lk = id .. '/' .. token
+    local ok = leased[lk]
+    if ok == nil then
+      ok = redis.call('GET', P .. 'lease:' .. id) == token
+      leased[lk] = ok
+    end
+    if not ok then status = 2 end
   end
   if status ~= 0 then
     out[#out + 1] = status
@@ -58,10 +80,13 @@ for _ = 1, count do
     local e = (epochOf(id) + 1) % 16777216
     redis.call('HSET', P .. 'epoch', id, e)
     epochs[id] = e
+    flushCounts(id)
+    counts[id] = nil
     redis.call('DEL', P .. 'c:' .. id)
     if op == 'X' then
       redis.call('HDEL', P .. 'pods', name)
       redis.call('HDEL', podn, id)
+      registered[id] = false
     end
     out[#out + 1] = 0
     out[#out + 1] = 0
@@ -175,7 +200,14 @@ for _ = 1, count do
       end
     end
     local delta = added - removed
-    if delta ~= 0 then redis.call('HINCRBY', P .. 'c:' .. id, tier, delta) end
+    if delta ~= 0 then
+      local c = counts[id]
+      if not c then
+        c = {}
+        counts[id] = c
+      end
+      c[tier] = (c[tier] or 0) + delta
+    end
     out[#out + 1] = 0
     if op == 'R' then
       out[#out + 1] = resolved
@@ -190,6 +222,7 @@ for _ = 1, count do
     for _, u in ipairs(unknown) do out[#out + 1] = u end
   end
 end
+for id, _ in pairs(counts) do flushCounts(id) end
 if keysCreated ~= keysDeleted then redis.call('HINCRBY', P .. 'stats', 'keys', keysCreated - keysDeleted) end
 if newMappings > 0 then redis.call('HINCRBY', P .. 'stats', 'engine_keys', newMappings) end
 return out
