@@ -24,7 +24,7 @@ import java.util.function.LongSupplier;
  *       by lookup hits; 0 = none (then only Redis's own maxmemory policy bounds memory)</td></tr>
  *   <tr><td>mappingTtl</td><td>6 h</td><td>time to live of an engine-key mapping, refreshed by
  *       stores; 0 = none</td></tr>
- *   <tr><td>lookupMode</td><td>{@link LookupMode#SCRIPT}</td><td>how a lookup reads a
+ *   <tr><td>lookupMode</td><td>{@link LookupMode#PIPELINED_MGET}</td><td>how a lookup reads a
  *       prompt's keys in one round trip</td></tr>
  *   <tr><td>lookupTimeout</td><td>100 ms</td><td>a lookup slower than this answers "no cache
  *       information"</td></tr>
@@ -239,7 +239,7 @@ public final class RedisIndexConfig {
     private Duration leaseTtl = Duration.ofSeconds(10);
     private Duration entryTtl = Duration.ofHours(6);
     private Duration mappingTtl = Duration.ofHours(6);
-    private LookupMode lookupMode = LookupMode.SCRIPT;
+    private LookupMode lookupMode = LookupMode.PIPELINED_MGET;
     private Duration lookupTimeout = Duration.ofMillis(100);
     private Duration commandTimeout = Duration.ofSeconds(2);
     private int writeQueueCapacity = 65_536;
@@ -293,7 +293,7 @@ public final class RedisIndexConfig {
       return this;
     }
 
-    /** How lookups read (default {@link LookupMode#SCRIPT}). */
+    /** How lookups read (default {@link LookupMode#PIPELINED_MGET}: measured faster). */
     public Builder lookupMode(LookupMode mode) {
       this.lookupMode = Objects.requireNonNull(mode, "lookupMode");
       return this;
