@@ -50,6 +50,7 @@ import org.slf4j.LoggerFactory;
 public final class RedisClientImpl implements RedisIndexClient {
   private static final Logger LOG = LoggerFactory.getLogger(RedisClientImpl.class);
   private static final int MAX_GROUP_OPS = 128;
+  private static final int REQUEST_QUEUE = 16_384;
   private static final int MAX_GROUP_KEYS = 4096;
 
   final RedisIndexConfig config;
@@ -95,6 +96,9 @@ public final class RedisClientImpl implements RedisIndexClient {
     client.setOptions(
         ClientOptions.builder()
             .autoReconnect(true)
+            // commands awaiting a reply per connection: lookups that timed out stay queued until
+            // the server answers; beyond this bound new ones fail at once (counted, degraded)
+            .requestQueueSize(REQUEST_QUEUE)
             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
             .socketOptions(
                 SocketOptions.builder()
