@@ -16,7 +16,10 @@ import io.kvroute.router.KvRouter;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulerConfigLoader;
+import io.kvroute.scoring.TokenizerChain;
 import io.kvroute.scoring.Tokenizers;
+import io.kvroute.tokenizer.hf.HfTokenizer;
+import io.kvroute.tokenizer.hf.TokenizerLoadException;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
@@ -48,6 +51,8 @@ import picocli.CommandLine.Option;
  * defaultConnector: { type: http }     # a kvConnector section
  * models:
  *   llama: { kvConnector: { type: nixl, timeouts: { prefill: "30s" } } }
+ *   Qwen/Qwen3-0.6B:                   # tokenize locally: no /tokenize calls to the engines
+ *     tokenizer: { path: /models/hub/models--Qwen--Qwen3-0.6B, revision: main, fallback: true }
  * index: { blockSize: 16 }             # precise prefix scoring from KV events (optional)
  * scheduler: picker.yaml               # an EndpointPickerConfig file (optional)
  * endpoints:
@@ -59,10 +64,13 @@ import picocli.CommandLine.Option;
  *     kvEvents: { publisher: "tcp://127.0.0.1:5557", replay: "tcp://127.0.0.1:5558" }
  * }</pre>
  *
- * <p>Prompts are tokenized with the pods' own {@code /tokenize} (so chat templates match). With
- * {@code --admin}, endpoints can be listed, added and removed at run time: {@code GET
- * /admin/endpoints}, {@code POST /admin/endpoints} (one endpoint object as above), {@code DELETE
- * /admin/endpoints/{id}}; bind the gateway to a trusted interface when you enable it.
+ * <p>Prompts of a model with {@code tokenizer.path} are tokenized in process ({@code
+ * kvroute-tokenizer-hf}: the model's {@code tokenizer.json} and chat template, as vLLM does);
+ * {@code fallback: true} (the default) sends them to the pods' {@code /tokenize} when local
+ * tokenization fails. Other models use the pods' own {@code /tokenize}. With {@code --admin},
+ * endpoints can be listed, added and removed at run time: {@code GET /admin/endpoints}, {@code POST
+ * /admin/endpoints} (one endpoint object as above), {@code DELETE /admin/endpoints/{id}}; bind the
+ * gateway to a trusted interface when you enable it.
  */
 @Command(
     name = "gateway",
@@ -96,7 +104,15 @@ final class GatewayCommand implements Callable<Integer> {
       Map<String, ConnectorConfig> models,
       List<ConfiguredEndpoint> endpoints,
       Integer indexBlockSize,
-      File schedulerFile) {}
+      File schedulerFile,
+      Map<String, LocalTokenizer> tokenizers) {}
+
+  /**
+   * {@code models.<name>.tokenizer}: where the model's tokenizer files are, which snapshot of a
+   * Hugging Face cache directory, an optional chat template file, and whether a local failure falls
+   * back to the pods' {@code /tokenize}.
+   */
+  record LocalTokenizer(File path, String revision, File chatTemplate, boolean fallback) {}
 
   /** An endpoint and where it publishes KV events (null when it does not). */
   record ConfiguredEndpoint(Endpoint endpoint, KvEventFeed.Source events) {}
@@ -136,8 +152,22 @@ final class GatewayCommand implements Callable<Integer> {
             ? ConnectorConfig.of("http")
             : ConnectorConfig.fromMap((Map<String, Object>) root.get("defaultConnector"));
     Map<String, ConnectorConfig> models = new LinkedHashMap<>();
+    Map<String, LocalTokenizer> tokenizers = new LinkedHashMap<>();
     Map<String, Object> m = (Map<String, Object>) root.getOrDefault("models", Map.of());
-    m.forEach((k, v) -> models.put(k, ConnectorConfig.fromMap((Map<String, Object>) v)));
+    for (Map.Entry<String, Object> e : m.entrySet()) {
+      if (!(e.getValue() instanceof Map)) {
+        throw new IllegalArgumentException("models." + e.getKey() + " must be an object");
+      }
+      Map<String, Object> model = new LinkedHashMap<>((Map<String, Object>) e.getValue());
+      Object tok = model.remove("tokenizer");
+      if (tok != null) {
+        tokenizers.put(
+            e.getKey(), localTokenizer("models." + e.getKey() + ".tokenizer", tok, file));
+      }
+      if (!model.isEmpty() || tok == null) {
+        models.put(e.getKey(), ConnectorConfig.fromMap(model));
+      }
+    }
     List<Map<String, Object>> eps =
         (List<Map<String, Object>>) root.getOrDefault("endpoints", List.of());
     List<ConfiguredEndpoint> endpoints = new ArrayList<>();
@@ -169,7 +199,48 @@ final class GatewayCommand implements Callable<Integer> {
         models,
         endpoints,
         blockSize,
-        schedulerFile);
+        schedulerFile,
+        tokenizers);
+  }
+
+  /** Parses {@code models.<name>.tokenizer}; relative paths are relative to the config file. */
+  @SuppressWarnings("unchecked")
+  static LocalTokenizer localTokenizer(String field, Object value, File configFile) {
+    if (!(value instanceof Map)) {
+      throw new IllegalArgumentException(field + " must be an object like { path: DIR }");
+    }
+    Map<String, Object> t = (Map<String, Object>) value;
+    for (String k : t.keySet()) {
+      if (!List.of("path", "revision", "chatTemplate", "fallback").contains(k)) {
+        throw new IllegalArgumentException(
+            field
+                + "."
+                + k
+                + " is not a known field; expected path, revision, chatTemplate, fallback");
+      }
+    }
+    if (!(t.get("path") instanceof String)) {
+      throw new IllegalArgumentException(field + ".path must be a directory path string");
+    }
+    Object fb = t.getOrDefault("fallback", Boolean.TRUE);
+    if (!(fb instanceof Boolean)) {
+      throw new IllegalArgumentException(field + ".fallback must be true or false, was " + fb);
+    }
+    return new LocalTokenizer(
+        relativeTo(configFile, (String) t.get("path")),
+        t.get("revision") == null ? null : String.valueOf(t.get("revision")),
+        t.get("chatTemplate") == null
+            ? null
+            : relativeTo(configFile, String.valueOf(t.get("chatTemplate"))),
+        (Boolean) fb);
+  }
+
+  private static File relativeTo(File configFile, String path) {
+    File f = new File(path);
+    if (!f.isAbsolute() && configFile.getAbsoluteFile().getParentFile() != null) {
+      f = new File(configFile.getAbsoluteFile().getParentFile(), path);
+    }
+    return f;
   }
 
   /** Parses one endpoint object; {@code field} names it in errors. */
@@ -227,7 +298,16 @@ final class GatewayCommand implements Callable<Integer> {
       return 2;
     }
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    try (KvRouter router = router(cfg, meters)) {
+    KvRouter built;
+    try {
+      built = router(cfg, meters);
+    } catch (IllegalArgumentException e) {
+      spec.commandLine()
+          .getErr()
+          .println("kvroute gateway: invalid --config " + config + ": " + e.getMessage());
+      return 2;
+    }
+    try (KvRouter router = built) {
       ProxyServer server =
           new ProxyServer(
               cfg.host(),
@@ -296,9 +376,33 @@ final class GatewayCommand implements Callable<Integer> {
     }
     boolean pd =
         cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL);
-    sb.pdEnabled(pd)
-        .meterRegistry(meters)
-        .tokenizer(Tokenizers.vllm().meterRegistry(meters).build());
+    Tokenizers.VllmTokenizer remote = Tokenizers.vllm().meterRegistry(meters).build();
+    if (cfg.tokenizers().isEmpty()) {
+      sb.tokenizer(remote);
+    } else {
+      TokenizerChain.Builder chain = Tokenizers.chain().remote(remote).meterRegistry(meters);
+      for (Map.Entry<String, LocalTokenizer> e : cfg.tokenizers().entrySet()) {
+        LocalTokenizer t = e.getValue();
+        HfTokenizer.Builder hb =
+            HfTokenizer.builder()
+                .path(t.path().toPath())
+                .revision(t.revision())
+                .modelName(e.getKey())
+                .meterRegistry(meters);
+        if (t.chatTemplate() != null) {
+          hb.chatTemplate(
+              java.nio.file.Files.readString(t.chatTemplate().toPath(), StandardCharsets.UTF_8));
+        }
+        try {
+          chain.local(e.getKey(), hb.build(), t.fallback());
+        } catch (TokenizerLoadException ex) {
+          throw new IllegalArgumentException(
+              "models." + e.getKey() + ".tokenizer: " + ex.getMessage(), ex);
+        }
+      }
+      sb.tokenizer(chain.build());
+    }
+    sb.pdEnabled(pd).meterRegistry(meters);
     KvRouter.Builder b =
         KvRouter.builder()
             .defaultConnector(cfg.defaultConnector())

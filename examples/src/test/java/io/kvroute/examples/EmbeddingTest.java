@@ -9,9 +9,7 @@ import io.kvroute.testkit.KvTransferProtocol;
 import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,8 +17,6 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -59,7 +55,7 @@ class EmbeddingTest {
                 .getBytes(StandardCharsets.UTF_8);
         RoutedResponse response = Embedding.chat(router, body, Map.of()).get(60, TimeUnit.SECONDS);
         String sse =
-            new String(collect(response).get(60, TimeUnit.SECONDS), StandardCharsets.UTF_8);
+            new String(response.readAll(1 << 20).get(60, TimeUnit.SECONDS), StandardCharsets.UTF_8);
 
         assertThat(response.status()).isEqualTo(200);
         assertThat(response.decision().prefill()).as("disaggregated").isPresent();
@@ -79,41 +75,6 @@ class EmbeddingTest {
   /** Chat requests a pod served (the router also calls the pods' /tokenize). */
   private static long chats(VllmSimulator pod) {
     return pod.requests().stream().filter(r -> r.path().endsWith("/chat/completions")).count();
-  }
-
-  /** Subscribes with demand of one chunk at a time, as a back-pressured gateway would. */
-  private static CompletableFuture<byte[]> collect(Flow.Publisher<ByteBuffer> body) {
-    CompletableFuture<byte[]> done = new CompletableFuture<>();
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    body.subscribe(
-        new Flow.Subscriber<>() {
-          private Flow.Subscription subscription;
-
-          @Override
-          public void onSubscribe(Flow.Subscription s) {
-            subscription = s;
-            s.request(1);
-          }
-
-          @Override
-          public void onNext(ByteBuffer chunk) {
-            byte[] b = new byte[chunk.remaining()];
-            chunk.get(b);
-            out.writeBytes(b);
-            subscription.request(1);
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            done.completeExceptionally(t);
-          }
-
-          @Override
-          public void onComplete() {
-            done.complete(out.toByteArray());
-          }
-        });
-    return done;
   }
 
   @Test
