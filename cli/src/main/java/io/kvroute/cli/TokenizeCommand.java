@@ -25,6 +25,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "tokenize",
     mixinStandardHelpOptions = true,
+    header = "Prints the token ids vLLM computes for a prompt or a chat request, offline.",
     description = {
       "Prints the token ids vLLM computes for a completion prompt or a /v1/chat/completions body,",
       "locally, from a model directory or a Hugging Face cache (models--org--name): prints",
