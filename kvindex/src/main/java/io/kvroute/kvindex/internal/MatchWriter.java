@@ -15,7 +15,8 @@ public abstract class MatchWriter {
     instance = writer;
   }
 
-  static MatchWriter get() {
+  /** The installed writer (for index implementations in other kvroute modules). */
+  public static MatchWriter get() {
     MatchWriter w = instance;
     if (w == null) {
       new PrefixMatch(); // forces PrefixMatch's static initialiser

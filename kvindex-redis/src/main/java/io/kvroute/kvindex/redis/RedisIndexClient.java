@@ -1,0 +1,51 @@
+package io.kvroute.kvindex.redis;
+
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.redis.internal.RedisClientImpl;
+
+/**
+ * Connections to one Redis (or Valkey) server shared by the block indexes of several models: one
+ * connection for lookups and registry reads, one pipelined connection and one writer thread for all
+ * indexes' writes.
+ *
+ * <p><b>Never fails requests.</b> If the server is unreachable when the client starts, or later,
+ * lookups answer "no cache information" (every pod matched 0 blocks), writes are dropped, both
+ * counted ({@code kvindex_redis_unavailable_total}) and logged once per outage; the client
+ * reconnects in the background and the indexes resume by themselves.
+ *
+ * <p><b>Thread-safety.</b> Thread-safe. {@link #close()} closes every index it created.
+ */
+public interface RedisIndexClient extends AutoCloseable {
+
+  /**
+   * Creates a client and starts connecting (returns even if the server is not reachable yet).
+   *
+   * @throws IllegalArgumentException if the URL cannot be parsed
+   */
+  static RedisIndexClient connect(RedisIndexConfig config) {
+    return new RedisClientImpl(config);
+  }
+
+  /**
+   * The index of {@code config.modelName()} (namespace: the model name, or {@code default} when
+   * empty).
+   */
+  RedisBlockIndex index(IndexConfig config);
+
+  /**
+   * The index in {@code namespace}: its keys are tagged {@code {keyPrefix:namespace}}, so they all
+   * live in one Redis Cluster slot. Replicas that share an index use the same namespace, block size
+   * and hash seed.
+   */
+  RedisBlockIndex index(IndexConfig config, String namespace);
+
+  /** Whether the server answered the last command. */
+  boolean available();
+
+  /** The configuration. */
+  RedisIndexConfig config();
+
+  /** Stops the writer (after a bounded wait for pending writes) and closes the connections. */
+  @Override
+  void close();
+}

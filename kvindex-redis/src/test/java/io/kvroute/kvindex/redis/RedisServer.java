@@ -1,0 +1,183 @@
+package io.kvroute.kvindex.redis;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A real {@code redis-server} (the Debian package) started by a test on a free loopback port, in a
+ * temporary directory, without persistence. Tests skip with a clear message if the binary is not
+ * installed ({@code apt-get install -y redis-server}; CI's {@code .ci/run} installs it).
+ */
+public final class RedisServer implements AutoCloseable {
+  private static final List<String> CANDIDATES =
+      List.of("/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server");
+
+  private final Path binary;
+  private final Path dir;
+  private final int port;
+  private Process process;
+
+  private RedisServer(Path binary, Path dir, int port) {
+    this.binary = binary;
+    this.dir = dir;
+    this.port = port;
+  }
+
+  /** The redis-server binary, if installed. */
+  public static Optional<Path> binary() {
+    String path = System.getenv("PATH");
+    Stream<Path> fromPath =
+        path == null
+            ? Stream.empty()
+            : Stream.of(path.split(":")).map(p -> Paths.get(p, "redis-server"));
+    return Stream.concat(fromPath, CANDIDATES.stream().map(Paths::get))
+        .filter(Files::isExecutable)
+        .findFirst();
+  }
+
+  /** Starts a server, or skips the calling test if redis-server is not installed. */
+  public static RedisServer start() {
+    try {
+      return start(freePort());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Starts a server on {@code port} (skips the test if redis-server is not installed). */
+  public static RedisServer start(int port) {
+    Optional<Path> bin = binary();
+    assumeTrue(
+        bin.isPresent(),
+        "redis-server is not installed (apt-get install -y redis-server): Redis backend tests"
+            + " skipped");
+    try {
+      RedisServer s = new RedisServer(bin.get(), Files.createTempDirectory("kvroute-redis-"), port);
+      s.launch();
+      return s;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** A loopback port nothing listens on (for "unreachable" tests). */
+  public static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** {@code redis://127.0.0.1:PORT}. */
+  public String url() {
+    return "redis://127.0.0.1:" + port;
+  }
+
+  /** The port. */
+  public int port() {
+    return port;
+  }
+
+  private void launch() throws IOException {
+    process =
+        new ProcessBuilder(
+                binary.toString(),
+                "--port",
+                Integer.toString(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                dir.toString(),
+                "--daemonize",
+                "no")
+            .redirectErrorStream(true)
+            .redirectOutput(dir.resolve("redis.log").toFile())
+            .start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (!ping()) {
+      if (!process.isAlive()) {
+        throw new IllegalStateException(
+            "redis-server exited: " + Files.readString(dir.resolve("redis.log")));
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("redis-server did not answer PING within 60 s");
+      }
+      try {
+        Thread.sleep(20); // polling interval while waiting for a condition, not synchronisation
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+    }
+  }
+
+  /** Whether the server answers PING. */
+  public boolean ping() {
+    try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+      s.setSoTimeout(2000);
+      OutputStream out = s.getOutputStream();
+      out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      InputStream in = s.getInputStream();
+      byte[] b = new byte[7];
+      int n = in.readNBytes(b, 0, 7);
+      return n == 7 && new String(b, StandardCharsets.US_ASCII).equals("+PONG\r\n");
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /** Stops the server (its data is lost: no persistence). */
+  public void stop() {
+    if (process != null) {
+      process.destroy();
+      try {
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+          process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      process = null;
+    }
+  }
+
+  /** Starts the server again on the same port (empty). */
+  public void restart() {
+    stop();
+    try {
+      launch();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public void close() {
+    stop();
+    try (Stream<Path> files = Files.walk(dir)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException e) {
+      // temp dir left behind
+    }
+  }
+}
