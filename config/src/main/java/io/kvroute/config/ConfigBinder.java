@@ -122,7 +122,7 @@ public final class ConfigBinder {
     } catch (IllegalArgumentException e) {
       throw new ConfigException(path, "cannot be read: " + e.getMessage(), e);
     }
-    return bind(yaml, yaml.treeAsTokens(node), type, path);
+    return bindTree(yaml, node, type, path);
   }
 
   /**
@@ -189,24 +189,37 @@ public final class ConfigBinder {
         : c.getName();
   }
 
-  private static <T> T bind(ObjectMapper mapper, String document, Class<T> type) {
+  /**
+   * Reads the document as a tree first (syntax errors and duplicate keys are found there, with
+   * their line), then binds the tree.
+   */
+  private <T> T bind(ObjectMapper mapper, String document, Class<T> type) {
     Objects.requireNonNull(document, "document");
     Objects.requireNonNull(type, "type");
-    JsonParser p;
+    JsonNode tree;
     try {
-      p = mapper.createParser(document);
+      tree = parse(mapper, mapper.createParser(document), JsonNode.class, "");
     } catch (IOException e) {
       throw new ConfigException("", "cannot read the document: " + e.getMessage(), e);
     }
-    T value = bind(mapper, p, type, "");
-    if (value == null) {
+    if (tree == null || tree.isMissingNode() || tree.isNull()) {
       throw new ConfigException("", "the document is empty");
     }
-    return value;
+    return bindTree(mapper, tree, type, "");
+  }
+
+  /**
+   * Binds a tree. Unknown keys are looked for first: Jackson builds a record before it reports the
+   * unknown keys of its mapping, so a misspelt key would otherwise surface as the "is required" of
+   * the key it was meant to be.
+   */
+  private <T> T bindTree(ObjectMapper mapper, JsonNode tree, Class<T> type, String path) {
+    checkKeys(tree, type, path);
+    return parse(mapper, mapper.treeAsTokens(tree), type, path);
   }
 
   /** Binds from {@code p} and translates errors while the parser still shows the bad value. */
-  private static <T> T bind(ObjectMapper mapper, JsonParser p, Class<T> type, String path) {
+  private static <T> T parse(ObjectMapper mapper, JsonParser p, Class<T> type, String path) {
     try {
       try {
         return mapper.readValue(p, type);
@@ -217,6 +230,34 @@ public final class ConfigBinder {
       }
     } catch (IOException e) {
       throw new ConfigException(path, "cannot read the document: " + e.getMessage(), e);
+    }
+  }
+
+  /** Reports the first key of {@code node} that the record types under {@code t} do not have. */
+  private void checkKeys(JsonNode node, Type t, String path) {
+    if (t instanceof Class<?> c && c.isRecord() && node.isObject()) {
+      Map<String, RecordComponent> components = new java.util.LinkedHashMap<>();
+      for (RecordComponent rc : c.getRecordComponents()) {
+        components.put(name(rc), rc);
+      }
+      for (Map.Entry<String, JsonNode> e : node.properties()) {
+        RecordComponent rc = components.get(e.getKey());
+        String at = Errors.child(path, e.getKey());
+        if (rc == null) {
+          throw new ConfigException(at, Errors.unknownKey(e.getKey(), components.keySet()));
+        }
+        checkKeys(e.getValue(), rc.getGenericType(), at);
+      }
+    } else if (t instanceof ParameterizedType p && p.getRawType() instanceof Class<?> raw) {
+      if (Collection.class.isAssignableFrom(raw) && node.isArray()) {
+        for (int i = 0; i < node.size(); i++) {
+          checkKeys(node.get(i), p.getActualTypeArguments()[0], path + "[" + i + "]");
+        }
+      } else if (Map.class.isAssignableFrom(raw) && node.isObject()) {
+        for (Map.Entry<String, JsonNode> e : node.properties()) {
+          checkKeys(e.getValue(), p.getActualTypeArguments()[1], Errors.child(path, e.getKey()));
+        }
+      }
     }
   }
 

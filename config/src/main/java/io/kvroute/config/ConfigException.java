@@ -1,5 +1,7 @@
 package io.kvroute.config;
 
+import io.kvroute.config.internal.Errors;
+import java.util.Collection;
 import java.util.Objects;
 
 /**
@@ -78,6 +80,22 @@ public class ConfigException extends IllegalArgumentException {
   /** The same problem, naming the document's source (for example the file it was read from). */
   public ConfigException inSource(String newSource) {
     return new ConfigException(newSource, path, problem, this);
+  }
+
+  /**
+   * An unknown name among known ones, with a suggestion when one is close: {@code unknown("type",
+   * "plugin", "load-awere-scorer", known)} says {@code type: unknown plugin "load-awere-scorer";
+   * did you mean "load-aware-scorer"? known: ...}.
+   *
+   * @param path the field's path
+   * @param what what the name is the name of ("plugin", "connector type", "parameter")
+   * @param name the unknown name
+   * @param known the names that exist
+   */
+  public static ConfigException unknown(
+      String path, String what, String name, Collection<String> known) {
+    return new ConfigException(
+        path, "unknown " + what + " \"" + name + "\"" + Errors.suggest(name, known));
   }
 
   /**

@@ -25,7 +25,6 @@ import java.util.Map;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 
 /**
  * Turns Jackson's exceptions into one-line {@link ConfigException}s: the path of the field in the
@@ -157,40 +156,55 @@ public final class Errors {
     return b.toString();
   }
 
-  /** Unknown key message, with a suggestion when a known key is close. */
-  static String unknownKey(String key, Collection<Object> known) {
-    TreeSet<String> names =
-        known == null
-            ? new TreeSet<>()
-            : known.stream().map(String::valueOf).collect(Collectors.toCollection(TreeSet::new));
-    StringBuilder b = new StringBuilder("unknown key");
-    String near = closest(key, names);
-    if (near != null) {
-      b.append("; did you mean \"").append(near).append("\"?");
-    }
-    if (names.isEmpty()) {
-      b.append("; this mapping takes no keys");
-    } else {
-      b.append(near != null ? " known: " : "; known: ").append(String.join(", ", names));
-    }
-    return b.toString();
+  /** {@code path.key}, or {@code path["odd/key"]} for a key that is not a plain identifier. */
+  public static String child(String path, String key) {
+    return path.isEmpty() ? key(key) : path + keySegment(key);
   }
 
+  /** Unknown key message, with a suggestion when a known key is close. */
+  public static String unknownKey(String key, Collection<?> known) {
+    List<String> names = known == null ? List.of() : known.stream().map(String::valueOf).toList();
+    return "unknown key" + (names.isEmpty() ? "; this mapping takes no keys" : suggest(key, names));
+  }
+
+  /**
+   * {@code "; did you mean "x"? known: a, b"} (the suggestion only when a known name is close;
+   * known names sorted), or {@code "; known: none"}.
+   */
+  public static String suggest(String name, Collection<String> known) {
+    TreeSet<String> names = new TreeSet<>(known);
+    if (names.isEmpty()) {
+      return "; known: none";
+    }
+    String near = closest(name, names);
+    return (near == null ? "; known: " : "; did you mean \"" + near + "\"? known: ")
+        + String.join(", ", names);
+  }
+
+  /**
+   * The known name closest to {@code key}, if close enough to be a typo: case, {@code -} and {@code
+   * _} ignored, at most one edit per six characters, or a prefix within two characters.
+   */
   private static String closest(String key, Collection<String> names) {
+    String k = normal(key);
     String best = null;
     int bestDistance = Integer.MAX_VALUE;
     for (String n : names) {
-      int d =
-          distance(key.toLowerCase(java.util.Locale.ROOT), n.toLowerCase(java.util.Locale.ROOT));
-      boolean prefix = n.startsWith(key) || key.startsWith(n);
-      int allowed = Math.max(1, Math.min(key.length(), n.length()) / 4);
-      if ((d <= allowed || (prefix && Math.abs(n.length() - key.length()) <= 2))
-          && d < bestDistance) {
+      String m = normal(n);
+      int d = distance(k, m);
+      boolean prefix =
+          (m.startsWith(k) || k.startsWith(m)) && Math.abs(m.length() - k.length()) <= 2;
+      int allowed = Math.max(1, Math.min(k.length(), m.length()) / 6);
+      if ((d <= allowed || prefix) && d < bestDistance) {
         best = n;
         bestDistance = d;
       }
     }
     return best;
+  }
+
+  private static String normal(String s) {
+    return s.toLowerCase(java.util.Locale.ROOT).replace("-", "").replace("_", "");
   }
 
   /** Edit distance counting a transposition of neighbours as one edit ("prot" -> "port"). */
