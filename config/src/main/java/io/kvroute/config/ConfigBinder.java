@@ -251,14 +251,26 @@ public final class ConfigBinder {
     } else if (t instanceof ParameterizedType p && p.getRawType() instanceof Class<?> raw) {
       if (Collection.class.isAssignableFrom(raw) && node.isArray()) {
         for (int i = 0; i < node.size(); i++) {
-          checkKeys(node.get(i), p.getActualTypeArguments()[0], path + "[" + i + "]");
+          checkElement(node.get(i), p.getActualTypeArguments()[0], path + "[" + i + "]");
         }
       } else if (Map.class.isAssignableFrom(raw) && node.isObject()) {
         for (Map.Entry<String, JsonNode> e : node.properties()) {
-          checkKeys(e.getValue(), p.getActualTypeArguments()[1], Errors.child(path, e.getKey()));
+          checkElement(e.getValue(), p.getActualTypeArguments()[1], Errors.child(path, e.getKey()));
         }
       }
+    } else if (t instanceof Class<?> c && c.isArray() && node.isArray()) {
+      for (int i = 0; i < node.size(); i++) {
+        checkElement(node.get(i), c.getComponentType(), path + "[" + i + "]");
+      }
     }
+  }
+
+  /** An element of a list or a value of a mapping: a record there is never left out. */
+  private void checkElement(JsonNode node, Type t, String path) {
+    if (node.isNull() && t instanceof Class<?> c && c.isRecord()) {
+      throw new ConfigException(path, "must be a mapping, was null");
+    }
+    checkKeys(node, t, path);
   }
 
   private static boolean isJson(Path file) {
