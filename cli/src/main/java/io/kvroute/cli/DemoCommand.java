@@ -59,11 +59,10 @@ import picocli.CommandLine.Option;
 @Command(
     name = "demo",
     mixinStandardHelpOptions = true,
-    description = {
-      "Runs a simulated PD cluster (vLLM simulators publishing real ZMQ KV events) behind a",
-      "kvroute gateway, replays a multi-turn shared-prefix chat workload once per routing",
-      "strategy, and compares cache hits, TTFT and throughput."
-    })
+    header =
+        "Runs a simulated PD cluster routed by kvroute and reports how each routing strategy does.",
+    description =
+        "Starts simulated vLLM prefill and decode pods (real HTTP, real ZMQ KV events) behind kvroute gateway replicas, replays a multi-turn shared-prefix chat workload once per routing strategy, and compares cache hits, TTFT and throughput.")
 final class DemoCommand implements Callable<Integer> {
   static final String MODEL = "demo-llm";
 

@@ -29,7 +29,7 @@ import picocli.CommandLine.Parameters;
 @Command(
     name = "events",
     mixinStandardHelpOptions = true,
-    description = "Decode and tail vLLM/SGLang KV-cache events (ZMQ + msgpack).",
+    header = "Decodes and tails vLLM/SGLang KV-cache events (ZMQ + msgpack).",
     subcommands = {EventsCommand.Decode.class, EventsCommand.Tail.class})
 final class EventsCommand implements Runnable {
 
@@ -44,13 +44,15 @@ final class EventsCommand implements Runnable {
   @Command(
       name = "decode",
       mixinStandardHelpOptions = true,
-      description = {
-        "Decodes one KVEventBatch payload (hex, or raw bytes with --raw) and prints it as JSON.",
-        "Hashes are unsigned decimal strings. Exit code 1 if the payload is malformed."
-      })
+      header = "Decodes one KVEventBatch payload and prints it as JSON.",
+      description =
+          "The payload is hex (or raw bytes with --raw), read from FILE or from standard input when FILE is -. Hashes are printed as unsigned decimal strings. Exit code 1 if the payload is malformed.")
   static final class Decode implements Callable<Integer> {
 
-    @Parameters(index = "0", defaultValue = "-", description = "Input file, or - for stdin")
+    @Parameters(
+        index = "0",
+        paramLabel = "FILE|-",
+        description = "The payload file, or - to read standard input")
     String file;
 
     @Option(names = "--raw", description = "Input is raw msgpack bytes, not hex")
@@ -138,10 +140,10 @@ final class EventsCommand implements Runnable {
   @Command(
       name = "tail",
       mixinStandardHelpOptions = true,
+      header = "Follows a live KV-event publisher and prints each batch as one JSON line.",
       description = {
-        "Subscribes to a KV-event PUB endpoint and prints each batch as one JSON line",
-        "(seq, topic, pod, ts, dp_rank, events). Gaps, replays, restarts and dropped payloads",
-        "are noted on stderr. Stops on SIGINT/SIGTERM, or after --count batches."
+        "Each line holds seq, topic, pod, ts, dp_rank and events. Gaps, replays, restarts and dropped"
+            + " payloads are noted on stderr. Stops on SIGINT/SIGTERM, or after --count batches."
       })
   static final class Tail implements Callable<Integer> {
 

@@ -70,7 +70,9 @@ import picocli.CommandLine.Option;
 @Command(
     name = "gateway",
     mixinStandardHelpOptions = true,
-    description = "A reference OpenAI gateway routed by KvRouter (the example a Java team copies).")
+    header = "Runs a reference OpenAI gateway routed by KvRouter.",
+    description =
+        "Serves /v1/completions and /v1/chat/completions through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
 final class GatewayCommand implements Callable<Integer> {
 
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
@@ -101,11 +103,8 @@ final class GatewayCommand implements Callable<Integer> {
       }
       scheduler = scheduler(cfg, config.toPath());
     } catch (ConfigException e) {
-      ConfigException named = e.source().isEmpty() ? e.inSource(config.toString()) : e;
-      spec.commandLine()
-          .getErr()
-          .println("kvroute gateway: invalid configuration: " + named.getMessage());
-      return 2;
+      // Main's handler prints it as one line, exit code 2 (--verbose adds the stack trace).
+      throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     try (KvRouter router = router(cfg, scheduler, meters)) {

@@ -18,11 +18,9 @@ import picocli.CommandLine.Option;
 @Command(
     name = "hash",
     mixinStandardHelpOptions = true,
-    description = {
-      "Prints vLLM's prefix-cache block hashes of a token sequence: one line per full block with",
-      "the digest in hex and the u64 KV-event form (unsigned decimal). A trailing partial block",
-      "is not hashed, as in vLLM."
-    })
+    header = "Prints vLLM's prefix-cache block hashes of a token sequence.",
+    description =
+        "One line per full block with the digest in hex and the u64 KV-event form (unsigned decimal). A trailing partial block is not hashed, as in vLLM; fewer tokens than one block is an error.")
 final class HashCommand implements Callable<Integer> {
 
   @Option(
@@ -70,6 +68,15 @@ final class HashCommand implements Callable<Integer> {
           spec.commandLine(), "--block-size must be > 0, was " + blockSize);
     }
     int[] ids = parseTokens(tokens);
+    if (ids.length < blockSize) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--tokens: "
+              + ids.length
+              + " token(s) is fewer than one block of "
+              + blockSize
+              + "; vLLM hashes full blocks only, so there is nothing to print");
+    }
     VllmBlockHasher hasher =
         VllmBlockHasher.builder()
             .algorithm(algorithm)

@@ -1,14 +1,32 @@
 package io.kvroute.cli;
 
+import io.kvroute.connector.KVConnectors;
+import java.io.FileNotFoundException;
+import java.io.PrintWriter;
+import java.net.BindException;
+import java.net.UnknownHostException;
+import java.nio.channels.UnresolvedAddressException;
+import java.nio.file.NoSuchFileException;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Locale;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ScopeType;
 
-/** Entry point of the {@code kvroute} executable jar. */
+/**
+ * Entry point of the {@code kvroute} executable jar.
+ *
+ * <p>Exit codes: 0 success; 2 a usage or configuration problem the user can fix (bad option,
+ * invalid config, port in use, unknown host or connector type), printed as one line naming the
+ * problem; 1 anything else (also one line; {@code --verbose} adds the stack trace).
+ */
 @Command(
     name = "kvroute",
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
-    description = "KV-cache-aware and prefill/decode routing for vLLM and SGLang.",
+    header = "KV-cache-aware and prefill/decode routing for vLLM and SGLang.",
     subcommands = {
       // Each command lives in its own class in this package; add new ones here.
       CommandLine.HelpCommand.class,
@@ -21,8 +39,16 @@ import picocli.CommandLine.Command;
       SimCommand.class,
     })
 public final class Main implements Runnable {
+  /** Exit code for problems the user can fix. */
+  static final int USAGE = 2;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Option(
+      names = "--verbose",
+      scope = ScopeType.INHERIT,
+      description = "Print stack traces with errors")
+  boolean verbose;
 
   public static void main(String[] args) {
     System.exit(run(args));
@@ -30,12 +56,133 @@ public final class Main implements Runnable {
 
   /** Runs the CLI and returns its exit code; used by tests. */
   public static int run(String... args) {
-    return new CommandLine(new Main()).execute(args);
+    return commandLine().execute(args);
+  }
+
+  /** The configured command line (error handlers, defaults shown in every help text). */
+  static CommandLine commandLine() {
+    CommandLine cl = new CommandLine(new Main());
+    cl.setExecutionExceptionHandler(Main::executionError);
+    cl.setParameterExceptionHandler(Main::parameterError);
+    showDefaults(cl);
+    return cl;
+  }
+
+  private static void showDefaults(CommandLine cl) {
+    cl.getCommandSpec().usageMessage().showDefaultValues(true).autoWidth(true);
+    cl.getSubcommands().values().forEach(Main::showDefaults);
   }
 
   @Override
   public void run() {
-    spec.commandLine().usage(System.out);
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  private static int parameterError(CommandLine.ParameterException e, String[] args) {
+    CommandLine cl = e.getCommandLine();
+    PrintWriter err = cl.getErr();
+    err.println(
+        cl.getCommandSpec().qualifiedName()
+            + ": "
+            + e.getMessage()
+            + " (see "
+            + cl.getCommandSpec().qualifiedName()
+            + " --help)");
+    if (List.of(args).contains("--verbose")) {
+      e.printStackTrace(err);
+    }
+    err.flush();
+    return USAGE;
+  }
+
+  private static int executionError(
+      Exception e, CommandLine cl, CommandLine.ParseResult parseResult) {
+    PrintWriter err = cl.getErr();
+    String command = cl.getCommandSpec().qualifiedName();
+    String problem = userProblem(e);
+    boolean verbose = parseResult.originalArgs().contains("--verbose");
+    if (problem != null) {
+      err.println(command + ": " + oneLine(problem));
+    } else {
+      err.println(
+          command
+              + ": unexpected "
+              + e.getClass().getSimpleName()
+              + (e.getMessage() == null ? "" : ": " + e.getMessage())
+              + (verbose ? "" : " (run with --verbose for the stack trace)"));
+    }
+    if (verbose) {
+      e.printStackTrace(err);
+    }
+    err.flush();
+    return problem != null ? USAGE : 1;
+  }
+
+  /** Joins a multi-line message (YAML parser errors, for one) into one line. */
+  static String oneLine(String message) {
+    return message
+        .lines()
+        .map(String::strip)
+        .filter(l -> !l.isEmpty() && !l.equals("^"))
+        .reduce((a, b) -> a + " " + b)
+        .orElse("");
+  }
+
+  /**
+   * One line naming a problem the user can fix, or null when {@code e} looks like a bug. Walks the
+   * cause chain, since configuration errors often arrive wrapped.
+   */
+  static String userProblem(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      String msg = t.getMessage();
+      if (t instanceof BindException) {
+        return msg != null && msg.startsWith("cannot listen")
+            ? msg
+            : "cannot listen: " + (msg == null ? "address already in use" : msg);
+      }
+      if (t instanceof UnknownHostException) {
+        return "unknown host: " + msg;
+      }
+      if (t instanceof UnresolvedAddressException) {
+        return "an address could not be resolved (check host names in the configuration)";
+      }
+      if (t instanceof NoSuchFileException) {
+        return "no such file: " + msg;
+      }
+      if (t instanceof FileNotFoundException) {
+        return "cannot read " + msg;
+      }
+      if (t instanceof CliException || isConfigError(t)) {
+        return msg;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Configuration and argument errors from the libraries: their messages name the field and the
+   * problem already. Matched by name so the CLI keeps working whatever module defines them.
+   */
+  private static boolean isConfigError(Throwable t) {
+    for (Class<?> c = t.getClass(); c != null; c = c.getSuperclass()) {
+      String n = c.getSimpleName();
+      if (n.endsWith("ConfigException")
+          || n.equals("UnknownConnectorException")
+          || n.equals("InvalidConfigurationException")
+          || n.equals("IllegalArgumentException")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A problem with the user's input, reported as one line with exit code 2. */
+  static final class CliException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    CliException(String message) {
+      super(message, null, false, false);
+    }
   }
 
   /** Reports the jar's version. */
@@ -44,6 +191,19 @@ public final class Main implements Runnable {
     public String[] getVersion() {
       String v = Main.class.getPackage().getImplementationVersion();
       return new String[] {"kvroute " + (v == null ? "dev" : v)};
+    }
+  }
+
+  /**
+   * The connector types found with ServiceLoader, for help texts ({@code completionCandidates}).
+   */
+  static final class ConnectorTypes implements Iterable<String> {
+    @Override
+    public Iterator<String> iterator() {
+      return KVConnectors.discover(Main.class.getClassLoader()).types().stream()
+          .map(t -> t.toLowerCase(Locale.ROOT))
+          .sorted()
+          .iterator();
     }
   }
 }

@@ -27,22 +27,22 @@ import picocli.CommandLine.Option;
 @Command(
     name = "proxy",
     mixinStandardHelpOptions = true,
-    description = {
-      "A standalone PD proxy for /v1/completions and /v1/chat/completions (streaming and not),",
-      "a drop-in for vLLM's reference disaggregation proxies. Pairs are chosen round-robin;",
-      "a failing pair is retried on the next one before the first byte reaches the client."
-    })
+    header = "Runs a standalone prefill/decode (PD) disaggregation proxy.",
+    description =
+        "Serves /v1/completions and /v1/chat/completions (streaming and not) as a drop-in for vLLM's reference disaggregation proxies. Pairs are chosen round-robin; a failing pair is retried on the next one before the first byte reaches the client.")
 final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
 
   @Option(
       names = "--connector",
       defaultValue = "http",
-      description = "Connector type (found with ServiceLoader): ${COMPLETION-CANDIDATES}")
+      completionCandidates = Main.ConnectorTypes.class,
+      description = "Connector type, one of: ${COMPLETION-CANDIDATES}")
   String connector;
 
   @Option(
       names = "--prefill",
       split = ",",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description = "Prefill base URLs, comma separated (none: decode only)")
   List<String> prefill = new ArrayList<>();
 
@@ -73,6 +73,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
 
   @Option(
       names = "--param",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description =
           "Connector parameter KEY=VALUE (repeatable), e.g. --param rewriteLocalhost=true")
   java.util.Map<String, String> params = new java.util.LinkedHashMap<>();
@@ -93,21 +94,18 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     List<Endpoint> decodeEndpoints;
     ConnectorConfig config;
     KVConnectors registry = KVConnectors.discover(ProxyCommand.class.getClassLoader());
-    try {
-      // "--prefill ," splits to nothing: given, but empty, which is a mistake.
-      CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
-      boolean prefillGiven = parsed != null && parsed.hasMatchedOption("--prefill");
-      prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
-      decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
-      Checks.range("--port", port, 0, 65535);
-      Checks.range("--grace", graceSeconds, 0, Integer.MAX_VALUE);
-      if (!registry.types().contains(connector.toLowerCase(Locale.ROOT))) {
-        throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
-      }
-      config = connectorConfig();
-    } catch (ConfigException e) {
-      return invalid(e);
+    // Mistakes are ConfigExceptions: Main prints them as one line with exit code 2.
+    // "--prefill ," splits to nothing: given, but empty, which is a mistake.
+    CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+    boolean prefillGiven = parsed != null && parsed.hasMatchedOption("--prefill");
+    prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
+    decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
+    Checks.range("--port", port, 0, 65535);
+    Checks.range("--grace", graceSeconds, 0, Integer.MAX_VALUE);
+    if (!registry.types().contains(connector.toLowerCase(Locale.ROOT))) {
+      throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
     }
+    config = connectorConfig();
     ScheduledExecutorService scheduler =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -123,7 +121,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
                 new KVConnectorProvider.Context(
                     config, transport, ConnectorListener.NONE, scheduler, System::nanoTime));
       } catch (ConnectorConfigException e) {
-        return invalid(option(e));
+        throw option(e);
       }
       PdOrchestrator orchestrator =
           PdOrchestrator.builder(kv, scheduler).retry(config.retry()).build();
@@ -167,11 +165,6 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
       s.stop(1);
     }
     stop.countDown();
-  }
-
-  private int invalid(ConfigException e) {
-    spec.commandLine().getErr().println("kvroute proxy: invalid options: " + e.getMessage());
-    return 2;
   }
 
   /** The {@code kvConnector} section the options describe. */

@@ -73,7 +73,16 @@ final class ProxyServer implements AutoCloseable {
 
   ProxyServer(String host, int port, Handler handler) throws IOException {
     this.handler = handler;
-    this.server = HttpServer.create(new InetSocketAddress(host, port), 256);
+    InetSocketAddress address = new InetSocketAddress(host, port);
+    if (address.isUnresolved()) {
+      throw new java.net.UnknownHostException(host + " (the address to listen on)");
+    }
+    try {
+      this.server = HttpServer.create(address, 256);
+    } catch (java.net.BindException e) {
+      throw new java.net.BindException(
+          "cannot listen on " + host + ":" + port + ": " + e.getMessage());
+    }
     AtomicInteger n = new AtomicInteger();
     this.executor =
         // One thread per request in flight (streams block on writes), bounded: past MAX_THREADS

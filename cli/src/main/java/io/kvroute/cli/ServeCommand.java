@@ -14,11 +14,9 @@ import picocli.CommandLine.Option;
 @Command(
     name = "serve",
     mixinStandardHelpOptions = true,
-    description = {
-      "The KV-cache manager as a service: follows every configured pod's vLLM KV events over ZMQ",
-      "and serves POST /api/v1/score, GET /api/v1/cache/state, GET /api/v1/cache/pod/{id},",
-      "/healthz, /readyz, /metrics (Prometheus) and a dashboard at /."
-    })
+    header = "Runs the KV-cache manager as an HTTP service.",
+    description =
+        "Follows every configured pod's vLLM KV events over ZMQ and serves POST /api/v1/score, GET /api/v1/cache/state, GET /api/v1/cache/pod/{id}, /healthz, /readyz, /metrics (Prometheus) and a dashboard at /.")
 final class ServeCommand implements Callable<Integer> {
 
   @Option(
@@ -59,7 +57,7 @@ final class ServeCommand implements Callable<Integer> {
     } catch (ServiceConfigException e) {
       spec.commandLine()
           .getErr()
-          .println("kvroute serve: invalid configuration: " + e.getMessage());
+          .println("kvroute serve: invalid configuration: " + Main.oneLine(e.getMessage()));
       return 2;
     }
     KvIndexService service;
@@ -68,7 +66,7 @@ final class ServeCommand implements Callable<Integer> {
     } catch (ServiceConfigException e) {
       spec.commandLine()
           .getErr()
-          .println("kvroute serve: invalid configuration: " + e.getMessage());
+          .println("kvroute serve: invalid configuration: " + Main.oneLine(e.getMessage()));
       return 2;
     }
     running = service;

@@ -23,11 +23,9 @@ import picocli.CommandLine.Option;
 @Command(
     name = "sim",
     mixinStandardHelpOptions = true,
-    description = {
-      "Runs simulated vLLM pods (OpenAI endpoints, /metrics, prefix cache, ZMQ KV events with",
-      "replay, PD roles) on loopback until SIGTERM. Prints one line per pod: name, role, HTTP",
-      "URL, ZMQ PUB and replay endpoints, topic."
-    })
+    header = "Runs simulated vLLM pods on loopback until SIGTERM.",
+    description =
+        "The pods serve OpenAI endpoints, /metrics and /tokenize, keep a prefix cache and publish ZMQ KV events with replay, in PD roles. Prints one line per pod: name, role, HTTP URL, ZMQ PUB and replay endpoints, topic.")
 final class SimCommand implements Callable<Integer> {
 
   @Option(names = "--prefill", defaultValue = "0", description = "Prefill pods")

@@ -104,10 +104,10 @@ class GatewayCommandTest {
     Files.writeString(
         cfg,
         "defaultConnector: { type: http, retry: { maxAttempts: 0 } }\nendpoints: [{url: \"http://127.0.0.1:1\"}]\n");
-    CommandLine cl = new CommandLine(new GatewayCommand());
+    CommandLine cl = Main.commandLine();
     StringWriter err = new StringWriter();
     cl.setErr(new PrintWriter(err));
-    assertThat(cl.execute("--config", cfg.toString())).isEqualTo(2);
+    assertThat(cl.execute("gateway", "--config", cfg.toString())).isEqualTo(2);
     assertThat(err.toString()).contains("defaultConnector.retry.maxAttempts: must be >= 1, was 0");
   }
 

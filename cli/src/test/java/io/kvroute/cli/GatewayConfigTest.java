@@ -28,14 +28,15 @@ class GatewayConfigTest {
   private Run gateway(String yaml, String... extra) throws Exception {
     Path cfg = dir.resolve("gateway.yaml");
     Files.writeString(cfg, yaml, StandardCharsets.UTF_8);
-    CommandLine cl = new CommandLine(new GatewayCommand());
+    CommandLine cl = Main.commandLine();
     StringWriter err = new StringWriter();
     cl.setErr(new PrintWriter(err));
     cl.setOut(new PrintWriter(new StringWriter()));
-    String[] args = new String[extra.length + 2];
-    args[0] = "--config";
-    args[1] = cfg.toString();
-    System.arraycopy(extra, 0, args, 2, extra.length);
+    String[] args = new String[extra.length + 3];
+    args[0] = "gateway";
+    args[1] = "--config";
+    args[2] = cfg.toString();
+    System.arraycopy(extra, 0, args, 3, extra.length);
     return new Run(cl.execute(args), err.toString());
   }
 
@@ -73,7 +74,7 @@ class GatewayConfigTest {
     Run r = gateway(yaml.replace("\\n", "\n").replace("D0", D0));
     assertThat(r.exit()).as(r.err()).isEqualTo(2);
     assertThat(r.err())
-        .startsWith("kvroute gateway: invalid configuration: " + dir.resolve("gateway.yaml") + ": ")
+        .startsWith("kvroute gateway: " + dir.resolve("gateway.yaml") + ": ")
         .contains(message)
         .doesNotContain("java.", "Exception", "\tat ");
     assertThat(r.err().strip().lines()).hasSize(1);
@@ -86,7 +87,7 @@ class GatewayConfigTest {
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err().strip())
         .isEqualTo(
-            "kvroute gateway: invalid configuration: "
+            "kvroute gateway: "
                 + dir.resolve("picker.yaml")
                 + ": plugins[0].x: unknown key; known: name, parameters, type");
   }

@@ -53,8 +53,11 @@ class HashCommandTest {
     assertThat(out.trim())
         .startsWith("[{\"block\":0,\"digest_hex\":\"2491bbb9")
         .endsWith("\",\"u64\":\"9453933663683478973\"}]");
-    assertThat(run("hash", "--hash-seed", "0", "--tokens", "1,2", "--json")).isZero();
-    assertThat(out.trim()).isEqualTo("[]");
+    assertThat(run("hash", "--hash-seed", "0", "--tokens", "1,2", "--json")).isEqualTo(2);
+    assertThat(err.trim())
+        .isEqualTo(
+            "kvroute hash: --tokens: 2 token(s) is fewer than one block of 16; vLLM hashes full"
+                + " blocks only, so there is nothing to print (see kvroute hash --help)");
   }
 
   @Test

@@ -15,7 +15,8 @@ import java.util.TreeMap;
  *
  * <p>Immutable and thread-safe: the body array is copied in and out. The body is kept as bytes so
  * that connectors can rewrite it without losing number precision or key order; it is parsed and
- * validated by the connector that runs it ({@link InvalidRequestException} for bad JSON).
+ * validated by the connector that runs it ({@link ConnectorException.InvalidRequestException} for
+ * bad JSON).
  */
 public final class InferenceRequest {
 

@@ -136,7 +136,12 @@ public final class NioHttpServer implements AutoCloseable {
     try {
       this.server = ServerSocketChannel.open();
       server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-      server.bind(new InetSocketAddress(options.host(), options.port()), 1024);
+      try {
+        server.bind(new InetSocketAddress(options.host(), options.port()), 1024);
+      } catch (java.net.BindException e) {
+        throw new java.net.BindException(
+            "cannot listen on " + options.host() + ":" + options.port() + ": " + e.getMessage());
+      }
     } catch (IOException e) {
       throw new UncheckedIOException(
           "http: cannot bind " + options.host() + ":" + options.port() + ": " + e.getMessage(), e);

@@ -2,8 +2,8 @@ package io.kvroute.kvindex.hash.internal;
 
 /**
  * XXH3-128 (seed 0, default secret), written from the published xxHash specification. Verified
- * against the golden vectors in {@code shared/vectors} (every length class: 1-3, 4-8, 9-16, 17-128,
- * 129-240 and long inputs).
+ * against vLLM's golden vectors (kvindex test resources) (every length class: 1-3, 4-8, 9-16,
+ * 17-128, 129-240 and long inputs).
  *
  * <p>Thread-safe: stateless.
  */
