@@ -18,9 +18,9 @@ import java.util.regex.Pattern;
  * check its section against the records it binds: every key documented must exist, every key of the
  * records must be documented. Shipped in kvroute-config's test-jar.
  *
- * <p>A section is a Markdown heading and everything up to the next heading of the same or a higher
- * level; its keys are the first cells of its table rows, written in backticks ({@code |
- * `listen.port` | integer | 8080 | ... |}).
+ * <p>A section's keys are the first cells of the table rows between its heading and the next
+ * heading (a subsection has keys of its own), written in backticks ({@code | `listen.port` |
+ * integer | 8080 | ... |}).
  */
 public final class ConfigReference {
   private static final Pattern HEADING = Pattern.compile("^(#{1,6})\\s+(.*?)\\s*$");
@@ -65,7 +65,7 @@ public final class ConfigReference {
 
   /**
    * The keys documented in the section whose heading is {@code heading} (without the {@code #}s),
-   * in order.
+   * in order, up to the next heading.
    *
    * @throws AssertionError when there is no such section
    */
@@ -75,13 +75,12 @@ public final class ConfigReference {
     for (String line : lines) {
       Matcher h = HEADING.matcher(line);
       if (h.matches()) {
-        int l = h.group(1).length();
         if (level < 0 && h.group(2).equals(heading)) {
-          level = l;
+          level = h.group(1).length();
           continue;
         }
-        if (level >= 0 && l <= level) {
-          break;
+        if (level >= 0) {
+          break; // the next heading: a subsection has keys of its own
         }
       }
       if (level >= 0) {
@@ -95,6 +94,37 @@ public final class ConfigReference {
       throw new AssertionError("docs/configuration.md has no section \"" + heading + "\"");
     }
     return keys;
+  }
+
+  /**
+   * The headings one level below {@code heading}, in order (for example the plugin types of the
+   * scheduler's plugin section).
+   *
+   * @throws AssertionError when there is no such section
+   */
+  public List<String> subsections(String heading) {
+    List<String> out = new java.util.ArrayList<>();
+    int level = -1;
+    for (String line : lines) {
+      Matcher h = HEADING.matcher(line);
+      if (!h.matches()) {
+        continue;
+      }
+      int l = h.group(1).length();
+      if (level < 0) {
+        if (h.group(2).equals(heading)) {
+          level = l;
+        }
+      } else if (l <= level) {
+        break;
+      } else if (l == level + 1) {
+        out.add(h.group(2));
+      }
+    }
+    if (level < 0) {
+      throw new AssertionError("docs/configuration.md has no section \"" + heading + "\"");
+    }
+    return out;
   }
 
   /**

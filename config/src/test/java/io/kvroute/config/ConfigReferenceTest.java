@@ -28,9 +28,11 @@ class ConfigReferenceTest {
         | `model` | string | | the model |
         """);
     ConfigReference r = ConfigReference.load(doc);
-    assertThat(r.keys("`kvroute gateway`"))
-        .containsExactly("listen.host", "listen.port", "endpoints[].url");
+    assertThat(r.keys("`kvroute gateway`")).containsExactly("listen.host", "listen.port");
+    assertThat(r.keys("Example")).containsExactly("endpoints[].url");
     assertThat(r.keys("`kvroute serve`")).containsExactly("model");
+    assertThat(r.subsections("`kvroute gateway`")).containsExactly("Example");
+    assertThat(r.subsections("Reference")).containsExactly("`kvroute gateway`", "`kvroute serve`");
     r.assertSectionDocuments("`kvroute serve`", List.of("model"));
     assertThatThrownBy(
             () -> r.assertSectionDocuments("`kvroute serve`", List.of("model", "pods_file")))
