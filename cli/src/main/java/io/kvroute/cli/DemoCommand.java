@@ -114,12 +114,41 @@ final class DemoCommand implements Callable<Integer> {
   @Option(names = "--seed", defaultValue = "42", description = "Workload seed")
   long seed;
 
+  @Option(
+      names = "--tokenizer",
+      paramLabel = "DIR",
+      description =
+          "Run with a real model's tokenizer and chat template (pods and routers alike): a model"
+              + " directory or a Hugging Face cache dir models--org--name")
+  Path tokenizerDir;
+
+  /** How routers tokenize (the pods' own tokenizer, in process). */
+  private io.kvroute.scoring.Tokenizer demoTokenizer = DemoCommand::tokenize;
+
+  /** How the simulated pods tokenize. */
+  private io.kvroute.testkit.EngineTokenizer podTokenizer =
+      io.kvroute.testkit.EngineTokenizer.simulated();
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
+    if (tokenizerDir != null) {
+      try {
+        io.kvroute.tokenizer.hf.HfTokenizer hf =
+            io.kvroute.tokenizer.hf.HfTokenizer.builder()
+                .path(tokenizerDir)
+                .modelName(MODEL)
+                .build();
+        demoTokenizer = hf;
+        podTokenizer = new HfEngineTokenizer(hf);
+      } catch (io.kvroute.tokenizer.hf.TokenizerLoadException e) {
+        err.println("kvroute demo: --tokenizer: " + e.getMessage());
+        return 2;
+      }
+    }
     for (String s : strategies) {
       if (!List.of("random", "load", "approximate", "precise").contains(s)) {
         err.println(
@@ -176,7 +205,12 @@ final class DemoCommand implements Callable<Integer> {
             .model(MODEL)
             .protocol(type.equals("nixl") ? KvTransferProtocol.NIXL : KvTransferProtocol.NONE)
             .configure(
-                b -> b.blockSize(blockSize).gpuBlocks(gpuBlocks).latency(latency).maxRunning(4))
+                b ->
+                    b.blockSize(blockSize)
+                        .gpuBlocks(gpuBlocks)
+                        .latency(latency)
+                        .maxRunning(4)
+                        .tokenizer(podTokenizer))
             .build()
             .start()) {
       List<KvRouter> routers = new ArrayList<>();
@@ -401,7 +435,7 @@ final class DemoCommand implements Callable<Integer> {
                     .picker(Pickers.random("random-picker", 2))
                     .build())
             .approximateIndexing(false)
-            .tokenizer(DemoCommand::tokenize)
+            .tokenizer(demoTokenizer)
             .pdEnabled(true)
             .prefillProfile(Scheduler.PREFILL_PROFILE)
             .build();
@@ -421,14 +455,14 @@ final class DemoCommand implements Callable<Integer> {
                     .picker(Pickers.topN(2))
                     .build())
             .approximateIndexing(false)
-            .tokenizer(DemoCommand::tokenize)
+            .tokenizer(demoTokenizer)
             .pdEnabled(true)
             .prefillProfile(Scheduler.PREFILL_PROFILE)
             .build();
       case "approximate":
         Scheduler.Builder ab =
             Scheduler.builder()
-                .tokenizer(DemoCommand::tokenize)
+                .tokenizer(demoTokenizer)
                 .pdEnabled(true)
                 .prefillProfile(Scheduler.PREFILL_PROFILE);
         Scheduler.defaultProfiles(false).forEach(ab::profile);
@@ -437,7 +471,7 @@ final class DemoCommand implements Callable<Integer> {
         Scheduler.Builder pb =
             Scheduler.builder()
                 .prefixCacheLookup(BlockIndexLookup.of(index))
-                .tokenizer(DemoCommand::tokenize)
+                .tokenizer(demoTokenizer)
                 .pdEnabled(true)
                 .prefillProfile(Scheduler.PREFILL_PROFILE);
         Scheduler.defaultProfiles(true).forEach(pb::profile);

@@ -14,12 +14,17 @@ import io.kvroute.router.KvRouter;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulerConfigLoader;
+import io.kvroute.scoring.Tokenizer;
+import io.kvroute.scoring.TokenizerChain;
 import io.kvroute.scoring.Tokenizers;
+import io.kvroute.tokenizer.hf.HfTokenizer;
+import io.kvroute.tokenizer.hf.TokenizerLoadException;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,6 +50,8 @@ import picocli.CommandLine.Option;
  * defaultConnector: { type: http }     # a kvConnector section
  * models:
  *   llama: { kvConnector: { type: nixl, timeouts: { prefill: "30s" } } }
+ *   Qwen/Qwen3-0.6B:                   # tokenize locally: no /tokenize calls to the engines
+ *     tokenizer: { path: /models/hub/models--Qwen--Qwen3-0.6B, revision: main, fallback: true }
  * index: { blockSize: 16 }             # precise prefix scoring from KV events (optional)
  * scheduler: picker.yaml               # an EndpointPickerConfig file, or the mapping inline
  *                                      # (optional)
@@ -62,10 +69,13 @@ import picocli.CommandLine.Option;
  * endpoints with one id, or no endpoint at all (without {@code --admin}) stops the gateway with one
  * line naming the field and exit code 2. {@code docs/configuration.md} lists every key.
  *
- * <p>Prompts are tokenized with the pods' own {@code /tokenize} (so chat templates match). With
- * {@code --admin}, endpoints can be listed, added and removed at run time: {@code GET
- * /admin/endpoints}, {@code POST /admin/endpoints} (one endpoint object as above), {@code DELETE
- * /admin/endpoints/{id}}; bind the gateway to a trusted interface when you enable it.
+ * <p>Prompts of a model with {@code tokenizer.path} are tokenized in process ({@code
+ * kvroute-tokenizer-hf}: the model's {@code tokenizer.json} and chat template, as vLLM does);
+ * {@code fallback: true} (the default) sends them to the pods' {@code /tokenize} when local
+ * tokenization fails. Other models use the pods' own {@code /tokenize}. With {@code --admin},
+ * endpoints can be listed, added and removed at run time: {@code GET /admin/endpoints}, {@code POST
+ * /admin/endpoints} (one endpoint object as above), {@code DELETE /admin/endpoints/{id}}; bind the
+ * gateway to a trusted interface when you enable it.
  */
 @Command(
     name = "gateway",
@@ -107,7 +117,13 @@ final class GatewayCommand implements Callable<Integer> {
       throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    try (KvRouter router = router(cfg, scheduler, meters)) {
+    KvRouter built;
+    try {
+      built = router(cfg, scheduler, config.toPath(), meters);
+    } catch (ConfigException e) {
+      throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
+    }
+    try (KvRouter router = built) {
       ProxyServer server =
           new ProxyServer(
               cfg.listen().host(),
@@ -178,7 +194,9 @@ final class GatewayCommand implements Callable<Integer> {
   }
 
   /** The router the configuration describes. */
-  static KvRouter router(GatewayConfig cfg, Scheduler.Builder sb, PrometheusMeterRegistry meters) {
+  static KvRouter router(
+      GatewayConfig cfg, Scheduler.Builder sb, Path configFile, PrometheusMeterRegistry meters)
+      throws IOException {
     BlockIndex index = null;
     if (cfg.index() != null) {
       index =
@@ -190,9 +208,7 @@ final class GatewayCommand implements Callable<Integer> {
     }
     boolean pd =
         cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL);
-    sb.pdEnabled(pd)
-        .meterRegistry(meters)
-        .tokenizer(Tokenizers.vllm().meterRegistry(meters).build());
+    sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(cfg, configFile, meters));
     KvRouter.Builder b =
         KvRouter.builder()
             .defaultConnector(cfg.defaultConnectorConfig())
@@ -211,6 +227,46 @@ final class GatewayCommand implements Callable<Integer> {
       b.scrapeMetrics(cfg.scrapeMetrics());
     }
     return b.build();
+  }
+
+  /**
+   * The pods' {@code /tokenize}, behind the local tokenizers of the models that name one.
+   *
+   * @throws ConfigException naming {@code models.<name>.tokenizer} when one cannot be loaded
+   */
+  static Tokenizer tokenizer(GatewayConfig cfg, Path configFile, PrometheusMeterRegistry meters) {
+    Tokenizers.VllmTokenizer remote = Tokenizers.vllm().meterRegistry(meters).build();
+    Map<String, GatewayConfig.LocalTokenizer> local = cfg.tokenizers();
+    if (local.isEmpty()) {
+      return remote;
+    }
+    Path dir = configFile.toAbsolutePath().getParent();
+    TokenizerChain.Builder chain = Tokenizers.chain().remote(remote).meterRegistry(meters);
+    for (Map.Entry<String, GatewayConfig.LocalTokenizer> e : local.entrySet()) {
+      GatewayConfig.LocalTokenizer t = e.getValue();
+      String at = "models." + e.getKey() + ".tokenizer";
+      HfTokenizer.Builder hb =
+          HfTokenizer.builder()
+              .path(GatewayConfig.resolve(t.path(), dir))
+              .revision(t.revision())
+              .modelName(e.getKey())
+              .meterRegistry(meters);
+      if (t.chatTemplate() != null) {
+        try {
+          hb.chatTemplate(
+              Files.readString(
+                  GatewayConfig.resolve(t.chatTemplate(), dir), StandardCharsets.UTF_8));
+        } catch (IOException ex) {
+          throw new ConfigException(at + ".chatTemplate", "cannot read: " + ex.getMessage(), ex);
+        }
+      }
+      try {
+        chain.local(e.getKey(), hb.build(), t.fallback());
+      } catch (TokenizerLoadException ex) {
+        throw new ConfigException(at + ".path", ex.getMessage(), ex);
+      }
+    }
+    return chain.build();
   }
 
   private static void admin(KvRouter router, HttpExchange ex) throws IOException {

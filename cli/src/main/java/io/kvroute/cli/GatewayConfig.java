@@ -91,7 +91,12 @@ record GatewayConfig(
   /** The per-model connectors. */
   Map<String, ConnectorConfig> modelConnectors() {
     Map<String, ConnectorConfig> out = new LinkedHashMap<>();
-    models.forEach((name, m) -> out.put(name, m.connector()));
+    models.forEach(
+        (name, m) -> {
+          if (m.kvConnector() != null) {
+            out.put(name, m.connector());
+          }
+        });
     return out;
   }
 
@@ -139,19 +144,61 @@ record GatewayConfig(
   }
 
   /**
-   * {@code models.<name>}.
+   * {@code models.<name>}: the model's own connector, its local tokenizer, or both.
    *
-   * @param kvConnector the model's connector section
+   * @param kvConnector the model's connector section (default: {@code defaultConnector})
+   * @param tokenizer tokenize the model's prompts in process (default: the pods' {@code /tokenize})
    */
-  record Model(Map<String, Object> kvConnector) {
+  record Model(Map<String, Object> kvConnector, LocalTokenizer tokenizer) {
     Model {
-      Checks.required("kvConnector", kvConnector, "the model's kvConnector section");
-      GatewayConfig.connector("kvConnector", kvConnector);
+      if (kvConnector == null && tokenizer == null) {
+        throw new ConfigException(
+            "", "needs a kvConnector or a tokenizer section (or leave it out)");
+      }
+      if (kvConnector != null) {
+        GatewayConfig.connector("kvConnector", kvConnector);
+      }
     }
 
     ConnectorConfig connector() {
       return GatewayConfig.connector("kvConnector", kvConnector);
     }
+  }
+
+  /**
+   * {@code models.<name>.tokenizer}: where the model's tokenizer files are.
+   *
+   * @param path a model directory or a Hugging Face cache directory {@code models--org--name}
+   *     (relative to the configuration file)
+   * @param revision the snapshot of a Hugging Face cache directory (default {@code main})
+   * @param chatTemplate a Jinja chat template file replacing the model's (relative to the
+   *     configuration file)
+   * @param fallback send prompts to the pods' {@code /tokenize} when local tokenization fails
+   *     (default true)
+   */
+  record LocalTokenizer(String path, String revision, String chatTemplate, Boolean fallback) {
+    LocalTokenizer {
+      Checks.required("path", path, "the directory of the model's tokenizer files");
+      fallback = fallback == null || fallback;
+    }
+  }
+
+  /** The models with a local tokenizer. */
+  Map<String, LocalTokenizer> tokenizers() {
+    Map<String, LocalTokenizer> out = new LinkedHashMap<>();
+    models.forEach(
+        (name, m) -> {
+          if (m.tokenizer() != null) {
+            out.put(name, m.tokenizer());
+          }
+        });
+    return out;
+  }
+
+  /** {@code path} resolved against the configuration file's directory. */
+  static Path resolve(String path, Path dir) {
+    Path p = Path.of(path);
+    return p.isAbsolute() || dir == null ? p : dir.resolve(p);
   }
 
   /**

@@ -37,6 +37,7 @@ import picocli.CommandLine.ScopeType;
       HashCommand.class,
       EventsCommand.class,
       SimCommand.class,
+      TokenizeCommand.class,
     })
 public final class Main implements Runnable {
   /** Exit code for problems the user can fix. */

@@ -61,8 +61,24 @@ final class ServeCommand implements Callable<Integer> {
       return 2;
     }
     KvIndexService service;
+    io.kvroute.tokenizer.hf.HfTokenizer local = null;
     try {
-      service = KvIndexService.start(cfg);
+      KvIndexService.Builder sb = KvIndexService.builder(cfg);
+      if (cfg.tokenizer().flatMap(t -> t.path()).isPresent()) {
+        ServiceConfig.TokenizerSettings t = cfg.tokenizer().get();
+        local =
+            io.kvroute.tokenizer.hf.HfTokenizer.builder()
+                .path(t.path().get())
+                .revision(t.revision().orElse(null))
+                .modelName(cfg.model())
+                .cache(t.cacheEntries(), t.cacheMaxTokens())
+                .build();
+        sb.localTokenizer(local::encode);
+      }
+      service = sb.start();
+    } catch (io.kvroute.tokenizer.hf.TokenizerLoadException e) {
+      spec.commandLine().getErr().println("kvroute serve: tokenizer.path: " + e.getMessage());
+      return 2;
     } catch (ServiceConfigException e) {
       spec.commandLine()
           .getErr()

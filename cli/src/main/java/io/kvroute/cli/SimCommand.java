@@ -40,6 +40,14 @@ final class SimCommand implements Callable<Integer> {
       description = "Aggregated pods (default 1 if no others)")
   int both;
 
+  @Option(
+      names = "--tokenizer",
+      paramLabel = "DIR",
+      description =
+          "Tokenize with a real model's tokenizer.json and chat template (a model directory or a"
+              + " Hugging Face cache dir models--org--name) instead of the built-in one")
+  java.nio.file.Path tokenizerDir;
+
   @Option(names = "--model", defaultValue = "sim-model", description = "Served model name")
   String model;
 
@@ -120,6 +128,22 @@ final class SimCommand implements Callable<Integer> {
     LatencyModel latency =
         new LatencyModel(
             Duration.ZERO, Duration.ofNanos(prefillMicros * 1000), Duration.ofMillis(decodeMillis));
+    io.kvroute.testkit.EngineTokenizer engineTokenizer =
+        io.kvroute.testkit.EngineTokenizer.simulated();
+    if (tokenizerDir != null) {
+      try {
+        engineTokenizer =
+            new HfEngineTokenizer(
+                io.kvroute.tokenizer.hf.HfTokenizer.builder()
+                    .path(tokenizerDir)
+                    .modelName(model)
+                    .build());
+      } catch (io.kvroute.tokenizer.hf.TokenizerLoadException e) {
+        throw new CommandLine.ParameterException(
+            spec.commandLine(), "--tokenizer: " + e.getMessage());
+      }
+    }
+    io.kvroute.testkit.EngineTokenizer chosenTokenizer = engineTokenizer;
     SimulatedCluster cluster;
     try {
       cluster =
@@ -139,7 +163,8 @@ final class SimCommand implements Callable<Integer> {
                         .hashAlgorithm(algo)
                         .hashSeed(hashSeed)
                         .maxRunning(maxRunning)
-                        .latency(latency);
+                        .latency(latency)
+                        .tokenizer(chosenTokenizer);
                     if (chosenSchema != null) {
                       b.eventSchema(chosenSchema);
                     }

@@ -63,7 +63,9 @@ class GatewayConfigTest {
           bad duration | 'scrapeMetrics: often\\nendpoints: [D0]' | scrapeMetrics: must be a duration such as "30s", "1m30s" or "250ms", was "often"
           connector section | 'defaultConnector: {type: http, retry: {maxAttempts: 0}}\\nendpoints: [D0]' | defaultConnector.retry.maxAttempts: must be >= 1, was 0
           model connector | 'models: {llama: {kvConnector: {timeouts: {prefill: soon}}}}\\nendpoints: [D0]' | models.llama.kvConnector.timeouts.prefill: is not a valid duration: "soon"
-          model without section | 'models: {llama: {}}\\nendpoints: [D0]' | models.llama.kvConnector: is required (the model's kvConnector section)
+          model without section | 'models: {llama: {}}\\nendpoints: [D0]' | models.llama: needs a kvConnector or a tokenizer section (or leave it out)
+          tokenizer without path | 'models: {llama: {tokenizer: {revision: main}}}\\nendpoints: [D0]' | models.llama.tokenizer.path: is required (the directory of the model's tokenizer files)
+          tokenizer that cannot load | 'models: {llama: {tokenizer: {path: nowhere}}}\\nendpoints: [D0]' | models.llama.tokenizer.path:
           index block size | 'index: {blockSize: 0}\\nendpoints: [D0]' | index.blockSize: must be >= 1, was 0
           inline scheduler | 'scheduler: {plugins: [{type: queue-scorer}, {type: foo}]}\\nendpoints: [D0]' | scheduler.plugins[1].type: unknown plugin "foo"; known:
           scheduler as a list | 'scheduler: [a]\\nendpoints: [D0]' | scheduler: must be a file name or an EndpointPickerConfig mapping

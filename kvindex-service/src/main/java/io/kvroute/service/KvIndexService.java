@@ -103,7 +103,7 @@ public final class KvIndexService implements AutoCloseable {
     RemoteTokenizer tokenizer =
         config
             .tokenizer()
-            .map(t -> new RemoteTokenizer(t, this::podHttpUrls, registry))
+            .map(t -> new RemoteTokenizer(t, this::podHttpUrls, registry, localTokenizer(b, t)))
             .orElse(null);
     Gauge.builder("kvservice_pods", tracker, t -> t.ids().size()).register(registry);
     Gauge.builder("kvservice_pods_not_ready", this, s -> s.notReadyPods().size())
@@ -178,6 +178,16 @@ public final class KvIndexService implements AutoCloseable {
    */
   public static KvIndexService start(ServiceConfig config) {
     return builder(config).start();
+  }
+
+  private static java.util.function.Function<String, int[]> localTokenizer(
+      Builder b, ServiceConfig.TokenizerSettings t) {
+    if (t.path().isPresent() && b.localTokenizer == null) {
+      throw new ServiceConfigException(
+          "tokenizer.path needs a local tokenizer: run `kvroute serve`, or pass"
+              + " KvIndexService.Builder.localTokenizer(...) (kvroute-tokenizer-hf's HfTokenizer)");
+    }
+    return t.path().isPresent() ? b.localTokenizer : null;
   }
 
   /** A builder for a service with injected clocks or registry. */
@@ -381,9 +391,20 @@ public final class KvIndexService implements AutoCloseable {
     private LongSupplier nanoClock = System::nanoTime;
     private Clock wallClock = Clock.systemUTC();
     private Function<KvIndexService, EventFeed> feedFactory;
+    private Function<String, int[]> localTokenizer;
 
     private Builder(ServiceConfig config) {
       this.config = Objects.requireNonNull(config, "config");
+    }
+
+    /**
+     * Tokenizes {@code prompt} text in process (required when {@code tokenizer.path} is set; for
+     * example {@code HfTokenizer::encode} of the model's files); the configured {@code url}, if
+     * any, becomes the fallback when it throws.
+     */
+    public Builder localTokenizer(Function<String, int[]> tokenizer) {
+      this.localTokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
+      return this;
     }
 
     /** The Prometheus registry (default: a new one). */

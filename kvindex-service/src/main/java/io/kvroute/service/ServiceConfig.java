@@ -42,9 +42,13 @@ import java.util.function.Supplier;
  * <p>{@code pods} and {@code pods_file} may both be given (ids must then be distinct); the pods
  * file (a JSON array of pod objects, or an object with a {@code pods} array) is re-read when it
  * changes. {@code tokenizer.url} may be {@code "pods"}: each prompt is then tokenized by a
- * configured pod's {@code http} URL, in rotation. The file is bound strictly by kvroute's {@link
- * ConfigBinder} (YAML is accepted too): unknown or duplicate keys and values of the wrong type are
- * errors. {@code docs/configuration.md} lists every key.
+ * configured pod's {@code http} URL, in rotation. {@code tokenizer.path} (a model directory or a
+ * Hugging Face cache directory {@code models--org--name}, with an optional {@code revision})
+ * tokenizes in process instead ({@code kvroute serve} loads it with kvroute-tokenizer-hf; an
+ * embedding passes {@link KvIndexService.Builder#localTokenizer}); {@code url} is then optional and
+ * serves as the fallback. The file is bound strictly by kvroute's {@link ConfigBinder} (YAML is
+ * accepted too): unknown or duplicate keys and values of the wrong type are errors. {@code
+ * docs/configuration.md} lists every key.
  *
  * <p>Validation errors are {@link ServiceConfigException}s whose message names the field's path,
  * e.g. {@code pods[2].events: must be a tcp:// or ipc:// endpoint such as "tcp://10.0.0.5:5557",
@@ -352,17 +356,28 @@ public final class ServiceConfig {
    * @param timeout per-call timeout
    * @param cacheEntries cached prompts (0: no cache)
    * @param cacheMaxTokens total tokens held by the cache
+   * @param path local tokenizer files (tokenized in process; the URL, if any, is the fallback)
+   * @param revision the snapshot of a Hugging Face cache directory {@code path}
    */
   public record TokenizerSettings(
       Optional<URI> url,
       boolean fromPods,
       Duration timeout,
       int cacheEntries,
-      long cacheMaxTokens) {
+      long cacheMaxTokens,
+      Optional<Path> path,
+      Optional<String> revision) {
     /** Validates non-null components. */
     public TokenizerSettings {
       Objects.requireNonNull(url, "url");
       Objects.requireNonNull(timeout, "timeout");
+      Objects.requireNonNull(path, "path");
+      Objects.requireNonNull(revision, "revision");
+    }
+
+    /** True when prompts can also be sent to a {@code /tokenize} endpoint. */
+    public boolean hasRemote() {
+      return url.isPresent() || fromPods;
     }
 
     /** A builder (timeout 2 s, 1024 entries, 8 Mi tokens). */
@@ -377,8 +392,22 @@ public final class ServiceConfig {
       private Duration timeout = Duration.ofSeconds(2);
       private int cacheEntries = 1024;
       private long cacheMaxTokens = 8L << 20;
+      private Path path;
+      private String revision;
 
       private Builder() {}
+
+      /** Local tokenizer files (a model directory or a Hugging Face cache directory). */
+      public Builder path(Path path) {
+        this.path = Objects.requireNonNull(path, "path");
+        return this;
+      }
+
+      /** The snapshot of a Hugging Face cache directory (default {@code main}). */
+      public Builder revision(String revision) {
+        this.revision = revision;
+        return this;
+      }
 
       /** A fixed tokenizer server, e.g. {@code http://vllm-0:8000}. */
       public Builder url(URI url) {
@@ -418,9 +447,12 @@ public final class ServiceConfig {
        * @throws ServiceConfigException naming the invalid field
        */
       public TokenizerSettings build() {
-        if (url == null && !fromPods) {
+        if (url == null && !fromPods && path == null) {
           throw new ServiceConfigException(
-              "", "tokenizer.url", "is required (a URL or \"pods\")", null);
+              "",
+              "tokenizer.url",
+              "is required (a URL or \"pods\") unless tokenizer.path names local tokenizer files",
+              null);
         }
         if (timeout.isNegative() || timeout.isZero()) {
           throw new ServiceConfigException(
@@ -435,7 +467,13 @@ public final class ServiceConfig {
               "", "tokenizer.cache_max_tokens", "must be >= 0, was " + cacheMaxTokens, null);
         }
         return new TokenizerSettings(
-            Optional.ofNullable(url), fromPods, timeout, cacheEntries, cacheMaxTokens);
+            Optional.ofNullable(url),
+            fromPods,
+            timeout,
+            cacheEntries,
+            cacheMaxTokens,
+            Optional.ofNullable(path),
+            Optional.ofNullable(revision));
       }
     }
   }

@@ -31,6 +31,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.StringJoiner;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -515,10 +516,11 @@ public final class KvRouter implements AutoCloseable {
       return c.asText();
     }
     if (c.isArray()) {
-      StringBuilder sb = new StringBuilder();
+      // vLLM joins a message's text parts with "\n" before applying the chat template
+      StringJoiner sb = new StringJoiner("\n");
       for (JsonNode part : c) {
         if ("text".equals(part.path("type").asText()) && part.has("text")) {
-          sb.append(part.get("text").asText());
+          sb.add(part.get("text").asText());
         }
       }
       return sb.toString();

@@ -337,4 +337,12 @@ public final class Tokenizers {
       return "VllmTokenizer{" + (baseUrl == null ? "candidates" : baseUrl) + "}";
     }
   }
+
+  /**
+   * A builder of the local-first chain: caller-supplied ids, then a per-model local tokenizer, then
+   * a remote fallback such as {@link #vllm()} (see {@link TokenizerChain}).
+   */
+  public static TokenizerChain.Builder chain() {
+    return TokenizerChain.builder();
+  }
 }

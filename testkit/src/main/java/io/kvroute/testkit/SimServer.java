@@ -56,7 +56,7 @@ final class SimServer {
   final VllmSimulator.Builder b;
   final BlockPool pool;
   final SimFaults faults;
-  private final SimTokenizer tokenizer = SimTokenizer.get();
+  private final EngineTokenizer tokenizer;
   private final Semaphore slots;
   private final AtomicInteger waiting = new AtomicInteger();
   private final AtomicInteger running = new AtomicInteger();
@@ -121,6 +121,7 @@ final class SimServer {
 
   SimServer(VllmSimulator.Builder b) {
     this.b = b;
+    this.tokenizer = b.tokenizer;
     this.slots = new Semaphore(b.maxRunning, true);
     VllmBlockHasher hasher =
         VllmBlockHasher.builder()
@@ -537,12 +538,9 @@ final class SimServer {
     int[] tokens;
     try {
       if (req.has("messages")) {
-        tokens =
-            tokenizer.encode(
-                tokenizer.applyChatTemplate(
-                    req.get("messages"), req.path("add_generation_prompt").asBoolean(true)));
+        tokens = tokenizer.encodeChat(req);
       } else if (req.path("prompt").isTextual()) {
-        tokens = tokenizer.encode(req.get("prompt").asText());
+        tokens = tokenizer.encodePrompt(req.get("prompt").asText());
       } else {
         sendError(ex, 400, "BadRequestError", "either prompt (string) or messages is required");
         return;
@@ -796,14 +794,11 @@ final class SimServer {
         if (!json.path("messages").isArray()) {
           throw new BadRequest(400, "messages must be an array");
         }
-        g.prompt =
-            tokenizer.encode(
-                tokenizer.applyChatTemplate(
-                    json.get("messages"), json.path("add_generation_prompt").asBoolean(true)));
+        g.prompt = tokenizer.encodeChat(json);
       } else {
         JsonNode p = json.get("prompt");
         if (p != null && p.isTextual()) {
-          g.prompt = tokenizer.encode(p.asText());
+          g.prompt = tokenizer.encodePrompt(p.asText());
         } else if (p != null && p.isArray() && p.size() > 0 && p.get(0).isIntegralNumber()) {
           g.prompt = new int[p.size()];
           for (int i = 0; i < p.size(); i++) {
@@ -813,7 +808,7 @@ final class SimServer {
             g.prompt[i] = p.get(i).asInt();
           }
         } else if (p != null && p.isArray() && p.size() == 1 && p.get(0).isTextual()) {
-          g.prompt = tokenizer.encode(p.get(0).asText());
+          g.prompt = tokenizer.encodePrompt(p.get(0).asText());
         } else {
           throw new BadRequest(
               400,
@@ -1135,7 +1130,7 @@ final class SimServer {
           && g.body.path("kv_transfer_params").path("ret_first_tok").asBoolean(false)) {
         // LMCache's own PD proxy reads the prefill's first token from kv_transfer_params
         ktpOut = NF.objectNode();
-        ktpOut.put("first_tok", SimTokenizer.outputToken(SimTokenizer.outputPiece(seed, 0)));
+        ktpOut.put("first_tok", tokenizer.encodeText(SimTokenizer.outputPiece(seed, 0))[0]);
       }
       Responder r = new Responder(ex, g, fault.closeAfterChunks());
       r.begin();
@@ -1145,7 +1140,9 @@ final class SimServer {
           b.sleeper.sleep(b.latency.perOutputToken().toNanos());
         }
         String piece = SimTokenizer.outputPiece(seed, i);
-        seq.append(SimTokenizer.outputToken(piece));
+        for (int id : tokenizer.encodeText(piece)) {
+          seq.append(id);
+        }
         pool.cacheFullBlocks(seq, seq.numTokens() - 1);
         text.append(piece);
         r.token(piece, i == outTokens - 1 ? finish : null);

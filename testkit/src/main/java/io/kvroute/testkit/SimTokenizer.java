@@ -48,6 +48,32 @@ public final class SimTokenizer {
 
   private static final SimTokenizer INSTANCE = new SimTokenizer();
 
+  /** This tokenizer as a pod's {@link EngineTokenizer} (the default). */
+  static final EngineTokenizer ENGINE =
+      new EngineTokenizer() {
+        @Override
+        public int[] encodePrompt(String prompt) {
+          return INSTANCE.encode(prompt);
+        }
+
+        @Override
+        public int[] encodeChat(JsonNode request) {
+          return INSTANCE.encode(
+              INSTANCE.applyChatTemplate(
+                  request.get("messages"), request.path("add_generation_prompt").asBoolean(true)));
+        }
+
+        @Override
+        public int[] encodeText(String text) {
+          return new int[] {outputToken(text)};
+        }
+
+        @Override
+        public String toString() {
+          return "SimTokenizer";
+        }
+      };
+
   private SimTokenizer() {}
 
   /** The shared instance. */

@@ -244,8 +244,18 @@ public final class VllmSimulator implements AutoCloseable {
     int maxRecordedRequests = 1000;
     int maxPendingTransfers = 1024;
     Map<String, String> labels = new LinkedHashMap<>();
+    EngineTokenizer tokenizer = EngineTokenizer.simulated();
 
     private Builder() {}
+
+    /**
+     * How prompts become token ids (default {@link EngineTokenizer#simulated()}); a real model's
+     * tokenizer makes the pod's KV events and {@code /tokenize} match that model.
+     */
+    public Builder tokenizer(EngineTokenizer tokenizer) {
+      this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
+      return this;
+    }
 
     /** Pod name used in logs, labels and cluster output (default {@code sim-<n>}). */
     public Builder name(String name) {
@@ -558,6 +568,7 @@ public final class VllmSimulator implements AutoCloseable {
       Random r = new Random(42);
       c.random = random != null ? random : r::nextDouble;
       c.maxRunning = maxRunning;
+      c.tokenizer = tokenizer;
       c.engineId = engineId != null ? engineId : UUID.randomUUID().toString();
       c.sideChannelHost = sideChannelHost;
       c.sideChannelPort = sideChannelPort;

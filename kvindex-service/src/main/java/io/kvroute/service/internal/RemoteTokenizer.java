@@ -45,6 +45,8 @@ public final class RemoteTokenizer {
   private final Counter hits;
   private final Counter misses;
   private final Counter failures;
+  private final java.util.function.Function<String, int[]> local;
+  private final Counter localCalls;
 
   /**
    * A tokenizer.
@@ -52,10 +54,16 @@ public final class RemoteTokenizer {
    * @param settings URL or pods, timeout, cache bounds
    * @param podUrls the configured pods' HTTP URLs (used when {@code settings.fromPods()})
    * @param registry where the {@code kvservice_tokenizer_*} meters go
+   * @param local an in-process tokenizer tried first, or {@code null}
    */
   public RemoteTokenizer(
-      TokenizerSettings settings, Supplier<List<URI>> podUrls, MeterRegistry registry) {
+      TokenizerSettings settings,
+      Supplier<List<URI>> podUrls,
+      MeterRegistry registry,
+      java.util.function.Function<String, int[]> local) {
     this.settings = settings;
+    this.local = local;
+    this.localCalls = Counter.builder("kvservice_tokenizer_local").register(registry);
     this.podUrls = podUrls;
     this.client = HttpClient.newBuilder().connectTimeout(settings.timeout()).build();
     this.hits = Counter.builder("kvservice_tokenizer_cache_hits").register(registry);
@@ -87,6 +95,19 @@ public final class RemoteTokenizer {
 
   /** The token ids of {@code prompt} for {@code model}. */
   public CompletableFuture<int[]> tokenize(String model, String prompt) {
+    if (local != null) {
+      try {
+        int[] ids = local.apply(prompt);
+        localCalls.increment();
+        return CompletableFuture.completedFuture(ids);
+      } catch (RuntimeException e) {
+        failures.increment();
+        if (!settings.hasRemote()) {
+          return CompletableFuture.failedFuture(
+              new TokenizerException(502, "local tokenizer failed: " + e.getMessage()));
+        }
+      }
+    }
     String key = model + '\u0000' + prompt;
     int[] hit = cached(key);
     if (hit != null) {

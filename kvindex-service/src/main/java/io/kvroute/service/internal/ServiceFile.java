@@ -100,7 +100,7 @@ public record ServiceFile(
       set(events.topic(), b::topic);
     }
     if (tokenizer != null) {
-      b.tokenizer(tokenizer.settings());
+      b.tokenizer(tokenizer.settings(dir));
     }
     if (limits != null) {
       set(limits.maxTokens(), b::maxTokens);
@@ -169,27 +169,38 @@ public record ServiceFile(
    * {@code tokenizer}.
    *
    * @param url vLLM's server for {@code POST /tokenize}, or {@code "pods"}
+   * @param path local tokenizer files (tokenized in process; {@code url} is then the fallback)
+   * @param revision the snapshot of a Hugging Face cache directory {@code path}
    * @param timeoutMs per-call timeout
    * @param cacheEntries cached prompts
    * @param cacheMaxTokens tokens the cache holds
    */
   public record Tokenizer(
-      String url, Integer timeoutMs, Integer cacheEntries, Long cacheMaxTokens) {
+      String url,
+      String path,
+      String revision,
+      Integer timeoutMs,
+      Integer cacheEntries,
+      Long cacheMaxTokens) {
     /** Validates the URL. */
     public Tokenizer {
-      Checks.required("url", url, "an http(s) URL, or \"pods\"");
-      if (!url.equals("pods")) {
+      if (url != null && !url.equals("pods")) {
         Checks.httpUrl("url", url);
       }
     }
 
-    TokenizerSettings settings() {
+    TokenizerSettings settings(Path dir) {
       TokenizerSettings.Builder tb = TokenizerSettings.builder();
-      if (url.equals("pods")) {
+      if ("pods".equals(url)) {
         tb.fromPods();
-      } else {
+      } else if (url != null) {
         tb.url(Checks.httpUrl("url", url));
       }
+      if (path != null) {
+        Path p = Path.of(path);
+        tb.path(p.isAbsolute() || dir == null ? p : dir.resolve(p));
+      }
+      set(revision, tb::revision);
       set(millis(timeoutMs), tb::timeout);
       set(cacheEntries, tb::cacheEntries);
       set(cacheMaxTokens, tb::cacheMaxTokens);
