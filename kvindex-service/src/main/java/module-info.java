@@ -4,6 +4,7 @@ module io.kvroute.service {
   requires transitive io.kvroute.connector;
   requires transitive micrometer.core;
   requires transitive micrometer.registry.prometheus;
+  requires transitive io.kvroute.config;
   requires com.fasterxml.jackson.databind;
   requires org.slf4j;
 
@@ -11,5 +12,8 @@ module io.kvroute.service {
 
   // Jackson binds the service's answers into these records (KvIndexClient).
   opens io.kvroute.service to
+      com.fasterxml.jackson.databind;
+  // The config binder binds serve's configuration file into these records.
+  opens io.kvroute.service.internal to
       com.fasterxml.jackson.databind;
 }

@@ -12,4 +12,8 @@ module io.kvroute.kvindex {
   exports io.kvroute.kvindex.event;
   exports io.kvroute.kvindex.hash;
   exports io.kvroute.kvindex.zmq;
+
+  // The bridge that fills a PrefixMatch without public mutators, for kvroute's own index backends.
+  exports io.kvroute.kvindex.internal to
+      io.kvroute.kvindex.redis;
 }

@@ -180,6 +180,10 @@ class ArchitectureTest {
     };
   }
 
+  /**
+   * One declared exception: kvindex-redis fills {@code PrefixMatch}es through kvindex's {@code
+   * MatchWriter}, exported to it alone by kvindex's module-info (a qualified export).
+   */
   private static ArchCondition<JavaClass> notUseAnotherModulesInternals() {
     return new ArchCondition<>("not use another module's .internal packages") {
       @Override
@@ -191,7 +195,10 @@ class ArchitectureTest {
           boolean internal =
               target.getPackageName().contains(".internal.")
                   || target.getPackageName().endsWith(".internal");
-          if (internal && to.isPresent() && !to.get().equals(from)) {
+          boolean friend =
+              from.equals("kvindex-redis")
+                  && target.getName().equals("io.kvroute.kvindex.internal.MatchWriter");
+          if (internal && to.isPresent() && !to.get().equals(from) && !friend) {
             events.add(
                 SimpleConditionEvent.violated(
                     d, from + " uses " + to.get() + "'s internals: " + d.getDescription()));

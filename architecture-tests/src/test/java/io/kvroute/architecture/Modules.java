@@ -28,6 +28,7 @@ final class Modules {
     ROOTS.put("io.kvroute.connector.sidecar", "kvconnector-sidecar");
     ROOTS.put("io.kvroute.connector", "kvconnector-api");
     ROOTS.put("io.kvroute.pd", "pd");
+    ROOTS.put("io.kvroute.kvindex.redis", "kvindex-redis");
     ROOTS.put("io.kvroute.kvindex", "kvindex");
     ROOTS.put("io.kvroute.scoring", "scoring");
     ROOTS.put("io.kvroute.tokenizer", "kvroute-tokenizer-hf");
@@ -35,6 +36,8 @@ final class Modules {
     ROOTS.put("io.kvroute.testkit", "testkit");
     ROOTS.put("io.kvroute.service", "kvindex-service");
     ROOTS.put("io.kvroute.edge", "http-edge");
+    ROOTS.put("io.kvroute.config", "config");
+    ROOTS.put("io.kvroute.envoy", "kvroute-envoy");
     ROOTS.put("io.kvroute.cli", "cli");
     ROOTS.put("io.kvroute.examples", "examples");
   }
@@ -56,12 +59,15 @@ final class Modules {
           Map.entry("kvconnector-mooncake", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-sglang", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-sidecar", Set.of("kvconnector-api")),
+          Map.entry("config", Set.of()),
           Map.entry("kvindex", Set.of()),
-          Map.entry("scoring", Set.of("kvconnector-api", "kvindex")),
+          Map.entry("kvindex-redis", Set.of("kvindex")),
+          Map.entry("scoring", Set.of("kvconnector-api", "kvindex", "config")),
           Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
           Map.entry("testkit", Set.of("kvindex")),
-          Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge")),
+          Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge", "config")),
+          Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
           Map.entry("http-edge", Set.of()),
           Map.entry(
               "cli",
@@ -80,7 +86,10 @@ final class Modules {
                   "router",
                   "testkit",
                   "kvindex-service",
-                  "http-edge")),
+                  "http-edge",
+                  "config",
+                  "kvindex-redis",
+                  "kvroute-envoy")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
@@ -101,7 +110,9 @@ final class Modules {
           "kvroute-tokenizer-hf",
           "router",
           "testkit",
-          "kvindex-service");
+          "kvindex-service",
+          "config",
+          "kvindex-redis");
 
   private static JavaClasses classes;
 

@@ -1,9 +1,11 @@
 package io.kvroute.cli;
 
 import com.sun.net.httpserver.HttpServer;
+import io.kvroute.config.ConfigException;
 import io.kvroute.envoy.EndpointPicker;
 import io.kvroute.envoy.EppServer;
 import io.kvroute.router.KvRouter;
+import io.kvroute.scoring.Scheduler;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
@@ -72,18 +74,18 @@ final class EppCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    GatewayCommand.GatewayConfig cfg;
+    GatewayConfig cfg;
+    Scheduler.Builder scheduler;
     try {
-      cfg = GatewayCommand.load(config);
-    } catch (RuntimeException e) {
-      spec.commandLine()
-          .getErr()
-          .println("kvroute epp: invalid --config " + config + ": " + Main.oneLine(e.getMessage()));
-      return Main.USAGE;
+      cfg = GatewayConfig.load(config.toPath());
+      scheduler = GatewayCommand.scheduler(cfg, config.toPath());
+    } catch (ConfigException e) {
+      // Main's handler prints it as one line, exit code 2 (--verbose adds the stack trace).
+      throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     HttpServer metrics = null;
-    try (KvRouter router = GatewayCommand.router(cfg, meters)) {
+    try (KvRouter router = GatewayCommand.router(cfg, scheduler, config.toPath(), meters)) {
       EndpointPicker picker =
           EndpointPicker.builder(router)
               .requestBodyMode(requestBodyMode)
@@ -91,7 +93,7 @@ final class EppCommand implements Callable<Integer> {
               .destinationNamespace(destinationNamespace)
               .meterRegistry(meters)
               .build();
-      String bind = host != null ? host : cfg.host();
+      String bind = host != null ? host : cfg.listen().host();
       try (EppServer server = EppServer.builder(picker).host(bind).port(port).build().start()) {
         if (metricsPort != null) {
           metrics = HttpServer.create(new InetSocketAddress(bind, metricsPort), 0);

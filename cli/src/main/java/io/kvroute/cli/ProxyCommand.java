@@ -1,14 +1,20 @@
 package io.kvroute.cli;
 
+import io.kvroute.config.Checks;
+import io.kvroute.config.ConfigException;
+import io.kvroute.config.Durations;
 import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.http.OkHttpTransport;
 import io.kvroute.pd.PdOrchestrator;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -83,21 +89,22 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    List<Endpoint> prefillEndpoints = endpoints(prefill, Endpoint.Role.PREFILL);
-    List<Endpoint> decodeEndpoints = endpoints(decode, Endpoint.Role.DECODE);
-    java.util.Map<String, Object> p = new java.util.LinkedHashMap<>(params);
-    ConnectorConfig config =
-        ConnectorConfig.fromMap(
-            java.util.Map.of(
-                "type",
-                connector,
-                "config",
-                p,
-                "timeouts",
-                java.util.Map.of("prefill", prefillTimeout, "decode", decodeTimeout),
-                "retry",
-                java.util.Map.of("maxAttempts", maxAttempts)));
+    List<Endpoint> prefillEndpoints;
+    List<Endpoint> decodeEndpoints;
+    ConnectorConfig config;
     KVConnectors registry = KVConnectors.discover(ProxyCommand.class.getClassLoader());
+    // Mistakes are ConfigExceptions: Main prints them as one line with exit code 2.
+    // "--prefill ," splits to nothing: given, but empty, which is a mistake.
+    CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+    boolean prefillGiven = parsed != null && parsed.hasMatchedOption("--prefill");
+    prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
+    decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
+    Checks.range("--port", port, 0, 65535);
+    Checks.range("--grace", graceSeconds, 0, Integer.MAX_VALUE);
+    if (!registry.types().contains(connector.toLowerCase(Locale.ROOT))) {
+      throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
+    }
+    config = connectorConfig();
     ScheduledExecutorService scheduler =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -106,9 +113,14 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               return t;
             });
     try (OkHttpTransport transport = OkHttpTransport.create()) {
-      KVConnector kv =
-          registry.create(
-              KVConnectorProvider.Context.builder(config, transport, scheduler).build());
+      KVConnector kv;
+      try {
+        kv =
+            registry.create(
+                KVConnectorProvider.Context.builder(config, transport, scheduler).build());
+      } catch (ConnectorConfigException e) {
+        throw option(e);
+      }
       PdOrchestrator orchestrator =
           PdOrchestrator.builder(kv, scheduler).retry(config.retry()).build();
       ProxyServer server =
@@ -153,18 +165,95 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     stop.countDown();
   }
 
-  static List<Endpoint> endpoints(List<String> urls, Endpoint.Role role) {
-    List<Endpoint> out = new ArrayList<>();
-    for (String u : urls) {
-      if (!u.isBlank()) {
-        try {
-          out.add(Endpoint.of(u.trim(), role));
-        } catch (IllegalArgumentException e) {
-          throw new CommandLine.ParameterException(
-              new CommandLine(new ProxyCommand()),
-              "--" + role.name().toLowerCase(java.util.Locale.ROOT) + ": " + e.getMessage());
-        }
+  /** The {@code kvConnector} section the options describe. */
+  private ConnectorConfig connectorConfig() {
+    Duration prefillLeg = duration("--prefill-timeout", prefillTimeout);
+    Duration decodeLeg = duration("--decode-timeout", decodeTimeout);
+    Checks.range("--max-attempts", maxAttempts, 1, 100);
+    try {
+      ConnectorConfig.Timeouts t = ConnectorConfig.Timeouts.DEFAULTS;
+      return ConnectorConfig.of(connector)
+          .withParams(params)
+          .withTimeouts(
+              new ConnectorConfig.Timeouts(prefillLeg, decodeLeg, t.cleanup(), t.healthCheck()))
+          .withRetry(
+              new ConnectorConfig.Retry(
+                  maxAttempts,
+                  ConnectorConfig.Retry.DEFAULTS.backoffBase(),
+                  ConnectorConfig.Retry.DEFAULTS.backoffMax()));
+    } catch (ConnectorConfigException e) {
+      throw option(e);
+    }
+  }
+
+  private static Duration duration(String option, String text) {
+    Duration d;
+    try {
+      d = Durations.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(option, e.getMessage());
+    }
+    if (d.isNegative() || d.isZero()) {
+      throw new ConfigException(option, "must be > 0, was \"" + text + "\"");
+    }
+    return d;
+  }
+
+  /** A connector's complaint about its configuration, named by the option that set the field. */
+  private static ConfigException option(ConnectorConfigException e) {
+    String field = e.field();
+    String problem = e.getMessage().substring(field.length()).trim();
+    String option =
+        switch (field) {
+          case "kvConnector.type" -> "--connector";
+          case "kvConnector.timeouts.prefill" -> "--prefill-timeout";
+          case "kvConnector.timeouts.decode" -> "--decode-timeout";
+          case "kvConnector.retry.maxAttempts" -> "--max-attempts";
+          default ->
+              field.startsWith("kvConnector.config.")
+                  ? "--param " + field.substring("kvConnector.config.".length())
+                  : field;
+        };
+    return new ConfigException(option, problem, e);
+  }
+
+  /**
+   * The endpoints of a {@code --prefill} or {@code --decode} list.
+   *
+   * @param required whether the list must name at least one URL
+   * @throws ConfigException naming the option (and the element) when the list is empty where it
+   *     must not be, has an empty element, a URL that is not http(s) or the same URL twice
+   */
+  static List<Endpoint> endpoints(
+      String option, List<String> urls, Endpoint.Role role, boolean required) {
+    if (urls.stream().allMatch(String::isBlank)) {
+      if (required || !urls.isEmpty()) {
+        throw new ConfigException(
+            option, "lists no URL; give at least one, e.g. " + option + " http://10.0.0.2:8000");
       }
+      return List.of();
+    }
+    List<Endpoint> out = new ArrayList<>();
+    java.util.Map<String, Integer> seen = new java.util.HashMap<>();
+    for (int i = 0; i < urls.size(); i++) {
+      String at = option + "[" + i + "]";
+      String u = urls.get(i).trim();
+      if (u.isEmpty()) {
+        throw new ConfigException(at, "is empty (a stray comma?)");
+      }
+      Checks.httpUrl(at, u);
+      Endpoint e;
+      try {
+        e = Endpoint.of(u, role);
+      } catch (IllegalArgumentException ex) {
+        throw new ConfigException(at, ex.getMessage());
+      }
+      Integer first = seen.putIfAbsent(e.id(), i);
+      if (first != null) {
+        throw new ConfigException(
+            at, "\"" + u + "\" is listed twice (also " + option + "[" + first + "])");
+      }
+      out.add(e);
     }
     return out;
   }

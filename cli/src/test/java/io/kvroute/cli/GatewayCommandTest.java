@@ -101,12 +101,14 @@ class GatewayCommandTest {
   @Test
   void invalidConfigIsReportedWithTheField(@TempDir Path dir) throws Exception {
     Path cfg = dir.resolve("bad.yaml");
-    Files.writeString(cfg, "defaultConnector: { type: http, retry: { maxAttempts: 0 } }\n");
-    CommandLine cl = new CommandLine(new GatewayCommand());
+    Files.writeString(
+        cfg,
+        "defaultConnector: { type: http, retry: { maxAttempts: 0 } }\nendpoints: [{url: \"http://127.0.0.1:1\"}]\n");
+    CommandLine cl = Main.commandLine();
     StringWriter err = new StringWriter();
     cl.setErr(new PrintWriter(err));
-    assertThat(cl.execute("--config", cfg.toString())).isEqualTo(2);
-    assertThat(err.toString()).contains("kvConnector.retry.maxAttempts must be >= 1, was 0");
+    assertThat(cl.execute("gateway", "--config", cfg.toString())).isEqualTo(2);
+    assertThat(err.toString()).contains("defaultConnector.retry.maxAttempts: must be >= 1, was 0");
   }
 
   private static Dispatcher pod(String completion) {

@@ -1,25 +1,22 @@
 package io.kvroute.service;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.IOException;
+import io.kvroute.config.ConfigBinder;
+import io.kvroute.config.ConfigException;
+import io.kvroute.service.internal.ServiceFile;
 import java.net.URI;
-import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Pattern;
+import java.util.function.Supplier;
 
 /**
  * Immutable configuration of {@code kvroute serve} ({@link KvIndexService}), read from a JSON file
@@ -49,14 +46,16 @@ import java.util.regex.Pattern;
  * Hugging Face cache directory {@code models--org--name}, with an optional {@code revision})
  * tokenizes in process instead ({@code kvroute serve} loads it with kvroute-tokenizer-hf; an
  * embedding passes {@link KvIndexService.Builder#localTokenizer}); {@code url} is then optional and
- * serves as the fallback. Unknown fields are rejected, so typos are caught.
+ * serves as the fallback. The file is bound strictly by kvroute's {@link ConfigBinder} (YAML is
+ * accepted too): unknown or duplicate keys and values of the wrong type are errors. {@code
+ * docs/configuration.md} lists every key.
  *
- * <p>Validation errors are {@link ServiceConfigException}s whose message starts with the field's
- * path, e.g. {@code pods[2].events must be a tcp:// or ipc:// endpoint, was "10.0.0.5:5557"}.
+ * <p>Validation errors are {@link ServiceConfigException}s whose message names the field's path,
+ * e.g. {@code pods[2].events: must be a tcp:// or ipc:// endpoint such as "tcp://10.0.0.5:5557",
+ * was "10.0.0.5:5557"}.
  */
 public final class ServiceConfig {
-  private static final ObjectMapper JSON = new ObjectMapper();
-  private static final Pattern POD_ID = Pattern.compile("[A-Za-z0-9._:@/-]{1,253}");
+  private static final ConfigBinder BINDER = ConfigBinder.snakeCase();
 
   /** Most pods one service follows (the index's default pod bound). */
   public static final int MAX_PODS = 16_384;
@@ -111,20 +110,20 @@ public final class ServiceConfig {
   }
 
   /**
-   * Reads a JSON configuration file; a relative {@code pods_file} is resolved against the file's
-   * directory.
+   * Reads a configuration file (JSON; YAML is accepted too); a relative {@code pods_file} is
+   * resolved against the file's directory.
    *
    * @throws ServiceConfigException if the file cannot be read or a field is invalid
    */
   public static ServiceConfig load(Path file) {
-    byte[] bytes;
-    try {
-      bytes = Files.readAllBytes(file);
-    } catch (IOException e) {
-      throw new ServiceConfigException("config: cannot read " + file + ": " + e.getMessage());
-    }
     Path dir = file.toAbsolutePath().getParent();
-    return parse(bytes, dir);
+    return bound(
+        () -> {
+          ServiceConfig.Builder b = builder();
+          BINDER.read(file, ServiceFile.class).apply(b, dir);
+          return b.build();
+        },
+        file.toString());
   }
 
   /**
@@ -135,83 +134,15 @@ public final class ServiceConfig {
    * @throws ServiceConfigException naming the first invalid field
    */
   public static ServiceConfig parse(byte[] json, Path baseDir) {
-    JsonNode root = readTree(json, "config");
-    Fields f = new Fields(root, "");
-    Builder b = builder();
-    b.model(f.string("model", true));
-    Fields http = f.object("http");
-    if (http != null) {
-      http.ifString("host", b::host);
-      http.ifInt("port", b::port);
-      http.ifInt("max_body_bytes", b::maxBodyBytes);
-      http.ifInt("threads", b::threads);
-      http.ifInt("max_connections", b::maxConnections);
-      http.ifInt("request_timeout_ms", ms -> b.requestTimeout(Duration.ofMillis(ms)));
-      http.ifInt("idle_timeout_ms", ms -> b.idleTimeout(Duration.ofMillis(ms)));
-      http.done();
-    }
-    Fields index = f.object("index");
-    if (index != null) {
-      index.ifInt("block_size", b::blockSize);
-      index.ifString("hash_seed", b::hashSeed);
-      index.ifInt("max_keys", b::maxKeys);
-      Fields tiers = index.object("tier_weights");
-      if (tiers != null) {
-        for (String tier : tiers.names()) {
-          b.tierWeight(tier, tiers.number(tier));
-        }
-      }
-      index.done();
-    }
-    Fields events = f.object("events");
-    if (events != null) {
-      events.ifInt("ready_timeout_ms", ms -> b.readyTimeout(Duration.ofMillis(ms)));
-      events.ifString("topic", b::topic);
-      events.done();
-    }
-    Fields tok = f.object("tokenizer");
-    if (tok != null) {
-      String url = tok.string("url", false);
-      TokenizerSettings.Builder tb = TokenizerSettings.builder();
-      if (url == null) {
-        // local only (tokenizer.path); build() checks that one of them is set
-      } else if (url.equals("pods")) {
-        tb.fromPods();
-      } else {
-        tb.url(tok.uri("url", url));
-      }
-      tok.ifString(
-          "path",
-          p -> {
-            Path path = Path.of(p);
-            tb.path(path.isAbsolute() || baseDir == null ? path : baseDir.resolve(path));
-          });
-      tok.ifString("revision", tb::revision);
-      tok.ifInt("timeout_ms", ms -> tb.timeout(Duration.ofMillis(ms)));
-      tok.ifInt("cache_entries", tb::cacheEntries);
-      tok.ifLong("cache_max_tokens", tb::cacheMaxTokens);
-      tok.done();
-      b.tokenizer(tb.build());
-    }
-    Fields limits = f.object("limits");
-    if (limits != null) {
-      limits.ifInt("max_tokens", b::maxTokens);
-      limits.ifInt("max_candidate_pods", b::maxCandidatePods);
-      limits.done();
-    }
-    JsonNode pods = f.take("pods");
-    if (pods != null) {
-      b.pods(parsePods(pods, "pods"));
-    }
-    f.ifString(
-        "pods_file",
-        p -> {
-          Path path = Path.of(p);
-          b.podsFile(path.isAbsolute() || baseDir == null ? path : baseDir.resolve(path));
-        });
-    f.ifInt("pods_file_poll_ms", ms -> b.podsFilePoll(Duration.ofMillis(ms)));
-    f.done();
-    return b.build();
+    return bound(
+        () -> {
+          ServiceConfig.Builder b = builder();
+          BINDER
+              .readJson(new String(json, StandardCharsets.UTF_8), ServiceFile.class)
+              .apply(b, baseDir);
+          return b.build();
+        },
+        "");
   }
 
   /**
@@ -221,91 +152,24 @@ public final class ServiceConfig {
    * @throws ServiceConfigException naming the first invalid field
    */
   public static List<PodSpec> parsePodsFile(byte[] json, String source) {
-    JsonNode root = readTree(json, source);
-    if (root.isObject()) {
-      Fields f = new Fields(root, source + ":");
-      JsonNode pods = f.take("pods");
-      f.done();
-      if (pods == null) {
-        throw new ServiceConfigException(source + ":pods is required");
-      }
-      return parsePods(pods, source + ":pods");
-    }
-    return parsePods(root, source);
+    String text = new String(json, StandardCharsets.UTF_8);
+    return bound(
+        () ->
+            text.stripLeading().startsWith("[")
+                ? ServiceFile.specs(BINDER.readJson(text, ServiceFile.Pod[].class))
+                : BINDER.readJson(text, ServiceFile.PodsFile.class).pods().stream()
+                    .map(ServiceFile.Pod::spec)
+                    .toList(),
+        source);
   }
 
-  private static List<PodSpec> parsePods(JsonNode node, String path) {
-    if (!node.isArray()) {
-      throw new ServiceConfigException(path + " must be an array of pod objects");
-    }
-    List<PodSpec> out = new ArrayList<>();
-    Set<String> ids = new HashSet<>();
-    if (node.size() > MAX_PODS) {
-      throw new ServiceConfigException(
-          path + " lists " + node.size() + " pods; at most " + MAX_PODS + " are supported");
-    }
-    for (int i = 0; i < node.size(); i++) {
-      String p = path + "[" + i + "]";
-      Fields pf = new Fields(node.get(i), p + ".");
-      String id = pf.string("id", true);
-      if (!POD_ID.matcher(id).matches()) {
-        throw new ServiceConfigException(
-            p + ".id must be 1-253 characters of [A-Za-z0-9._:@/-], was \"" + id + "\"");
-      }
-      if (!ids.add(id)) {
-        throw new ServiceConfigException(p + ".id \"" + id + "\" is listed twice");
-      }
-      String events = zmqEndpoint(pf.string("events", true), p + ".events");
-      String replay = pf.string("replay", false);
-      if (replay != null) {
-        zmqEndpoint(replay, p + ".replay");
-      }
-      String http = pf.string("http", false);
-      URI httpUri = http == null ? null : pf.uri("http", http);
-      long[] capacity = {0};
-      pf.ifLong(
-          "capacity_blocks",
-          c -> {
-            if (c < 0) {
-              throw new ServiceConfigException(p + ".capacity_blocks must be >= 0, was " + c);
-            }
-            capacity[0] = c;
-          });
-      pf.done();
-      out.add(
-          new PodSpec(
-              id, events, Optional.ofNullable(replay), Optional.ofNullable(httpUri), capacity[0]));
-    }
-    return out;
-  }
-
-  private static String zmqEndpoint(String value, String field) {
-    if (!(value.startsWith("tcp://") || value.startsWith("ipc://") || value.startsWith("inproc://"))
-        || value.indexOf("://") + 3 >= value.length()) {
-      throw new ServiceConfigException(
-          field + " must be a tcp:// or ipc:// endpoint, was \"" + value + "\"");
-    }
-    return value;
-  }
-
-  private static JsonNode readTree(byte[] json, String source) {
+  /** Runs a binding step, reporting its errors as {@link ServiceConfigException}s. */
+  private static <T> T bound(Supplier<T> step, String source) {
     try {
-      JsonNode root = JSON.readTree(json);
-      if (root == null || root.isMissingNode()) {
-        throw new ServiceConfigException(source + ": empty document");
-      }
-      return root;
-    } catch (JsonProcessingException e) {
+      return step.get();
+    } catch (ConfigException e) {
       throw new ServiceConfigException(
-          source
-              + ": invalid JSON at line "
-              + e.getLocation().getLineNr()
-              + ", column "
-              + e.getLocation().getColumnNr()
-              + ": "
-              + e.getOriginalMessage());
-    } catch (IOException e) {
-      throw new ServiceConfigException(source + ": " + e.getMessage());
+          source.isEmpty() ? e.source() : source, e.path(), e.problem(), e);
     }
   }
 
@@ -585,19 +449,22 @@ public final class ServiceConfig {
       public TokenizerSettings build() {
         if (url == null && !fromPods && path == null) {
           throw new ServiceConfigException(
-              "tokenizer.url is required (a URL or \"pods\") unless tokenizer.path names local"
-                  + " tokenizer files");
+              "",
+              "tokenizer.url",
+              "is required (a URL or \"pods\") unless tokenizer.path names local tokenizer files",
+              null);
         }
         if (timeout.isNegative() || timeout.isZero()) {
-          throw new ServiceConfigException("tokenizer.timeout_ms must be > 0, was " + timeout);
+          throw new ServiceConfigException(
+              "", "tokenizer.timeout_ms", "must be > 0, was " + timeout.toMillis(), null);
         }
         if (cacheEntries < 0) {
           throw new ServiceConfigException(
-              "tokenizer.cache_entries must be >= 0, was " + cacheEntries);
+              "", "tokenizer.cache_entries", "must be >= 0, was " + cacheEntries, null);
         }
         if (cacheMaxTokens < 0) {
           throw new ServiceConfigException(
-              "tokenizer.cache_max_tokens must be >= 0, was " + cacheMaxTokens);
+              "", "tokenizer.cache_max_tokens", "must be >= 0, was " + cacheMaxTokens, null);
         }
         return new TokenizerSettings(
             Optional.ofNullable(url),
@@ -769,182 +636,68 @@ public final class ServiceConfig {
      * @throws ServiceConfigException naming the first invalid field
      */
     public ServiceConfig build() {
-      check(model != null && !model.isBlank(), "model is required (the served model's name)");
-      check(port >= 0 && port <= 65535, "http.port must be in [0, 65535], was " + port);
+      check(model != null && !model.isBlank(), "model", "is required (the served model's name)");
+      check(port >= 0 && port <= 65535, "http.port", "must be in [0, 65535], was " + port);
       check(
           maxBodyBytes >= 1024 && maxBodyBytes <= (64 << 20),
-          "http.max_body_bytes must be in [1024, 67108864], was " + maxBodyBytes);
-      check(threads >= 0 && threads <= 256, "http.threads must be in [0, 256], was " + threads);
+          "http.max_body_bytes",
+          "must be in [1024, 67108864], was " + maxBodyBytes);
+      check(threads >= 0 && threads <= 256, "http.threads", "must be in [0, 256], was " + threads);
       check(
           maxConnections >= 1 && maxConnections <= 1_000_000,
-          "http.max_connections must be in [1, 1000000], was " + maxConnections);
+          "http.max_connections",
+          "must be in [1, 1000000], was " + maxConnections);
       check(
           requestTimeout.toMillis() >= 1,
-          "http.request_timeout_ms must be >= 1, was " + requestTimeout.toMillis());
+          "http.request_timeout_ms",
+          "must be >= 1, was " + requestTimeout.toMillis());
       check(
           idleTimeout.toMillis() >= 1,
-          "http.idle_timeout_ms must be >= 1, was " + idleTimeout.toMillis());
+          "http.idle_timeout_ms",
+          "must be >= 1, was " + idleTimeout.toMillis());
       check(
           blockSize >= 1 && blockSize <= 4096,
-          "index.block_size must be in [1, 4096], was " + blockSize);
-      check(maxKeys >= 1, "index.max_keys must be >= 1, was " + maxKeys);
+          "index.block_size",
+          "must be in [1, 4096], was " + blockSize);
+      check(maxKeys >= 1, "index.max_keys", "must be >= 1, was " + maxKeys);
       for (Map.Entry<String, Double> e : tierWeights.entrySet()) {
         double w = e.getValue();
         check(
             w >= 0 && w <= 1 && !Double.isNaN(w),
-            "index.tier_weights." + e.getKey() + " must be in [0, 1], was " + w);
+            "index.tier_weights." + e.getKey(),
+            "must be in [0, 1], was " + w);
       }
       check(
           !readyTimeout.isNegative(),
-          "events.ready_timeout_ms must be >= 0, was " + readyTimeout.toMillis());
-      check(maxTokens >= 1, "limits.max_tokens must be >= 1, was " + maxTokens);
+          "events.ready_timeout_ms",
+          "must be >= 0, was " + readyTimeout.toMillis());
+      check(maxTokens >= 1, "limits.max_tokens", "must be >= 1, was " + maxTokens);
       check(
-          maxCandidatePods >= 1, "limits.max_candidate_pods must be >= 1, was " + maxCandidatePods);
+          maxCandidatePods >= 1,
+          "limits.max_candidate_pods",
+          "must be >= 1, was " + maxCandidatePods);
       check(
           !podsFilePoll.isNegative() && !podsFilePoll.isZero(),
-          "pods_file_poll_ms must be > 0, was " + podsFilePoll.toMillis());
+          "pods_file_poll_ms",
+          "must be > 0, was " + podsFilePoll.toMillis());
       Set<String> ids = new HashSet<>();
       for (PodSpec p : pods) {
-        check(ids.add(p.id()), "pods: id \"" + p.id() + "\" is listed twice");
+        check(ids.add(p.id()), "pods", "id \"" + p.id() + "\" is listed twice");
       }
       check(
           !pods.isEmpty() || podsFile != null,
+          "pods",
           "pods or pods_file is required (the pods whose KV events to follow)");
       if (tokenizer != null && tokenizer.fromPods()) {
         boolean any = podsFile != null || pods.stream().anyMatch(p -> p.http().isPresent());
-        check(any, "tokenizer.url is \"pods\" but no pod has an http URL");
+        check(any, "tokenizer.url", "is \"pods\" but no pod has an http URL");
       }
       return new ServiceConfig(this);
     }
 
-    private static void check(boolean ok, String message) {
+    private static void check(boolean ok, String path, String problem) {
       if (!ok) {
-        throw new ServiceConfigException(message);
-      }
-    }
-  }
-
-  /** Reads an object's fields by name, remembering which were read, to reject unknown ones. */
-  private static final class Fields {
-    private final ObjectNode node;
-    private final String prefix;
-    private final Set<String> seen = new java.util.LinkedHashSet<>();
-
-    Fields(JsonNode node, String prefix) {
-      if (node == null || !node.isObject()) {
-        throw new ServiceConfigException(
-            (prefix.isEmpty() ? "config" : trim(prefix)) + " must be a JSON object");
-      }
-      this.node = (ObjectNode) node;
-      this.prefix = prefix;
-    }
-
-    private static String trim(String prefix) {
-      return prefix.endsWith(".") || prefix.endsWith(":")
-          ? prefix.substring(0, prefix.length() - 1)
-          : prefix;
-    }
-
-    List<String> names() {
-      List<String> out = new ArrayList<>();
-      node.fieldNames().forEachRemaining(out::add);
-      return out;
-    }
-
-    JsonNode take(String name) {
-      seen.add(name);
-      JsonNode v = node.get(name);
-      return v == null || v.isNull() ? null : v;
-    }
-
-    Fields object(String name) {
-      JsonNode v = take(name);
-      if (v == null) {
-        return null;
-      }
-      if (!v.isObject()) {
-        throw new ServiceConfigException(prefix + name + " must be a JSON object");
-      }
-      return new Fields(v, prefix + name + ".");
-    }
-
-    String string(String name, boolean required) {
-      JsonNode v = take(name);
-      if (v == null) {
-        if (required) {
-          throw new ServiceConfigException(prefix + name + " is required");
-        }
-        return null;
-      }
-      if (!v.isTextual()) {
-        throw new ServiceConfigException(prefix + name + " must be a string, was " + v);
-      }
-      return v.textValue();
-    }
-
-    double number(String name) {
-      JsonNode v = take(name);
-      if (v == null || !v.isNumber()) {
-        throw new ServiceConfigException(prefix + name + " must be a number, was " + v);
-      }
-      return v.doubleValue();
-    }
-
-    URI uri(String name, String value) {
-      try {
-        URI u = URI.create(value);
-        if (u.getScheme() == null
-            || !(u.getScheme().equals("http") || u.getScheme().equals("https"))
-            || u.getHost() == null) {
-          throw new IllegalArgumentException("not an http(s) URL");
-        }
-        return u;
-      } catch (IllegalArgumentException e) {
-        throw new ServiceConfigException(
-            prefix + name + " must be an http(s) URL, was \"" + value + "\"");
-      }
-    }
-
-    void ifString(String name, java.util.function.Consumer<String> sink) {
-      String v = string(name, false);
-      if (v != null) {
-        sink.accept(v);
-      }
-    }
-
-    void ifInt(String name, java.util.function.IntConsumer sink) {
-      JsonNode v = take(name);
-      if (v != null) {
-        if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-          throw new ServiceConfigException(prefix + name + " must be an integer, was " + v);
-        }
-        try {
-          sink.accept(v.intValue());
-        } catch (ServiceConfigException e) {
-          throw e;
-        } catch (IllegalArgumentException e) {
-          throw new ServiceConfigException(prefix + name + ": " + e.getMessage());
-        }
-      }
-    }
-
-    void ifLong(String name, java.util.function.LongConsumer sink) {
-      JsonNode v = take(name);
-      if (v != null) {
-        if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-          throw new ServiceConfigException(prefix + name + " must be an integer, was " + v);
-        }
-        sink.accept(v.longValue());
-      }
-    }
-
-    void done() {
-      for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
-        String n = it.next();
-        if (!seen.contains(n)) {
-          throw new ServiceConfigException(
-              prefix + n + " is not a known field (known: " + String.join(", ", seen) + ")");
-        }
+        throw new ServiceConfigException("", path, problem, null);
       }
     }
   }

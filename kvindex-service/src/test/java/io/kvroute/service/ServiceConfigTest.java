@@ -71,44 +71,56 @@ class ServiceConfigTest {
   @CsvSource(
       delimiter = '|',
       value = {
-        "no model | {\"pods_file\":\"p\"} | model is required",
+        "no model | {\"pods_file\":\"p\"} | model: is required",
         "no pods | {\"model\":\"m\"} | pods or pods_file is required",
-        "bad json | {\"model\": | config: invalid JSON at line 1",
-        "not object | [1] | config must be a JSON object",
-        "unknown | {\"model\":\"m\",\"pods_file\":\"p\",\"htpp\":{}} | htpp is not a known field",
+        "bad json | {\"model\": | invalid syntax (line 1)",
+        "not object | [1] | must be a mapping, was a list",
+        "unknown | {\"model\":\"m\",\"pods_file\":\"p\",\"htpp\":{}} | htpp: unknown key; did you mean \"http\"?",
         "unknown nested | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"prot\":1} } | "
-            + "http.prot is not a known field",
+            + "http.prot: unknown key; did you mean \"port\"?",
         "port range | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"port\":70000}} | "
-            + "http.port must be in [0, 65535], was 70000",
+            + "http.port: must be in [0, 65535], was 70000",
         "zero connections | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"max_connections\":0}} | "
-            + "http.max_connections must be in [1, 1000000], was 0",
+            + "http.max_connections: must be in [1, 1000000], was 0",
         "zero request timeout | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"request_timeout_ms\":0}}"
-            + " | http.request_timeout_ms must be >= 1, was 0",
+            + " | http.request_timeout_ms: must be >= 1, was 0",
         "zero idle timeout | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"idle_timeout_ms\":0}}"
-            + " | http.idle_timeout_ms must be >= 1, was 0",
+            + " | http.idle_timeout_ms: must be >= 1, was 0",
         "port type | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"port\":\"80\"}} | "
-            + "http.port must be an integer",
+            + "http.port: must be an integer, was \"80\"",
         "block size | {\"model\":\"m\",\"pods_file\":\"p\",\"index\":{\"block_size\":0}} | "
-            + "index.block_size must be in [1, 4096], was 0",
+            + "index.block_size: must be in [1, 4096], was 0",
         "tier weight | {\"model\":\"m\",\"pods_file\":\"p\",\"index\":{\"tier_weights\":"
-            + "{\"CPU\":2}}} | index.tier_weights.CPU must be in [0, 1]",
-        "pod id | {\"model\":\"m\",\"pods\":[{\"events\":\"tcp://a:1\"}]} | pods[0].id is required",
+            + "{\"CPU\":2}}} | index.tier_weights.CPU: must be in [0, 1]",
+        "pod id | {\"model\":\"m\",\"pods\":[{\"events\":\"tcp://a:1\"}]} | pods[0].id: is required",
         "pod events | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://a:1\"},"
-            + "{\"id\":\"b\",\"events\":\"a:1\"}]} | pods[1].events must be a tcp:// or ipc://",
+            + "{\"id\":\"b\",\"events\":\"a:1\"}]} | pods[1].events: must be a tcp:// or ipc://",
         "pod dup | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://a:1\"},"
-            + "{\"id\":\"a\",\"events\":\"tcp://a:2\"}]} | pods[1].id \"a\" is listed twice",
+            + "{\"id\":\"a\",\"events\":\"tcp://a:2\"}]} | pods[1].id: \"a\" is listed twice (also pods[0])",
         "pod http | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://a:1\","
-            + "\"http\":\"ftp://x\"}]} | pods[0].http must be an http(s) URL",
+            + "\"http\":\"ftp://x\"}]} | pods[0].http: not an http(s) URL: \"ftp://x\"",
         "pod field | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://a:1\","
-            + "\"endpoint\":\"x\"}]} | pods[0].endpoint is not a known field",
+            + "\"endpoint\":\"x\"}]} | pods[0].endpoint: unknown key; known: capacity_blocks, events, http, id, replay",
         "pod capacity | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://a:1\","
-            + "\"capacity_blocks\":-1}]} | pods[0].capacity_blocks must be >= 0",
+            + "\"capacity_blocks\":-1}]} | pods[0].capacity_blocks: must be >= 0",
         "tokenizer url | {\"model\":\"m\",\"pods_file\":\"p\",\"tokenizer\":{}} | "
-            + "tokenizer.url is required",
+            + "tokenizer.url: is required",
         "tokenizer timeout | {\"model\":\"m\",\"pods_file\":\"p\",\"tokenizer\":{\"url\":"
-            + "\"http://t\",\"timeout_ms\":0}} | tokenizer.timeout_ms must be > 0",
+            + "\"http://t\",\"timeout_ms\":0}} | tokenizer.timeout_ms: must be > 0",
         "tokenizer pods | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://a:1\"}],"
             + "\"tokenizer\":{\"url\":\"pods\"}} | no pod has an http URL",
+        "duplicate key | {\"model\":\"m\",\"pods_file\":\"p\",\"model\":\"n\"} | model: duplicate key (line 1)",
+        "float for integer | {\"model\":\"m\",\"pods_file\":\"p\",\"http\":{\"threads\":1.5}} | "
+            + "http.threads: must be an integer, was 1.5",
+        "number for string | {\"model\":\"m\",\"pods_file\":\"p\",\"events\":{\"topic\":5}} | "
+            + "events.topic: must be a string, was 5",
+        "http publisher | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"http://nope\"}]} | "
+            + "pods[0].events: must be a tcp:// or ipc:// endpoint such as \"tcp://10.0.0.5:5557\", was \"http://nope\"",
+        "null pod | {\"model\":\"m\",\"pods\":[null]} | pods[0]: must be a mapping, was null",
+        "tcp without port | {\"model\":\"m\",\"pods\":[{\"id\":\"a\",\"events\":\"tcp://host\"}]} | "
+            + "pods[0].events: must be a tcp:// or ipc://",
+        "bad id | {\"model\":\"m\",\"pods\":[{\"id\":\"a b\",\"events\":\"tcp://h:1\"}]} | "
+            + "pods[0].id: must be 1-253 characters",
       })
   void errorsNameTheField(String name, String json, String message) {
     assertThatThrownBy(() -> parse(json))
@@ -157,7 +169,7 @@ class ServiceConfigTest {
       Files.writeString(pods, "[{\"id\":\"a\",\"events\":\"nope\"}]");
       Files.setLastModifiedTime(pods, FileTime.fromMillis(System.currentTimeMillis() + 10000));
       assertThat(s.reloadPodsFile())
-          .hasValueSatisfying(m -> assertThat(m).contains("[0].events must be a tcp://"));
+          .hasValueSatisfying(m -> assertThat(m).contains("[0].events: must be a tcp://"));
       assertThat(s.pods()).containsExactly("a", "c");
     }
   }
@@ -169,6 +181,6 @@ class ServiceConfigTest {
     ServiceConfig config = ServiceConfig.builder().model("m").port(0).podsFile(pods).build();
     assertThatThrownBy(() -> KvIndexService.builder(config).withoutEventFeed().start())
         .isInstanceOf(ServiceConfigException.class)
-        .hasMessageContaining(pods + "[0].events is required");
+        .hasMessageContaining(pods + ": [0].events: is required");
   }
 }

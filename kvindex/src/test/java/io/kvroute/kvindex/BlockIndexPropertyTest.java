@@ -1,5 +1,7 @@
 package io.kvroute.kvindex;
 
+import io.kvroute.kvindex.contract.BlockIndexPropertyContract;
+
 /** The {@link BlockIndexPropertyContract} on the in-memory index. */
 class BlockIndexPropertyTest extends BlockIndexPropertyContract {
   @Override

@@ -12,7 +12,10 @@
  *       io.kvroute.scoring.Pickers}, {@link io.kvroute.scoring.PdDecider} — the built-in plugins;
  *       {@link io.kvroute.scoring.Profile} composes them.
  *   <li>{@link io.kvroute.scoring.SchedulerConfigLoader} — llm-d {@code EndpointPickerConfig}
- *       shaped YAML/JSON.
+ *       shaped YAML/JSON; plugin types are {@link io.kvroute.scoring.SchedulerPluginProvider}s
+ *       registered by name through {@link java.util.ServiceLoader} (kvroute's own included), so a
+ *       jar of filters, scorers, pickers, PD deciders or {@link io.kvroute.scoring.ProfileHandler}s
+ *       adds types that configurations name.
  *   <li>{@link io.kvroute.scoring.MetricsStore}, {@link io.kvroute.scoring.MetricsScraper}, {@link
  *       io.kvroute.scoring.HealthProbe} — engine signals.
  *   <li>{@link io.kvroute.scoring.Tokenizer}, {@link io.kvroute.scoring.Tokenizers} — token ids for

@@ -9,7 +9,6 @@ import io.kvroute.connector.Endpoint.Role;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class SchedulerConfigLoaderTest {
@@ -113,117 +112,233 @@ class SchedulerConfigLoaderTest {
   void errorsNameThePluginAndField() {
     fails(
         "plugins: [{name: my-load, type: load-aware-scorer, parameters: {threshold: 0}}]",
-        "plugin \"my-load\" (load-aware-scorer): parameters.threshold must be >= 1, was 0");
+        "plugins[0].parameters.threshold: must be >= 1, was 0");
     fails(
         "plugins: [{name: my-load, type: load-aware-scorer, parameters: {threshold: ten}}]",
-        "plugin \"my-load\" (load-aware-scorer): parameters.threshold must be an integer, was \"ten\"");
+        "plugins[0].parameters.threshold: must be an integer, was \"ten\"");
     fails(
         "plugins: [{type: load-aware-scorer, parameters: {treshold: 5}}]",
-        "plugin \"load-aware-scorer\" (load-aware-scorer): unknown parameter"
-            + " \"parameters.treshold\"; known: [threshold]");
+        "plugins[0].parameters.treshold: unknown key; did you mean \"threshold\"? known:"
+            + " threshold");
     fails(
-        "plugins: [{name: x, type: load-awere-scorer}]",
-        "plugin \"x\": unknown type \"load-awere-scorer\"; known: "
-            + SchedulerConfigLoader.knownTypes());
-    fails("plugins: [{name: x}]", "plugins[0]: type is required");
+        "plugins: [{type: queue-scorer}, {name: x, type: load-awere-scorer}]",
+        "plugins[1].type: unknown plugin \"load-awere-scorer\"; did you mean"
+            + " \"load-aware-scorer\"? known: "
+            + String.join(", ", SchedulerConfigLoader.create().knownTypes()));
+    fails(
+        "plugins: [{name: x}]",
+        "plugins[0].type: is required (the plugin type, e.g. queue-scorer)");
     fails(
         "plugins: [{name: p, type: prefix-cache-scorer, parameters: {matchLengthWeight: 2}}]",
-        "plugin \"p\" (prefix-cache-scorer): parameters.matchLengthWeight must be in [0, 1], was"
-            + " 2.0");
+        "plugins[0].parameters.matchLengthWeight: must be in [0, 1], was 2.0");
     fails(
         "plugins: [{type: max-score-picker, parameters: {maxNumOfEndpoints: 0}}]",
-        "plugin \"max-score-picker\" (max-score-picker): parameters.maxNumOfEndpoints must be >= 1,"
-            + " was 0");
+        "plugins[0].parameters.maxNumOfEndpoints: must be >= 1, was 0");
     fails(
         "plugins: [{type: health-filter, parameters: {dropStaleMetrics: yes please}}]",
-        "plugin \"health-filter\" (health-filter): parameters.dropStaleMetrics must be true or"
-            + " false, was \"yes please\"");
+        "plugins[0].parameters.dropStaleMetrics: must be true or false, was \"yes please\"");
     fails(
         "plugins: [{type: disagg-profile-handler, parameters: {stageOrder: prefill-first}}]",
-        "plugin \"disagg-profile-handler\" (disagg-profile-handler): parameters.stageOrder only"
-            + " decode-first is supported, was \"prefill-first\"");
+        "plugins[0].parameters.stageOrder: only decode-first is supported, was"
+            + " \"prefill-first\"");
     fails(
         "plugins: [{type: queue-scorer}, {type: queue-scorer}]",
-        "plugins[1]: two plugins are named \"queue-scorer\"");
+        "plugins[1].name: \"queue-scorer\" is already the name of plugins[0] (a name defaults to"
+            + " the type; name one of them)");
     fails(
         "plugins: [{type: session-affinity-scorer, parameters: {strategy: cookie}}]",
-        "plugin \"session-affinity-scorer\" (session-affinity-scorer): parameters.strategy must be"
-            + " encoded_endpoint_header or session_id, was \"cookie\"");
+        "plugins[0].parameters.strategy: must be encoded_endpoint_header or session_id, was"
+            + " \"cookie\"");
     fails(
         "plugins: [{type: precise-prefix-cache-scorer, parameters: {speculativeTTL: soon}}]",
-        "plugin \"precise-prefix-cache-scorer\" (precise-prefix-cache-scorer):"
-            + " parameters.speculativeTTL must be a duration such as 2s or 500ms, was \"soon\"");
+        "plugins[0].parameters.speculativeTTL: must be a duration such as \"30s\", \"1m30s\" or"
+            + " \"250ms\", was \"soon\"");
     fails(
         "plugins: [{type: label-selector-filter, parameters: {matchExpressions: [{key: a,"
             + " operator: Near}]}}]",
-        "plugin \"label-selector-filter\" (label-selector-filter): parameters.matchExpressions[0]"
-            + ".operator must be In, NotIn, Exists or DoesNotExist, was \"Near\"");
+        "plugins[0].parameters.matchExpressions[0].operator: must be In, NotIn, Exists or"
+            + " DoesNotExist, was \"Near\"");
     fails(
-        "plugins: [{type: pd-pairing-filter}]",
-        "plugin \"pd-pairing-filter\" (pd-pairing-filter): parameters.groupKey is required");
+        "plugins: [{type: label-selector-filter, parameters: {matchExpressions: [{key: a,"
+            + " operator: In}]}}]",
+        "plugins[0].parameters.matchExpressions[0].values: operator In needs values");
+    fails("plugins: [{type: pd-pairing-filter}]", "plugins[0].parameters.groupKey: is required");
+    fails(
+        "plugins: [{type: queue-scorer, parameters: {weight: 2}}]",
+        "plugins[0].parameters.weight: unknown key; this mapping takes no keys");
+    fails(
+        "plugins: [{type: role-filter, parameters: {role: encode}}]",
+        "plugins[0].parameters.role: must be one of prefill, decode, both; was \"encode\"");
+    fails(
+        "plugins: [{type: disagg-profile-handler, parameters: {profiles: {encode: e}}}]",
+        "plugins[0].parameters.profiles.encode: encode disaggregation (E/P/D) is not supported");
+    fails(
+        "plugins: [{type: queue-scorer, type: load-aware-scorer}]",
+        "plugins[0].type: duplicate key (line 1)");
+    fails(
+        "plugins: [{type: queue-scorer, parameters: [1]}]",
+        "plugins[0].parameters: must be a mapping, was a list");
   }
 
   @Test
   void profileErrorsNameTheProfileAndRef() {
     fails(
         "plugins: [{type: queue-scorer}]\n"
-            + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: nope}]}]",
-        "schedulingProfiles[0] (\"decode\").plugins[0]: pluginRef \"nope\" is not a plugin;"
-            + " known: [queue-scorer]");
+            + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: queue-scorr}]}]",
+        "schedulingProfiles[0].plugins[0].pluginRef: unknown plugin name \"queue-scorr\"; did you"
+            + " mean \"queue-scorer\"? known: queue-scorer");
     fails(
         "plugins: [{type: decode-filter}]\n"
             + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: decode-filter, weight:"
             + " 2}]}]",
-        "schedulingProfiles[0] (\"decode\").plugins[0] (\"decode-filter\"): weight is only allowed"
-            + " on scorers");
+        "schedulingProfiles[0].plugins[0].weight: only scorers take a weight; \"decode-filter\" is"
+            + " a filter");
     fails(
         "plugins: [{type: queue-scorer}]\n"
             + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: queue-scorer, weight:"
             + " -1}]}]",
-        "schedulingProfiles[0] (\"decode\").plugins[0] (\"queue-scorer\"): weight must be a finite"
-            + " number >= 0, was -1.0");
+        "schedulingProfiles[0].plugins[0].weight: must be a finite number >= 0, was -1.0");
+    fails(
+        "plugins: [{type: queue-scorer}, {type: max-score-picker}, {name: p2, type: random-picker}]\n"
+            + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: max-score-picker},"
+            + " {pluginRef: p2}]}]",
+        "schedulingProfiles[0].plugins[1].pluginRef: a profile has at most one picker;"
+            + " \"max-score-picker\" is already this profile's");
+    fails(
+        "plugins: [{type: queue-scorer}, {type: always-disagg-pd-decider}]\n"
+            + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: always-disagg-pd-decider}]}]",
+        "schedulingProfiles[0].plugins[0].pluginRef: \"always-disagg-pd-decider\" is a PD"
+            + " decider, not a filter, scorer or picker, so it cannot be in a profile");
     fails(
         "plugins: [{type: queue-scorer}]\n"
             + "schedulingProfiles: [{name: a, plugins: [{pluginRef: queue-scorer}]},"
             + " {name: b, plugins: [{pluginRef: queue-scorer}]}]",
-        "schedulingProfiles has 2 profiles but no profile handler plugin (disagg-profile-handler"
+        "schedulingProfiles: has 2 profiles but no profile handler plugin (disagg-profile-handler"
             + " or single-profile-handler) says which runs");
+    fails(
+        "plugins: [{type: queue-scorer}]\n"
+            + "schedulingProfiles: [{name: a, plugins: [{pluginRef: queue-scorer}]},"
+            + " {name: a, plugins: [{pluginRef: queue-scorer}]}]",
+        "schedulingProfiles[1].name: \"a\" is already the name of schedulingProfiles[0]");
     fails(
         "plugins: [{type: queue-scorer}, {type: disagg-profile-handler, parameters: {deciders:"
             + " {prefill: nope}}}]\n"
             + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: queue-scorer}]},"
             + " {name: prefill, plugins: [{pluginRef: queue-scorer}]}]",
-        "plugin \"disagg-profile-handler\" (disagg-profile-handler): deciders.prefill \"nope\" is"
-            + " not a PD decider plugin; known deciders: []");
+        "plugins[1].parameters.deciders.prefill: \"nope\" is not a PD decider plugin; known"
+            + " deciders: none");
+    fails(
+        "plugins: [{type: queue-scorer}, {type: prefix-based-pd-decider},"
+            + " {type: disagg-profile-handler, parameters: {deciders:"
+            + " {prefill: prefix-based-pd-decider}}}]\n"
+            + "schedulingProfiles: [{name: decode, plugins: [{pluginRef: queue-scorer}]}]",
+        "plugins[2].parameters.profiles.prefill: a PD decider is set but the prefill profile"
+            + " \"prefill\" does not exist; known: decode");
+    fails(
+        "plugins: [{type: queue-scorer}, {type: single-profile-handler, parameters: {profile:"
+            + " x}}]",
+        "plugins[1].parameters.profile: \"x\" is not a profile; known: default");
+    fails(
+        "plugins: [{type: single-profile-handler}, {name: h2, type: disagg-profile-handler}]",
+        "plugins[1].type: only one profile handler is allowed; \"single-profile-handler\" is"
+            + " another (plugins[0])");
     fails(
         "kind: Other\nplugins: [{type: queue-scorer}]",
-        "kind must be EndpointPickerConfig, was \"Other\"");
-    fails("plugins: []", "plugins must be a non-empty list");
-    fails("plugins: [ {", SchedulerConfigLoaderTest.parseMessage("plugins: [ {"));
+        "kind: must be EndpointPickerConfig, was \"Other\"");
+    fails("plugins: []", "plugins: must list at least one plugin");
+    assertThatThrownBy(() -> SchedulerConfigLoader.create().load("plugins: [ {"))
+        .isInstanceOf(SchedulerConfigException.class)
+        .hasMessageStartingWith("plugins[0]: invalid syntax (line 1)")
+        .hasMessageNotContaining("\n");
     fails(
         "bogus: 1\nplugins: [{type: queue-scorer}]",
-        "unknown top-level field \"bogus\"; known: "
-            + new java.util.TreeSet<>(
-                Set.of(
-                    "apiVersion",
-                    "kind",
-                    "featureGates",
-                    "plugins",
-                    "schedulingProfiles",
-                    "dataLayer",
-                    "flowControl",
-                    "requestHandler",
-                    "saturationDetector")));
+        "bogus: unknown key; known: apiVersion, dataLayer, featureGates, flowControl, kind,"
+            + " plugins, requestHandler, saturationDetector, schedulingProfiles");
+    fails(
+        "plugins: [{type: queue-scorer}]\nplugins: [{type: queue-scorer}]",
+        "plugins: duplicate key (line 2)");
   }
 
-  private static String parseMessage(String yaml) {
-    try {
-      SchedulerConfigLoader.create().load(yaml);
-      return "no error";
-    } catch (SchedulerConfigException e) {
-      assertThat(e.getMessage()).startsWith("configuration is not valid YAML/JSON: ");
-      return e.getMessage();
-    }
+  @Test
+  void llmdShapesLoadAsWritten() {
+    // The chart's default profile, and upstream-only sections that kvroute accepts and ignores.
+    Scheduler s =
+        SchedulerConfigLoader.create()
+            .load(
+                """
+                apiVersion: inference.networking.x-k8s.io/v1alpha1
+                kind: EndpointPickerConfig
+                featureGates: [flowControl]
+                plugins:
+                - type: queue-scorer
+                - type: kv-cache-utilization-scorer
+                - type: prefix-cache-scorer
+                  parameters: {matchLengthWeight: 0.5, prefixMatchInfoProducerName: approx}
+                - type: approx-prefix-cache-producer
+                  parameters: {blockSizeTokens: 32, maxPrefixTokensToMatch: 4096, autoTune: true}
+                - type: no-hit-lru-scorer
+                  parameters: {lruSize: 64, prefixPluginType: prefix-cache-scorer}
+                - type: session-affinity-scorer
+                  parameters:
+                    strategy: session_id
+                    sessionIdConfig: {sources: [x-conv, {type: header, name: x-conv-2}]}
+                - type: label-selector-filter
+                  parameters:
+                    matchLabels: {tier: gold}
+                    matchExpressions: [{key: zone, operator: NotIn, values: [b]}, {key: gpu, operator: Exists}]
+                - type: pd-profile-handler
+                  parameters: {threshold: 100, hashBlockSize: 64, primaryPort: 8000}
+                schedulingProfiles:
+                - name: decode
+                  plugins:
+                  - pluginRef: label-selector-filter
+                  - pluginRef: queue-scorer
+                    weight: 2
+                  - pluginRef: kv-cache-utilization-scorer
+                    weight: 2
+                  - pluginRef: prefix-cache-scorer
+                    weight: 3
+                  - pluginRef: session-affinity-scorer
+                  - pluginRef: no-hit-lru-scorer
+                dataLayer: {injectDefaults: true, sources: [{pluginRef: metrics-data-source}]}
+                flowControl: {maxRequests: 10}
+                requestHandler: {parsers: [{pluginRef: openai-parser}]}
+                saturationDetector: {pluginRef: utilization-detector}
+                """)
+            .build();
+    assertThat(s.profiles()).containsOnlyKeys("decode");
+    assertThat(s.profiles().get("decode").scorers())
+        .extracting(w -> w.scorer().name() + "×" + w.weight())
+        .containsExactly(
+            "queue-scorer×2.0",
+            "kv-cache-utilization-scorer×2.0",
+            "prefix-cache-scorer×3.0",
+            "session-affinity-scorer×1.0",
+            "no-hit-lru-scorer×1.0");
+    Endpoint gold = ep("g", Role.DECODE, Map.of("tier", "gold", "zone", "a", "gpu", "h100"));
+    Endpoint other = ep("o", Role.DECODE, Map.of("tier", "gold", "zone", "b", "gpu", "h100"));
+    Decision d =
+        s.pick(SchedulingRequest.builder().model("m").candidates(List.of(gold, other)).build());
+    assertThat(d.endpoints()).extracting(Endpoint::id).containsExactly("g");
+  }
+
+  @Test
+  void gatewayInlineConfigurationsReportUnderTheirPath() {
+    Map<String, Object> tree = new java.util.LinkedHashMap<>();
+    tree.put("plugins", List.of(Map.of("type", "foo")));
+    assertThatThrownBy(() -> SchedulerConfigLoader.create().load(tree, "scheduler"))
+        .isInstanceOf(SchedulerConfigException.class)
+        .hasMessageStartingWith("scheduler.plugins[0].type: unknown plugin \"foo\"; known: ");
+  }
+
+  @Test
+  void filesNameThemselvesInErrors(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    java.nio.file.Path f = dir.resolve("picker.yaml");
+    java.nio.file.Files.writeString(f, "plugins: [{type: queue-scorer, parameters: {x: 1}}]\n");
+    assertThatThrownBy(() -> SchedulerConfigLoader.create().load(f))
+        .isInstanceOf(SchedulerConfigException.class)
+        .hasMessage(f + ": plugins[0].parameters.x: unknown key; this mapping takes no keys");
   }
 
   @Test

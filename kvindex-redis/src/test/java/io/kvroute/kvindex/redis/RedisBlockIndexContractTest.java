@@ -1,8 +1,8 @@
 package io.kvroute.kvindex.redis;
 
 import io.kvroute.kvindex.BlockIndex;
-import io.kvroute.kvindex.BlockIndexContract;
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.contract.BlockIndexContract;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import io.kvroute.kvindex.redis.RedisIndexConfig.LookupMode;
 import java.util.concurrent.atomic.AtomicInteger;

@@ -1,8 +1,8 @@
 package io.kvroute.kvindex.redis;
 
 import io.kvroute.kvindex.BlockIndex;
-import io.kvroute.kvindex.BlockIndexPropertyContract;
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.contract.BlockIndexPropertyContract;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;

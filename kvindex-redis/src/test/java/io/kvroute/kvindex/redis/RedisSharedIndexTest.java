@@ -2,9 +2,9 @@ package io.kvroute.kvindex.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvroute.kvindex.BlockIndexContract;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.contract.BlockIndexContract;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import java.time.Duration;
 import java.util.ArrayList;

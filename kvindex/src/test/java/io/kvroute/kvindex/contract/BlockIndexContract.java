@@ -1,7 +1,11 @@
-package io.kvroute.kvindex;
+package io.kvroute.kvindex.contract;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.IndexStats;
+import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.BlockHash;
 import io.kvroute.kvindex.hash.HashAlgorithm;

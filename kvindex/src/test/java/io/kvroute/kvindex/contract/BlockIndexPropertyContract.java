@@ -1,10 +1,13 @@
-package io.kvroute.kvindex;
+package io.kvroute.kvindex.contract;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.PrefixMatch;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;

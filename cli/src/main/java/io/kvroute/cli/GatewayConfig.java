@@ -1,0 +1,282 @@
+package io.kvroute.cli;
+
+import io.kvroute.config.Checks;
+import io.kvroute.config.ConfigBinder;
+import io.kvroute.config.ConfigException;
+import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.Endpoint;
+import io.kvroute.router.KvEventFeed;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code kvroute gateway}'s configuration file, bound strictly by {@link ConfigBinder} (YAML, or
+ * JSON when the file ends in {@code .json}); the format is documented on {@link GatewayCommand}
+ * and, key by key, in {@code docs/configuration.md}, which a test checks against these records.
+ *
+ * @param listen the traffic listener
+ * @param observabilityHeaders add {@code x-kvroute-*} response headers (default false)
+ * @param scrapeMetrics poll each endpoint's {@code /metrics} this often (default: not at all)
+ * @param defaultConnector the {@code kvConnector} section used for models without their own
+ *     (default: {@code type: http})
+ * @param models per-model {@code kvConnector} sections
+ * @param index precise prefix scoring from KV events (default: off)
+ * @param scheduler an {@code EndpointPickerConfig}: a file name (relative to this file) or the
+ *     mapping itself (default: kvroute's default profiles)
+ * @param endpoints the model servers
+ */
+record GatewayConfig(
+    Listen listen,
+    Boolean observabilityHeaders,
+    Duration scrapeMetrics,
+    Map<String, Object> defaultConnector,
+    Map<String, Model> models,
+    Index index,
+    Object scheduler,
+    List<EndpointSpec> endpoints) {
+
+  static final ConfigBinder BINDER = ConfigBinder.create();
+
+  /** Validates and applies the defaults. */
+  GatewayConfig {
+    listen = listen == null ? new Listen(null, null) : listen;
+    observabilityHeaders = observabilityHeaders != null && observabilityHeaders;
+    if (scrapeMetrics != null && (scrapeMetrics.isNegative() || scrapeMetrics.isZero())) {
+      throw new ConfigException("scrapeMetrics", "must be > 0, was " + scrapeMetrics);
+    }
+    defaultConnector = defaultConnector == null ? Map.of("type", "http") : defaultConnector;
+    connector("defaultConnector", defaultConnector);
+    models = models == null ? Map.of() : new LinkedHashMap<>(models);
+    if (scheduler != null && !(scheduler instanceof String) && !(scheduler instanceof Map)) {
+      throw new ConfigException(
+          "scheduler", "must be a file name or an EndpointPickerConfig mapping");
+    }
+    endpoints = endpoints == null ? List.of() : List.copyOf(endpoints);
+    Map<String, Integer> ids = new LinkedHashMap<>();
+    for (int i = 0; i < endpoints.size(); i++) {
+      String id = endpoints.get(i).endpoint().id();
+      Integer first = ids.putIfAbsent(id, i);
+      if (first != null) {
+        throw new ConfigException(
+            "endpoints[" + i + "].id",
+            "duplicate id \""
+                + id
+                + "\" (also endpoints["
+                + first
+                + "]"
+                + (endpoints.get(i).id() == null ? "; an id defaults to the URL's host:port" : "")
+                + ")");
+      }
+    }
+  }
+
+  /**
+   * Reads a configuration file.
+   *
+   * @throws ConfigException naming the file and the field
+   */
+  static GatewayConfig load(Path file) {
+    return BINDER.read(file, GatewayConfig.class);
+  }
+
+  /** The connector for models without a section of their own. */
+  ConnectorConfig defaultConnectorConfig() {
+    return connector("defaultConnector", defaultConnector);
+  }
+
+  /** The per-model connectors. */
+  Map<String, ConnectorConfig> modelConnectors() {
+    Map<String, ConnectorConfig> out = new LinkedHashMap<>();
+    models.forEach(
+        (name, m) -> {
+          if (m.kvConnector() != null) {
+            out.put(name, m.connector());
+          }
+        });
+    return out;
+  }
+
+  /**
+   * The scheduler file, resolved against the configuration's directory; null when inline or none.
+   */
+  Path schedulerFile(Path configFile) {
+    if (!(scheduler instanceof String s)) {
+      return null;
+    }
+    Path p = Path.of(s);
+    Path dir = configFile.toAbsolutePath().getParent();
+    return p.isAbsolute() || dir == null ? p : dir.resolve(p);
+  }
+
+  /** An inline scheduler configuration, or null. */
+  @SuppressWarnings("unchecked")
+  Map<String, ?> schedulerMapping() {
+    return scheduler instanceof Map<?, ?> m ? (Map<String, ?>) m : null;
+  }
+
+  /** Binds a {@code kvConnector} section, naming its fields from {@code path}. */
+  static ConnectorConfig connector(String path, Map<String, Object> section) {
+    try {
+      return ConnectorConfig.fromMap(section);
+    } catch (ConnectorConfigException e) {
+      String field = e.field().startsWith("kvConnector") ? e.field().substring(11) : e.field();
+      String problem = e.getMessage().substring(e.field().length()).trim();
+      throw new ConfigException(path + field, problem, e);
+    }
+  }
+
+  /**
+   * {@code listen}.
+   *
+   * @param host the address to bind (default 127.0.0.1)
+   * @param port the port (default 8080; 0: any free port)
+   */
+  record Listen(String host, Integer port) {
+    Listen {
+      host = host == null ? "127.0.0.1" : host;
+      port = port == null ? 8080 : port;
+      Checks.range("port", port, 0, 65535);
+    }
+  }
+
+  /**
+   * {@code models.<name>}: the model's own connector, its local tokenizer, or both.
+   *
+   * @param kvConnector the model's connector section (default: {@code defaultConnector})
+   * @param tokenizer tokenize the model's prompts in process (default: the pods' {@code /tokenize})
+   */
+  record Model(Map<String, Object> kvConnector, LocalTokenizer tokenizer) {
+    Model {
+      if (kvConnector == null && tokenizer == null) {
+        throw new ConfigException(
+            "", "needs a kvConnector or a tokenizer section (or leave it out)");
+      }
+      if (kvConnector != null) {
+        GatewayConfig.connector("kvConnector", kvConnector);
+      }
+    }
+
+    ConnectorConfig connector() {
+      return GatewayConfig.connector("kvConnector", kvConnector);
+    }
+  }
+
+  /**
+   * {@code models.<name>.tokenizer}: where the model's tokenizer files are.
+   *
+   * @param path a model directory or a Hugging Face cache directory {@code models--org--name}
+   *     (relative to the configuration file)
+   * @param revision the snapshot of a Hugging Face cache directory (default {@code main})
+   * @param chatTemplate a Jinja chat template file replacing the model's (relative to the
+   *     configuration file)
+   * @param fallback send prompts to the pods' {@code /tokenize} when local tokenization fails
+   *     (default true)
+   */
+  record LocalTokenizer(String path, String revision, String chatTemplate, Boolean fallback) {
+    LocalTokenizer {
+      Checks.required("path", path, "the directory of the model's tokenizer files");
+      fallback = fallback == null || fallback;
+    }
+  }
+
+  /** The models with a local tokenizer. */
+  Map<String, LocalTokenizer> tokenizers() {
+    Map<String, LocalTokenizer> out = new LinkedHashMap<>();
+    models.forEach(
+        (name, m) -> {
+          if (m.tokenizer() != null) {
+            out.put(name, m.tokenizer());
+          }
+        });
+    return out;
+  }
+
+  /** {@code path} resolved against the configuration file's directory. */
+  static Path resolve(String path, Path dir) {
+    Path p = Path.of(path);
+    return p.isAbsolute() || dir == null ? p : dir.resolve(p);
+  }
+
+  /**
+   * {@code index}.
+   *
+   * @param blockSize tokens per block, as the engines' {@code --block-size} (default 16)
+   */
+  record Index(Integer blockSize) {
+    Index {
+      blockSize = blockSize == null ? 16 : blockSize;
+      Checks.range("blockSize", blockSize, 1, Integer.MAX_VALUE);
+    }
+  }
+
+  /**
+   * {@code endpoints[]}, and the body of {@code POST /admin/endpoints}.
+   *
+   * @param id the endpoint's id (default: the URL's host:port)
+   * @param url the model server's base URL
+   * @param role {@code prefill}, {@code decode} or {@code both} (default both)
+   * @param labels labels the scheduler's filters read
+   * @param kvEvents where the endpoint publishes KV events (none by default)
+   */
+  record EndpointSpec(
+      String id, String url, String role, Map<String, String> labels, KvEvents kvEvents) {
+    EndpointSpec {
+      Checks.httpUrl("url", url);
+      if (id != null && id.isBlank()) {
+        throw new ConfigException("id", "must not be blank");
+      }
+      labels = labels == null ? Map.of() : new LinkedHashMap<>(labels);
+      endpoint(id, url, role, labels);
+    }
+
+    /** The endpoint described. */
+    Endpoint endpoint() {
+      return endpoint(id, url, role, labels);
+    }
+
+    /** Where it publishes KV events, or null. */
+    KvEventFeed.Source events() {
+      return kvEvents == null
+          ? null
+          : new KvEventFeed.Source(kvEvents.publisher(), kvEvents.replay(), kvEvents.topic());
+    }
+
+    private static Endpoint endpoint(
+        String id, String url, String role, Map<String, String> labels) {
+      Endpoint.Role r;
+      try {
+        r = Endpoint.Role.parse(role == null ? "both" : role);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException(
+            "role", "must be one of prefill, decode, both; was \"" + role + "\"");
+      }
+      Endpoint ep;
+      try {
+        ep = Endpoint.of(url, r);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException("url", e.getMessage());
+      }
+      return (id == null ? ep : ep.withId(id)).withLabels(labels);
+    }
+  }
+
+  /**
+   * {@code endpoints[].kvEvents}.
+   *
+   * @param publisher the engine's ZMQ publisher, {@code tcp://host:port} or {@code ipc://path}
+   * @param replay its replay (ROUTER) endpoint, if any
+   * @param topic the subscription topic (default: all)
+   */
+  record KvEvents(String publisher, String replay, String topic) {
+    KvEvents {
+      Checks.zmqEndpoint("publisher", publisher);
+      if (replay != null) {
+        Checks.zmqEndpoint("replay", replay);
+      }
+    }
+  }
+}

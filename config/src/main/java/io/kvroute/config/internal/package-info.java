@@ -1,0 +1,2 @@
+/** Implementation of the binder: the strict mappers, the deserializers and error translation. */
+package io.kvroute.config.internal;
