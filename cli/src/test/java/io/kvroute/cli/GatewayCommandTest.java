@@ -90,7 +90,7 @@ class GatewayCommandTest {
         assertThat(metrics.statusCode()).isEqualTo(200);
         assertThat(metrics.body())
             .contains("kvroute_route_seconds")
-            .contains("kv_connector_decode_seconds");
+            .contains("kvroute_connector_decode_seconds");
       } finally {
         cmd.shutdown();
       }

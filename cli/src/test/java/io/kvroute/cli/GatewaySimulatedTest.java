@@ -199,7 +199,7 @@ class GatewaySimulatedTest {
             .contains("decode-extra")
             .doesNotContain(cluster.decodePods().get(2).name());
         String metrics = get(base + "/metrics");
-        assertThat(metrics).contains("kv_connector_prefill_seconds_count");
+        assertThat(metrics).contains("kvroute_connector_prefill_seconds_count");
         assertThat(cluster.prefillPods().get(0).stats().requests()).as("PD ran").isPositive();
       } finally {
         cmd.shutdown();

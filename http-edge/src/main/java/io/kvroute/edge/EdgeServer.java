@@ -115,7 +115,7 @@ public final class EdgeServer implements AutoCloseable {
     private final Routes adminRoutes = new Routes();
     private int adminRouteCount;
     private MeterRegistry registry;
-    private String metricPrefix = "kvroute_edge";
+    private String metricPrefix = "kvroute.edge";
     private int ioThreads = Runtime.getRuntime().availableProcessors();
     private String threadName = "kvroute-edge";
     private Transport transport = Transport.AUTO;
@@ -216,9 +216,11 @@ public final class EdgeServer implements AutoCloseable {
     }
 
     /**
-     * The meter name prefix; {@code kvroute_edge} unless set.
+     * The meter name prefix; {@code kvroute.edge} unless set (dotted: Prometheus renders {@code
+     * kvroute_edge_...}).
      *
-     * @param prefix e.g. {@code kvservice_http}
+     * @param prefix e.g. {@code kvroute.service.http} (dotted; Prometheus renders {@code
+     *     kvroute_service_http_...})
      * @return this builder
      */
     public Builder metricPrefix(String prefix) {

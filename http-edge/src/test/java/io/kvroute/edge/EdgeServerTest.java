@@ -114,7 +114,7 @@ class EdgeServerTest {
 
   private double refused(int status) {
     return registry
-        .find("kvroute_edge_refused_total")
+        .find("kvroute.edge.refused")
         .tag("status", Integer.toString(status))
         .counters()
         .stream()
@@ -136,7 +136,7 @@ class EdgeServerTest {
       assertThat(r.header("Connection")).isNull();
     }
     assertThat(server.stats().connections()).isEqualTo(1);
-    assertThat(registry.get("kvroute_edge_connections").tag("listener", "traffic").gauge().value())
+    assertThat(registry.get("kvroute.edge.connections").tag("listener", "traffic").gauge().value())
         .isEqualTo(1.0);
   }
 
@@ -406,7 +406,7 @@ class EdgeServerTest {
     assertThat(r.body()).contains("maxConnections = 2");
     assertThat(
             registry
-                .get("kvroute_edge_connections_rejected_total")
+                .get("kvroute.edge.connections.rejected")
                 .tag("listener", "traffic")
                 .counter()
                 .count())

@@ -62,7 +62,7 @@ class EdgeTimeoutsTest {
   }
 
   private double timeouts(String phase) {
-    var c = registry.find("kvroute_edge_timeouts_total").tag("phase", phase).counter();
+    var c = registry.find("kvroute.edge.timeouts").tag("phase", phase).counter();
     return c == null ? 0 : c.count();
   }
 

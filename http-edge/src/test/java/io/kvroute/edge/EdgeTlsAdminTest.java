@@ -136,7 +136,7 @@ class EdgeTlsAdminTest {
     }
     assertThat(
             registry
-                .get("kvroute_edge_refused_total")
+                .get("kvroute.edge.refused")
                 .tag("listener", "admin")
                 .tag("status", "401")
                 .counter()

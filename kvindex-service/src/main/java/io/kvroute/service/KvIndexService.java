@@ -116,8 +116,8 @@ public final class KvIndexService implements AutoCloseable {
                         registry,
                         localTokenizer(b, t)))
             .orElse(null);
-    Gauge.builder("kvservice_pods", tracker, t -> t.ids().size()).register(registry);
-    Gauge.builder("kvservice_pods_not_ready", this, s -> s.notReadyPods().size())
+    Gauge.builder("kvroute.service.pods", tracker, t -> t.ids().size()).register(registry);
+    Gauge.builder("kvroute.service.pods.not.ready", this, s -> s.notReadyPods().size())
         .register(registry);
 
     this.scheduler =

@@ -71,7 +71,7 @@ class LocalTokenizerServiceTest {
                   HttpRequest.newBuilder(URI.create(s.baseUri() + "/metrics")).build(),
                   HttpResponse.BodyHandlers.ofString())
               .body();
-      assertThat(metrics).contains("kvservice_tokenizer_local_total 1.0");
+      assertThat(metrics).contains("kvroute_service_tokenizer_local_total 1.0");
     }
   }
 }

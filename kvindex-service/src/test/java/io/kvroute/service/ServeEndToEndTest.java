@@ -203,7 +203,7 @@ class ServeEndToEndTest {
                 HttpRequest.newBuilder(service.baseUri().resolve("/metrics")).build(),
                 HttpResponse.BodyHandlers.ofString())
             .body();
-    assertThat(metrics).contains("kvindex_").contains("kvservice_tokenizer_cache_hits");
+    assertThat(metrics).contains("kvindex_").contains("kvroute.service.tokenizer.cache.hits");
   }
 
   static int[] tokenize(VllmSimulator sim, String prompt) throws Exception {

@@ -379,8 +379,8 @@ class ServiceApiTest {
     assertThat(r.headers().firstValue("Content-Type"))
         .hasValueSatisfying(v -> assertThat(v).startsWith("text/plain"));
     assertThat(r.body())
-        .contains("kvservice_http_requests_seconds_count{route=\"score\",status=\"200\"}")
-        .contains("kvservice_pods ")
+        .contains("kvroute_service_http_requests_seconds_count{route=\"score\",status=\"200\"}")
+        .contains("kvroute_service_pods ")
         .contains("kvindex_");
   }
 

@@ -32,7 +32,7 @@ import java.util.Optional;
  *       no weight may exceed GPU's</td></tr>
  *   <tr><td>defaultTierWeight</td><td>0.5</td><td>weight of media not listed (e.g. STORAGE, DISK)
  *       </td></tr>
- *   <tr><td>meterRegistry</td><td>none</td><td>Micrometer registry for the {@code kvindex_*}
+ *   <tr><td>meterRegistry</td><td>none</td><td>Micrometer registry for the {@code kvroute_kvindex_*}
  *       meters</td></tr>
  * </table>
  */
@@ -223,7 +223,7 @@ public final class IndexConfig {
       return this;
     }
 
-    /** Registers the {@code kvindex_*} meters in {@code registry}. */
+    /** Registers the {@code kvroute_kvindex_*} meters in {@code registry}. */
     public Builder meterRegistry(MeterRegistry registry) {
       this.meterRegistry = registry;
       return this;

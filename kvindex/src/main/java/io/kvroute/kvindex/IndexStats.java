@@ -3,8 +3,8 @@ package io.kvroute.kvindex;
 import java.util.Map;
 
 /**
- * A snapshot of a {@link BlockIndex}'s size and counters (the same values the {@code kvindex_*}
- * Micrometer meters report).
+ * A snapshot of a {@link BlockIndex}'s size and counters (the same values the {@code
+ * kvroute_kvindex_*} Micrometer meters report).
  *
  * @param keys request keys held
  * @param entries (key, pod, tier, group) entries held

@@ -36,16 +36,19 @@ class BlockIndexTest extends BlockIndexContract {
     assertThat(m.matchedBlocks("p1")).isZero();
     assertThat(m.matchedBlocks("p3")).isEqualTo(1);
     assertThat(
-            reg.get("kvindex_evictions_total")
+            reg.get("kvroute.kvindex.evictions")
                 .tag("reason", "max_pods_per_key")
                 .functionCounter()
                 .count())
         .isEqualTo(1.0);
-    assertThat(reg.get("kvindex_keys").gauge().value()).isEqualTo(8.0);
+    assertThat(reg.get("kvroute.kvindex.keys").gauge().value()).isEqualTo(8.0);
     assertThat(
-            reg.get("kvindex_applied_events_total").tag("type", "stored").functionCounter().count())
+            reg.get("kvroute.kvindex.applied.events")
+                .tag("type", "stored")
+                .functionCounter()
+                .count())
         .isEqualTo(13.0);
-    assertThat(reg.get("kvindex_lookups_total").functionCounter().count()).isEqualTo(1.0);
+    assertThat(reg.get("kvroute.kvindex.lookups").functionCounter().count()).isEqualTo(1.0);
   }
 
   @Test

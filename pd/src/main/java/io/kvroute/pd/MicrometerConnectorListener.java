@@ -16,25 +16,25 @@ import java.util.concurrent.TimeUnit;
  * <table>
  *   <caption>Connector metrics</caption>
  *   <tr><th>metric</th><th>tags</th><th>meaning</th></tr>
- *   <tr><td>{@code kv_connector_prefill_seconds}</td><td>type, outcome</td><td>prefill legs
+ *   <tr><td>{@code kvroute_connector_prefill_seconds}</td><td>type, outcome</td><td>prefill legs
  *       (count and duration)</td></tr>
- *   <tr><td>{@code kv_connector_decode_head_seconds}</td><td>type, outcome</td><td>time to
+ *   <tr><td>{@code kvroute_connector_decode_head_seconds}</td><td>type, outcome</td><td>time to
  *       the decode response head</td></tr>
- *   <tr><td>{@code kv_connector_decode_ttfb_seconds}</td><td>type</td><td>request start to
+ *   <tr><td>{@code kvroute_connector_decode_ttfb_seconds}</td><td>type</td><td>request start to
  *       first decode body byte at the caller</td></tr>
- *   <tr><td>{@code kv_connector_decode_inter_chunk_seconds}</td><td>type</td><td>gap between
+ *   <tr><td>{@code kvroute_connector_decode_inter_chunk_seconds}</td><td>type</td><td>gap between
  *       decode chunks</td></tr>
- *   <tr><td>{@code kv_connector_decode_seconds}</td><td>type, outcome</td><td>whole decode
+ *   <tr><td>{@code kvroute_connector_decode_seconds}</td><td>type, outcome</td><td>whole decode
  *       legs</td></tr>
- *   <tr><td>{@code kv_connector_retries_total}</td><td>type, cause</td><td>retries on another
+ *   <tr><td>{@code kvroute_connector_retries_total}</td><td>type, cause</td><td>retries on another
  *       pair</td></tr>
- *   <tr><td>{@code kv_connector_retry_budget_exhausted_total}</td><td>type</td><td>retries
+ *   <tr><td>{@code kvroute_connector_retry_budget_exhausted_total}</td><td>type</td><td>retries
  *       refused by the budget</td></tr>
- *   <tr><td>{@code kv_connector_errors_total}</td><td>type, error</td><td>requests that failed
+ *   <tr><td>{@code kvroute_connector_errors_total}</td><td>type, error</td><td>requests that failed
  *       for good</td></tr>
- *   <tr><td>{@code kv_connector_events_total}</td><td>type, event</td><td>connector-specific
+ *   <tr><td>{@code kvroute_connector_events_total}</td><td>type, event</td><td>connector-specific
  *       events (e.g. {@code prefill_without_kv_transfer_params})</td></tr>
- *   <tr><td>{@code kv_connector_circuit_open}</td><td></td><td>endpoints whose breaker is open
+ *   <tr><td>{@code kvroute_connector_circuit_open}</td><td></td><td>endpoints whose breaker is open
  *       now</td></tr>
  * </table>
  *
@@ -48,7 +48,7 @@ public final class MicrometerConnectorListener implements ConnectorListener {
   /** Binds to {@code registry} and registers the circuit gauge. */
   public MicrometerConnectorListener(MeterRegistry registry) {
     this.registry = registry;
-    registry.gauge("kv.connector.circuit.open", openCircuits, Set::size);
+    registry.gauge("kvroute.connector.circuit.open", openCircuits, Set::size);
   }
 
   private Timer timer(String name, String... tags) {
@@ -57,24 +57,24 @@ public final class MicrometerConnectorListener implements ConnectorListener {
 
   @Override
   public void prefillEnded(String type, String endpointId, String outcome, long nanos) {
-    timer("kv.connector.prefill", "type", type, "outcome", outcome)
+    timer("kvroute.connector.prefill", "type", type, "outcome", outcome)
         .record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void decodeHead(String type, String endpointId, String outcome, long nanos) {
-    timer("kv.connector.decode.head", "type", type, "outcome", outcome)
+    timer("kvroute.connector.decode.head", "type", type, "outcome", outcome)
         .record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void decodeFirstByte(String type, String endpointId, long nanos) {
-    timer("kv.connector.decode.ttfb", "type", type).record(nanos, TimeUnit.NANOSECONDS);
+    timer("kvroute.connector.decode.ttfb", "type", type).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void decodeChunk(String type, long nanosSincePrevious) {
-    DistributionSummary.builder("kv.connector.decode.inter.chunk")
+    DistributionSummary.builder("kvroute.connector.decode.inter.chunk")
         .baseUnit("seconds")
         .tags("type", type)
         .register(registry)
@@ -83,13 +83,13 @@ public final class MicrometerConnectorListener implements ConnectorListener {
 
   @Override
   public void decodeEnded(String type, String endpointId, String outcome, long nanos) {
-    timer("kv.connector.decode", "type", type, "outcome", outcome)
+    timer("kvroute.connector.decode", "type", type, "outcome", outcome)
         .record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void retry(String type, int attempt, ConnectorException cause) {
-    Counter.builder("kv.connector.retries")
+    Counter.builder("kvroute.connector.retries")
         .tags("type", type, "cause", ConnectorListener.outcome(cause))
         .register(registry)
         .increment();
@@ -97,7 +97,7 @@ public final class MicrometerConnectorListener implements ConnectorListener {
 
   @Override
   public void failed(String type, ConnectorException cause) {
-    Counter.builder("kv.connector.errors")
+    Counter.builder("kvroute.connector.errors")
         .tags("type", type, "error", ConnectorListener.outcome(cause))
         .register(registry)
         .increment();
@@ -105,7 +105,7 @@ public final class MicrometerConnectorListener implements ConnectorListener {
 
   @Override
   public void connectorEvent(String type, String event) {
-    Counter.builder("kv.connector.events")
+    Counter.builder("kvroute.connector.events")
         .tags("type", type, "event", event)
         .register(registry)
         .increment();
@@ -122,7 +122,7 @@ public final class MicrometerConnectorListener implements ConnectorListener {
 
   @Override
   public void retryBudgetExhausted(String type) {
-    Counter.builder("kv.connector.retry.budget.exhausted")
+    Counter.builder("kvroute.connector.retry.budget.exhausted")
         .tags("type", type)
         .register(registry)
         .increment();

@@ -188,7 +188,7 @@ class PdOrchestratorTest {
     assertThat(second.getHeaders().get("X-Request-Id")).isEqualTo("req-1-r2");
     assertThat(server(d2).takeRequest().getHeaders().get("X-Request-Id")).isEqualTo("req-1-r2");
     assertThat(retries).containsExactly("2:status_5xx");
-    assertThat(meters.get("kv.connector.retries").counter().count()).isEqualTo(1);
+    assertThat(meters.get("kvroute.connector.retries").counter().count()).isEqualTo(1);
   }
 
   @Test
@@ -281,7 +281,7 @@ class PdOrchestratorTest {
         .contains("retry.maxAttempts=3")
         .contains("attempt 3 (prefill=-, decode=d2)");
     assertThat(server(pairs.get(3).decode()).getRequestCount()).isZero();
-    assertThat(meters.get("kv.connector.errors").counter().count()).isEqualTo(1);
+    assertThat(meters.get("kvroute.connector.errors").counter().count()).isEqualTo(1);
   }
 
   @Test
@@ -306,7 +306,7 @@ class PdOrchestratorTest {
     failure(o.execute(request(), List.of(new Pair(p1, d))));
     failure(o.execute(request(), List.of(new Pair(p1, d))));
     assertThat(o.ejectedEndpoints()).containsExactly("p1");
-    assertThat(meters.get("kv.connector.circuit.open").gauge().value()).isEqualTo(1);
+    assertThat(meters.get("kvroute.connector.circuit.open").gauge().value()).isEqualTo(1);
     server(p2).enqueue(ok("{}"));
     server(d).enqueue(ok("{\"via\":\"p2\"}"));
     StreamingResponse r =

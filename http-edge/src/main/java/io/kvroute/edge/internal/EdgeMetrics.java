@@ -9,19 +9,20 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
- * The edge's meters, names under one prefix ({@code kvroute_edge} by default):
+ * The edge's meters, names under one prefix ({@code kvroute.edge} by default; Prometheus adds
+ * {@code _total} to counters):
  *
  * <ul>
- *   <li>{@code <prefix>_connections{listener}} open connections (gauge)
- *   <li>{@code <prefix>_connections_rejected_total{listener}} connections answered 503 because the
+ *   <li>{@code <prefix>.connections{listener}} open connections (gauge)
+ *   <li>{@code <prefix>.connections.rejected{listener}} connections answered 503 because the
  *       listener's maximum was open
- *   <li>{@code <prefix>_refused_total{listener,status,reason}} requests refused by the edge
- *       (malformed, too large, timed out, unauthorized, no route…)
- *   <li>{@code <prefix>_timeouts_total{listener,phase}} connections closed by a timeout ({@code
- *       header}, {@code body}, {@code idle}, {@code write})
- *   <li>{@code <prefix>_client_gone_total{listener}} exchanges whose client left before the answer
- *       was complete
- *   <li>{@code <prefix>_buffered_body_bytes} request-body bytes buffered now (gauge)
+ *   <li>{@code <prefix>.refused{listener,status,reason}} requests refused by the edge (malformed,
+ *       too large, timed out, unauthorized, no route…)
+ *   <li>{@code <prefix>.timeouts{listener,phase}} connections closed by a timeout ({@code header},
+ *       {@code body}, {@code idle}, {@code write})
+ *   <li>{@code <prefix>.client.gone{listener}} exchanges whose client left before the answer was
+ *       complete
+ *   <li>{@code <prefix>.buffered.body.bytes} request-body bytes buffered now (gauge)
  * </ul>
  *
  * <p>Thread-safe.
@@ -38,24 +39,24 @@ final class EdgeMetrics {
     this.registry = registry;
     this.prefix = prefix;
     this.listener = listener;
-    Gauge.builder(prefix + "_connections", open, AtomicInteger::get)
+    Gauge.builder(prefix + ".connections", open, AtomicInteger::get)
         .description("open HTTP connections")
         .tag("listener", listener)
         .register(registry);
     this.rejectedConnections =
-        Counter.builder(prefix + "_connections_rejected_total")
+        Counter.builder(prefix + ".connections.rejected")
             .description("connections answered 503 because the listener's maximum was open")
             .tag("listener", listener)
             .register(registry);
     this.clientGone =
-        Counter.builder(prefix + "_client_gone_total")
+        Counter.builder(prefix + ".client.gone")
             .description("exchanges whose client left before the answer was complete")
             .tag("listener", listener)
             .register(registry);
   }
 
   static void bufferedGauge(MeterRegistry registry, String prefix, Supplier<Number> value) {
-    Gauge.builder(prefix + "_buffered_body_bytes", value)
+    Gauge.builder(prefix + ".buffered.body.bytes", value)
         .description("request-body bytes buffered by the server now")
         .baseUnit("bytes")
         .register(registry);
@@ -66,7 +67,7 @@ final class EdgeMetrics {
         .computeIfAbsent(
             "r" + status + reason,
             k ->
-                Counter.builder(prefix + "_refused_total")
+                Counter.builder(prefix + ".refused")
                     .description("requests refused by the HTTP edge before or instead of a handler")
                     .tag("listener", listener)
                     .tag("status", Integer.toString(status))
@@ -80,7 +81,7 @@ final class EdgeMetrics {
         .computeIfAbsent(
             "t" + phase,
             k ->
-                Counter.builder(prefix + "_timeouts_total")
+                Counter.builder(prefix + ".timeouts")
                     .description("connections closed by a timeout")
                     .tag("listener", listener)
                     .tag("phase", phase)

@@ -20,7 +20,7 @@ import java.util.function.LongSupplier;
  * @param admin admin listener, or {@code null}
  * @param adminRoutes admin routes
  * @param registry where the meters go
- * @param metricPrefix meter name prefix, e.g. {@code kvroute_edge}
+ * @param metricPrefix meter name prefix, e.g. {@code kvroute.edge}
  * @param ioThreads event-loop threads
  * @param threadName thread name prefix
  * @param transport {@code auto}, {@code nio} or {@code epoll}

@@ -10,7 +10,7 @@ import io.kvroute.kvindex.redis.internal.RedisClientImpl;
  *
  * <p><b>Never fails requests.</b> If the server is unreachable when the client starts, or later,
  * lookups answer "no cache information" (every pod matched 0 blocks), writes are dropped, both
- * counted ({@code kvindex_redis_unavailable_total}) and logged once per outage; the client
+ * counted ({@code kvroute_kvindex_redis_unavailable_total}) and logged once per outage; the client
  * reconnects in the background and the indexes resume by themselves.
  *
  * <p><b>Thread-safety.</b> Thread-safe. {@link #close()} closes every index it created.

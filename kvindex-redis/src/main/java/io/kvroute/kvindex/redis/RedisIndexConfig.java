@@ -37,7 +37,7 @@ import java.util.function.LongSupplier;
  *   <tr><td>mappingCacheSize</td><td>1,048,576</td><td>engine-key → request-key mappings kept
  *       locally for resolving parents without a round trip (direct-mapped, 17 bytes each)</td></tr>
  *   <tr><td>meterRegistry</td><td>none</td><td>Micrometer registry for the client's
- *       {@code kvindex_redis_*} meters</td></tr>
+ *       {@code kvroute_kvindex_redis_*} meters</td></tr>
  * </table>
  */
 public final class RedisIndexConfig {
@@ -335,7 +335,7 @@ public final class RedisIndexConfig {
       return this;
     }
 
-    /** Registers the {@code kvindex_redis_*} meters in {@code registry}. */
+    /** Registers the {@code kvroute_kvindex_redis_*} meters in {@code registry}. */
     public Builder meterRegistry(MeterRegistry registry) {
       this.meterRegistry = registry;
       return this;

@@ -34,7 +34,7 @@ class RedisDegradationTest {
   }
 
   private static double unavailable(SimpleMeterRegistry reg) {
-    return reg.find("kvindex_redis_unavailable_total").functionCounters().stream()
+    return reg.find("kvroute.kvindex.redis.unavailable").functionCounters().stream()
         .mapToDouble(c -> c.count())
         .sum();
   }

@@ -77,7 +77,7 @@ public final class HttpApi implements NioHttpServer.Handler {
    * @param scrape Prometheus text of the service's registry
    * @param notReady configured pods neither heard from nor timed out
    * @param wallClock clock of the reported instants
-   * @param registry where {@code kvservice_http_requests} goes
+   * @param registry where {@code kvroute_service_http_requests} goes
    */
   public HttpApi(
       ServiceConfig config,
@@ -206,7 +206,7 @@ public final class HttpApi implements NioHttpServer.Handler {
           timers.computeIfAbsent(
               key,
               k ->
-                  Timer.builder("kvservice_http_requests")
+                  Timer.builder("kvroute.service.http.requests")
                       .tag("route", route)
                       .tag("status", Integer.toString(status))
                       .register(registry));

@@ -157,11 +157,11 @@ public final class NioHttpServer implements AutoCloseable {
     }
     this.acceptor = new Thread(this::acceptLoop, options.threadPrefix() + "accept");
     acceptor.setDaemon(true);
-    Gauge.builder("kvservice_http_connections", open, AtomicInteger::get)
+    Gauge.builder("kvroute.service.http.connections", open, AtomicInteger::get)
         .description("open HTTP connections")
         .register(registry);
     this.rejectedConnections =
-        Counter.builder("kvservice_http_connections_rejected_total")
+        Counter.builder("kvroute.service.http.connections.rejected")
             .description("connections refused because http.max_connections were open")
             .register(registry);
   }
@@ -287,7 +287,7 @@ public final class NioHttpServer implements AutoCloseable {
         .computeIfAbsent(
             status,
             s ->
-                Counter.builder("kvservice_http_refused_total")
+                Counter.builder("kvroute.service.http.refused")
                     .description("requests refused by the HTTP layer before any route ran")
                     .tag("status", Integer.toString(s))
                     .register(registry))

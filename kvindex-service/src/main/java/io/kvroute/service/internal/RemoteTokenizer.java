@@ -54,7 +54,7 @@ public final class RemoteTokenizer {
    * @param settings URL or pods, timeout, cache bounds
    * @param podUrls the configured pods' HTTP URLs (used when {@code settings.fromPods()})
    * @param transport sends the {@code /tokenize} calls
-   * @param registry where the {@code kvservice_tokenizer_*} meters go
+   * @param registry where the {@code kvroute_service_tokenizer_*} meters go
    * @param local an in-process tokenizer tried first, or {@code null}
    */
   public RemoteTokenizer(
@@ -65,13 +65,14 @@ public final class RemoteTokenizer {
       java.util.function.Function<String, int[]> local) {
     this.settings = settings;
     this.local = local;
-    this.localCalls = Counter.builder("kvservice_tokenizer_local").register(registry);
+    this.localCalls = Counter.builder("kvroute.service.tokenizer.local").register(registry);
     this.podUrls = podUrls;
     this.transport = transport;
-    this.hits = Counter.builder("kvservice_tokenizer_cache_hits").register(registry);
-    this.misses = Counter.builder("kvservice_tokenizer_cache_misses").register(registry);
-    this.failures = Counter.builder("kvservice_tokenizer_failures").register(registry);
-    Gauge.builder("kvservice_tokenizer_cache_entries", this, t -> t.cacheSize()).register(registry);
+    this.hits = Counter.builder("kvroute.service.tokenizer.cache.hits").register(registry);
+    this.misses = Counter.builder("kvroute.service.tokenizer.cache.misses").register(registry);
+    this.failures = Counter.builder("kvroute.service.tokenizer.failures").register(registry);
+    Gauge.builder("kvroute.service.tokenizer.cache.entries", this, t -> t.cacheSize())
+        .register(registry);
   }
 
   /** A tokenization failure: {@code status} is the HTTP status the service answers with. */

@@ -197,7 +197,7 @@ class NioHttpServerTest {
       assertThat(r.header("Connection")).isNull();
     }
     assertThat(server.connections()).isEqualTo(1);
-    assertThat(registry.get("kvservice_http_connections").gauge().value()).isEqualTo(1.0);
+    assertThat(registry.get("kvroute.service.http.connections").gauge().value()).isEqualTo(1.0);
   }
 
   @Test
@@ -275,7 +275,7 @@ class NioHttpServerTest {
     assertThat(r.status()).isEqualTo(413);
     assertThat(r.header("Connection")).isEqualTo("close");
     assertThat(r.body()).contains("exceeds 65536 bytes").contains("\"field\":\"body\"");
-    assertThat(registry.get("kvservice_http_refused_total").tag("status", "413").counter().count())
+    assertThat(registry.get("kvroute.service.http.refused").tag("status", "413").counter().count())
         .isEqualTo(1.0);
   }
 
@@ -409,7 +409,7 @@ class NioHttpServerTest {
     Response r = read(c);
     assertThat(r.status()).isEqualTo(503);
     assertThat(r.body()).contains("http.max_connections = 2");
-    assertThat(registry.get("kvservice_http_connections_rejected_total").counter().count())
+    assertThat(registry.get("kvroute.service.http.connections.rejected").counter().count())
         .isEqualTo(1.0);
     a.close();
     await("the closed connection is forgotten", () -> server.connections() <= 1);

@@ -1274,23 +1274,25 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void bindMeters(MeterRegistry r) {
-    Gauge.builder("kvindex_keys", this, i -> i.size).description("request keys held").register(r);
-    Gauge.builder("kvindex_entries", this, i -> i.entries)
+    Gauge.builder("kvroute.kvindex.keys", this, i -> i.size)
+        .description("request keys held")
+        .register(r);
+    Gauge.builder("kvroute.kvindex.entries", this, i -> i.entries)
         .description("(key, pod, tier, group) entries held")
         .register(r);
-    Gauge.builder("kvindex_engine_keys", this, i -> i.engine.size())
+    Gauge.builder("kvroute.kvindex.engine.keys", this, i -> i.engine.size())
         .description("engine-key mappings held")
         .register(r);
-    Gauge.builder("kvindex_pods", this, i -> i.podIds.size()).register(r);
-    counter(r, "kvindex_applied_events_total", "type", "stored", evStored);
-    counter(r, "kvindex_applied_events_total", "type", "removed", evRemoved);
-    counter(r, "kvindex_applied_events_total", "type", "cleared", evCleared);
-    counter(r, "kvindex_applied_events_total", "type", "pod_removed", evPodRemoved);
-    counter(r, "kvindex_blocks_total", "op", "stored", blocksStored);
-    counter(r, "kvindex_blocks_total", "op", "removed", blocksRemoved);
-    counter(r, "kvindex_lookups_total", null, null, lookups);
-    evictions.forEach((k, v) -> counter(r, "kvindex_evictions_total", "reason", k, v));
-    dropped.forEach((k, v) -> counter(r, "kvindex_apply_dropped_total", "reason", k, v));
+    Gauge.builder("kvroute.kvindex.pods", this, i -> i.podIds.size()).register(r);
+    counter(r, "kvroute.kvindex.applied.events", "type", "stored", evStored);
+    counter(r, "kvroute.kvindex.applied.events", "type", "removed", evRemoved);
+    counter(r, "kvroute.kvindex.applied.events", "type", "cleared", evCleared);
+    counter(r, "kvroute.kvindex.applied.events", "type", "pod_removed", evPodRemoved);
+    counter(r, "kvroute.kvindex.blocks", "op", "stored", blocksStored);
+    counter(r, "kvroute.kvindex.blocks", "op", "removed", blocksRemoved);
+    counter(r, "kvroute.kvindex.lookups", null, null, lookups);
+    evictions.forEach((k, v) -> counter(r, "kvroute.kvindex.evictions", "reason", k, v));
+    dropped.forEach((k, v) -> counter(r, "kvroute.kvindex.apply.dropped", "reason", k, v));
   }
 
   private static void counter(

@@ -41,7 +41,8 @@ import org.zeromq.ZMQ;
  *       the answer also proves the publisher is the same; live batches meanwhile are held back and
  *       applied after it, those it delivered dropped.
  *   <li>A <b>duplicate</b> (a sequence number already applied, with the same payload, or an older
- *       {@code ts}) is dropped and counted ({@code kvindex_duplicates}); it is never a restart.
+ *       {@code ts}) is dropped and counted ({@code kvroute_kvindex_duplicates}); it is never a
+ *       restart.
  *   <li>A <b>restart</b> is recognised when a sequence number already applied comes with another
  *       payload or a newer {@code ts} after a reconnect, or when a replay answer does not hold the
  *       last batch applied; the pod is cleared once and the new epoch fetched from sequence 0.
@@ -51,7 +52,7 @@ import org.zeromq.ZMQ;
  *       while disconnected.
  *   <li>What cannot be recovered (no replay endpoint; a replay that cannot deliver; 3 failed
  *       attempts, after which replays pause for {@link Builder#replayCooldown(Duration)}) is
- *       counted as a resync ({@code kvindex_resyncs{reason}}) and the pod cleared if it had
+ *       counted as a resync ({@code kvroute_kvindex_resyncs{reason}}) and the pod cleared if it had
  *       entries.
  * </ul>
  *
@@ -63,29 +64,31 @@ import org.zeromq.ZMQ;
  * <p><b>Oversized frames are never allocated.</b> {@link Builder#maxPayloadBytes(int)} is set as
  * JeroMQ's max message size on every SUB and replay DEALER socket, so JeroMQ refuses a larger frame
  * from its size header and drops that connection: the subscriber counts {@code
- * kvindex_dropped{reason=oversized}} and calls {@code onDropped(pod, -1, "oversized", null)} (in
- * bind mode with the peer's address). A connect-mode socket is reopened ({@code
- * kvindex_socket_reopens}); the batches lost meanwhile are a gap, repaired like any other, and the
- * oversized batch is skipped in the replay (counted once).
+ * kvroute_kvindex_dropped{reason=oversized}} and calls {@code onDropped(pod, -1, "oversized",
+ * null)} (in bind mode with the peer's address). A connect-mode socket is reopened ({@code
+ * kvroute_kvindex_socket_reopens}); the batches lost meanwhile are a gap, repaired like any other,
+ * and the oversized batch is skipped in the replay (counted once).
  *
  * <p><b>Threads and bounds.</b> One I/O thread ({@code kvindex-zmq-io}) owns every SUB socket and
  * hands messages to N shard threads ({@code kvindex-shard-<i>}; publisher → shard by hash) through
  * bounded queues ({@link Builder#queueCapacity(int)} each); a full queue drops the message, counts
- * it ({@code kvindex_dropped{reason=overflow}}) and the publisher's sequencing recovers it. Replays
- * run on {@link Builder#replayThreads(int)} threads ({@code kvindex-replay-<i>}) that only do I/O:
- * their answers go back to the shard. Live messages held back per publisher during a replay: {@link
- * Builder#replayBufferCapacity(int)}. SUB sockets reconnect by themselves with exponential
- * back-off; a stalled ZMTP handshake is dropped after {@link Builder#handshakeTimeout(Duration)}.
+ * it ({@code kvroute_kvindex_dropped{reason=overflow}}) and the publisher's sequencing recovers it.
+ * Replays run on {@link Builder#replayThreads(int)} threads ({@code kvindex-replay-<i>}) that only
+ * do I/O: their answers go back to the shard. Live messages held back per publisher during a
+ * replay: {@link Builder#replayBufferCapacity(int)}. SUB sockets reconnect by themselves with
+ * exponential back-off; a stalled ZMTP handshake is dropped after {@link
+ * Builder#handshakeTimeout(Duration)}.
  *
- * <p><b>Metrics</b> (Micrometer): {@code kvindex_events{type}}, {@code kvindex_batches}, {@code
- * kvindex_decode_errors}, {@code kvindex_unknown_tags}, {@code kvindex_gaps}, {@code
- * kvindex_duplicates}, {@code kvindex_replays{outcome=complete|incomplete|rejected}}, {@code
- * kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}, {@code
- * kvindex_catchups}, {@code kvindex_restarts}, {@code
- * kvindex_resyncs{reason=gap|restart|joined_late}}, {@code
- * kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},
- * {@code kvindex_socket_reopens}, gauges {@code kvindex_queue_depth{shard}}, {@code
- * kvindex_replay_queue_depth}, {@code kvindex_replay_buffered}.
+ * <p><b>Metrics</b> (Micrometer): {@code kvroute_kvindex_events{type}}, {@code
+ * kvroute_kvindex_batches}, {@code kvroute_kvindex_decode_errors}, {@code
+ * kvroute_kvindex_unknown_tags}, {@code kvroute_kvindex_gaps}, {@code kvroute_kvindex_duplicates},
+ * {@code kvroute_kvindex_replays{outcome=complete|incomplete|rejected}}, {@code
+ * kvroute_kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}, {@code
+ * kvroute_kvindex_catchups}, {@code kvroute_kvindex_restarts}, {@code
+ * kvroute_kvindex_resyncs{reason=gap|restart|joined_late}}, {@code
+ * kvroute_kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},
+ * {@code kvroute_kvindex_socket_reopens}, gauges {@code kvroute_kvindex_queue_depth{shard}}, {@code
+ * kvroute_kvindex_replay_queue_depth}, {@code kvroute_kvindex_replay_buffered}.
  *
  * <p><b>Thread-safety.</b> Thread-safe. The sink and the listener are called from the publisher's
  * shard thread only, so one pod's calls never overlap and come in sequence order; some {@code
@@ -271,8 +274,8 @@ public final class KvEventSubscriber implements AutoCloseable {
      * Largest accepted frame (default 32 MiB). Set as JeroMQ's max message size on every SUB and
      * replay DEALER socket: a larger frame is refused from its size header, never allocated, and
      * JeroMQ drops that connection; the subscriber counts it ({@code
-     * kvindex_dropped{reason=oversized}}), reconnects, and repairs the resulting gap like any
-     * other.
+     * kvroute_kvindex_dropped{reason=oversized}}), reconnects, and repairs the resulting gap like
+     * any other.
      */
     public Builder maxPayloadBytes(int maxPayloadBytes) {
       this.maxPayloadBytes = maxPayloadBytes;
@@ -333,7 +336,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     /**
      * Threads running replays (default 2), each one replay at a time; further replays wait in a
      * queue of 1024 (beyond it the replay counts as failed, in {@code
-     * kvindex_replays{outcome=rejected}}).
+     * kvroute_kvindex_replays{outcome=rejected}}).
      */
     public Builder replayThreads(int replayThreads) {
       this.replayThreads = replayThreads;
@@ -342,8 +345,8 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /**
      * Live messages held back per publisher while its replay runs (default 4096); beyond it they
-     * are dropped ({@code kvindex_dropped{reason=replay_buffer}}) and fetched by another replay
-     * once this one ends.
+     * are dropped ({@code kvroute_kvindex_dropped{reason=replay_buffer}}) and fetched by another
+     * replay once this one ends.
      */
     public Builder replayBufferCapacity(int replayBufferCapacity) {
       this.replayBufferCapacity = replayBufferCapacity;
@@ -368,7 +371,10 @@ public final class KvEventSubscriber implements AutoCloseable {
       return this;
     }
 
-    /** Registry for {@code kvindex_*} metrics (default: a private {@code SimpleMeterRegistry}). */
+    /**
+     * Registry for {@code kvroute_kvindex_*} metrics (default: a private {@code
+     * SimpleMeterRegistry}).
+     */
     public Builder meterRegistry(MeterRegistry meterRegistry) {
       this.meterRegistry = meterRegistry;
       return this;

@@ -364,7 +364,7 @@ class KvEventSubscriberModelTest {
               + "\nlistener "
               + LISTENER.notes(pod)
               + "\nfailed replay attempts (all pods) "
-              + REGISTRY.find("kvindex_replay_attempts_failed").counters().stream()
+              + REGISTRY.find("kvroute.kvindex.replay.attempts.failed").counters().stream()
                   .map(c -> c.getId().getTag("reason") + "=" + c.count())
                   .toList();
       // safety: never twice

@@ -112,8 +112,8 @@ class KvEventSubscriberRegressionTest {
     Await.until("all six applied", () -> seqs("pod").size() >= 6 && sub.quiescent().join());
     assertThat(seqs("pod")).containsExactly(0L, 1L, 2L, 3L, 4L, 5L);
     assertThat(sink.blocks("pod")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
-    assertThat(count("kvindex_restarts")).isZero();
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvroute.kvindex.restarts")).isZero();
     assertThat(sink.calls()).doesNotContain("cleared pod");
   }
 
@@ -158,9 +158,9 @@ class KvEventSubscriberRegressionTest {
         pub.send(frame[1].clone());
       }
       Await.until("seq 2 applied", () -> listener.seen("pod", 2));
-      Await.until("the duplicates counted", () -> count("kvindex_duplicates") >= 1);
+      Await.until("the duplicates counted", () -> count("kvroute.kvindex.duplicates") >= 1);
       assertThat(sink.blocks("pod")).containsExactly(10L, 11L, 12L);
-      assertThat(count("kvindex_restarts")).isZero();
+      assertThat(count("kvroute.kvindex.restarts")).isZero();
       assertThat(sink.calls()).doesNotContain("cleared pod");
       assertThat(seqs("pod")).containsExactly(0L, 1L, 2L);
       sub.close();
@@ -195,9 +195,9 @@ class KvEventSubscriberRegressionTest {
     Await.until(
         "epoch 1 applied", () -> sink.blocks("pod").contains(106L) && sub.quiescent().join());
     assertThat(sink.blocks("pod")).containsExactly(101L, 102L, 103L, 104L, 105L, 106L);
-    assertThat(count("kvindex_restarts")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.restarts")).isEqualTo(1);
     assertThat(sink.calls().stream().filter(c -> c.equals("cleared pod")).count()).isEqualTo(1);
     assertThat(listener.seen("pod", last)).isTrue();
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
   }
 }

@@ -151,10 +151,10 @@ class KvEventSubscriberTest {
         .contains(
             "gap pod-a " + dropped + ".." + last,
             "replay pod-a " + dropped + ".." + last + " n=1 complete=true");
-    assertThat(count("kvindex_gaps")).isEqualTo(1);
-    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(1);
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
-    assertThat(count("kvindex_events", "type", "BlockStored")).isEqualTo(2);
+    assertThat(count("kvroute.kvindex.gaps")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.replays", "outcome", "complete")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvroute.kvindex.events", "type", "BlockStored")).isEqualTo(2);
   }
 
   @Test
@@ -168,8 +168,8 @@ class KvEventSubscriberTest {
     long last = p.publish(stored(14));
     Await.until("last batch applied", () -> listener.seen("pod-c", last));
     assertThat(sink.blocks("pod-c")).contains(11L, 12L, 13L, 14L);
-    assertThat(count("kvindex_catchups")).isEqualTo(1);
-    assertThat(count("kvindex_gaps")).isZero();
+    assertThat(count("kvroute.kvindex.catchups")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.gaps")).isZero();
   }
 
   /**
@@ -185,11 +185,11 @@ class KvEventSubscriberTest {
     sub.addPod(PodEndpoint.of("pod-q", p.endpoint()).withReplay(p.replayEndpoint())).join();
     Await.until("batches published before joining applied", () -> listener.seen("pod-q", last));
     assertThat(sink.blocks("pod-q")).containsExactlyInAnyOrder(21L, 22L, 23L);
-    Await.until("catch-up counted", () -> count("kvindex_catchups") == 1);
+    Await.until("catch-up counted", () -> count("kvroute.kvindex.catchups") == 1);
     // later batches follow in order, with no gap
     long next = p.publish(stored(24));
     Await.until("live batch after the catch-up", () -> listener.seen("pod-q", next));
-    assertThat(count("kvindex_gaps")).isZero();
+    assertThat(count("kvroute.kvindex.gaps")).isZero();
     assertThat(sink.blocks("pod-q")).contains(24L);
   }
 
@@ -205,7 +205,7 @@ class KvEventSubscriberTest {
     long last = p.publish(stored(3));
     Await.until("last batch", () -> listener.seen("pod-a", last));
     assertThat(sink.blocks("pod-a")).containsExactly(3L);
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isEqualTo(1);
   }
 
   @Test
@@ -238,7 +238,7 @@ class KvEventSubscriberTest {
     long s = second.publish(stored(8));
     Await.until("stored 8", () -> listener.seen("pod-a", s));
     assertThat(sink.blocks("pod-a")).containsExactly(8L);
-    assertThat(count("kvindex_restarts")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.restarts")).isEqualTo(1);
   }
 
   private KvEventPublisher bindWithRetry(String endpoint) {
@@ -271,9 +271,9 @@ class KvEventSubscriberTest {
     long last = p.publish(stored(2));
     Await.until("last batch", () -> listener.seen("pod-a", last));
     assertThat(sink.blocks("pod-a")).containsExactlyInAnyOrder(1L, 2L);
-    assertThat(count("kvindex_decode_errors")).isEqualTo(2);
-    assertThat(count("kvindex_dropped", "reason", "malformed")).isEqualTo(2);
-    assertThat(count("kvindex_gaps")).isZero();
+    assertThat(count("kvroute.kvindex.decode.errors")).isEqualTo(2);
+    assertThat(count("kvroute.kvindex.dropped", "reason", "malformed")).isEqualTo(2);
+    assertThat(count("kvroute.kvindex.gaps")).isZero();
   }
 
   @Test
@@ -312,14 +312,14 @@ class KvEventSubscriberTest {
         });
     Await.until("settled", () -> sub.quiescent().join());
 
-    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.dropped", "reason", "oversized")).isEqualTo(1);
     assertThat(listener.notes).contains("dropped pod-a -1 oversized");
     assertThat(listener.seen("pod-a", big)).isFalse();
     // at least one: a rare stalled handshake (timed out) reopens the socket too; the batches lost
     // meanwhile come back through the replay that follows the reconnect's handshake (or a gap's)
-    assertThat(count("kvindex_socket_reopens")).isPositive();
-    assertThat(count("kvindex_replays", "outcome", "incomplete")).isZero();
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvroute.kvindex.socket.reopens")).isPositive();
+    assertThat(count("kvroute.kvindex.replays", "outcome", "incomplete")).isZero();
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
     Set<Long> expected = new java.util.TreeSet<>(hashes);
     expected.add(1L);
     assertThat(sink.blocks("pod-a")).isEqualTo(expected); // every other batch, none of the big one
@@ -370,11 +370,11 @@ class KvEventSubscriberTest {
           }
           return false;
         });
-    assertThat(count("kvindex_dropped", "reason", "oversized")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.dropped", "reason", "oversized")).isEqualTo(1);
     // the publisher is known by its address only: the frame was never read
     assertThat(listener.notes).anyMatch(n -> n.matches("dropped .*127\\.0\\.0\\.1.* -1 oversized"));
     // no replay endpoint in bind mode: the gap clears the pod, then it fills again
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isEqualTo(1);
     assertThat(sink.blocks("pod-b")).containsExactly(2L);
   }
 
@@ -562,14 +562,15 @@ class KvEventSubscriberTest {
     for (long h = 2; h <= 6; h++) {
       p.publish(stored(h));
     }
-    Await.until("overflow", () -> count("kvindex_dropped", "reason", "overflow") >= 1);
+    Await.until("overflow", () -> count("kvroute.kvindex.dropped", "reason", "overflow") >= 1);
     release.countDown();
     long last = p.publish(stored(7));
     Await.until("last", () -> listener.seen("pod-a", last));
     // the last batch may itself arrive through the replay, which is counted when it ends
-    Await.until("replay counted", () -> count("kvindex_replays", "outcome", "complete") >= 1);
+    Await.until(
+        "replay counted", () -> count("kvroute.kvindex.replays", "outcome", "complete") >= 1);
     assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
   }
 
   private double gauge(String name) {
@@ -634,7 +635,8 @@ class KvEventSubscriberTest {
     Await.until("replay requested", () -> a.held.getCount() == 0);
     long s4 = a.publish(stored(4));
     long s5 = a.publish(stored(5));
-    Await.until("pod-a's live batches held back", () -> gauge("kvindex_replay_buffered") == 3);
+    Await.until(
+        "pod-a's live batches held back", () -> gauge("kvroute.kvindex.replay.buffered") == 3);
 
     long t = b.publish(stored(20));
     Await.until("pod-b applied while pod-a's replay is held", () -> listener.seen("pod-b", t));
@@ -650,8 +652,8 @@ class KvEventSubscriberTest {
     assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L);
     assertThat(listener.notes)
         .contains("replay pod-a " + missed + ".." + s3 + " n=1 complete=true");
-    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(1);
-    assertThat(gauge("kvindex_replay_buffered")).isZero();
+    assertThat(count("kvroute.kvindex.replays", "outcome", "complete")).isEqualTo(1);
+    assertThat(gauge("kvroute.kvindex.replay.buffered")).isZero();
   }
 
   @Test
@@ -680,7 +682,8 @@ class KvEventSubscriberTest {
     long s3 = a.publish(stored(3));
     Await.until("replay requested", () -> a.held.getCount() == 0);
     long s4 = a.publish(stored(4));
-    Await.until("pod-a's live batches held back", () -> gauge("kvindex_replay_buffered") == 2);
+    Await.until(
+        "pod-a's live batches held back", () -> gauge("kvroute.kvindex.replay.buffered") == 2);
     long t = b.publish(stored(20));
     Await.until("pod-b applied while pod-a's replay waits", () -> listener.seen("pod-b", t));
     assertThat(batchesFrom("pod-a", missed)).isEmpty();
@@ -696,8 +699,8 @@ class KvEventSubscriberTest {
     assertThat(listener.notes)
         .contains("replay pod-a " + missed + ".." + s3 + " n=0 complete=false", "resync pod-a gap");
     assertThat(sink.blocks("pod-a")).containsExactly(3L, 4L); // cleared, then refilled
-    assertThat(count("kvindex_replays", "outcome", "incomplete")).isEqualTo(1);
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.replays", "outcome", "incomplete")).isEqualTo(1);
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isEqualTo(1);
   }
 
   @Test
@@ -725,8 +728,8 @@ class KvEventSubscriberTest {
     long s6 = a.publish(stored(6));
     Await.until(
         "two batches beyond the buffer",
-        () -> count("kvindex_dropped", "reason", "replay_buffer") == 2);
-    assertThat(gauge("kvindex_replay_buffered")).isEqualTo(2);
+        () -> count("kvroute.kvindex.dropped", "reason", "replay_buffer") == 2);
+    assertThat(gauge("kvroute.kvindex.replay.buffered")).isEqualTo(2);
 
     a.release.countDown();
     Await.until("second replay", () -> listener.seen("pod-a", s6));
@@ -744,8 +747,8 @@ class KvEventSubscriberTest {
     assertThat(listener.notes)
         .contains(
             "dropped pod-a " + s5 + " replay_buffer", "dropped pod-a " + s6 + " replay_buffer");
-    assertThat(count("kvindex_replays", "outcome", "complete")).isEqualTo(2);
-    assertThat(count("kvindex_resyncs", "reason", "gap")).isZero();
+    assertThat(count("kvroute.kvindex.replays", "outcome", "complete")).isEqualTo(2);
+    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
   }
 
   @Test
@@ -767,7 +770,7 @@ class KvEventSubscriberTest {
     sub.removePod("pod-a").orTimeout(10, TimeUnit.SECONDS).join();
     assertThat(sink.pods()).doesNotContain("pod-a");
     assertThat(sink.calls()).last().isEqualTo("removePod pod-a");
-    assertThat(gauge("kvindex_replay_buffered")).isZero();
+    assertThat(gauge("kvroute.kvindex.replay.buffered")).isZero();
   }
 
   @Test
@@ -794,7 +797,7 @@ class KvEventSubscriberTest {
           () -> {
             pub.sendMore("t".getBytes(java.nio.charset.StandardCharsets.UTF_8));
             pub.send(new byte[8]);
-            return count("kvindex_dropped", "reason", "frames") >= 1;
+            return count("kvroute.kvindex.dropped", "reason", "frames") >= 1;
           });
       byte[] good = KvEventCodec.encode(stored(9));
       Await.until(

@@ -33,7 +33,7 @@ final class Health {
       LOG.warn(
           "kvindex: Redis at {} unreachable ({}: {}); lookups answer \"no cache information\" and"
               + " writes are dropped until it answers again (counted in"
-              + " kvindex_redis_unavailable_total)",
+              + " kvroute_kvindex_redis_unavailable_total)",
           where,
           op,
           cause == null ? "not connected" : cause.toString());

@@ -478,20 +478,21 @@ public final class RedisClientImpl implements RedisIndexClient {
   }
 
   private void bindMeters(MeterRegistry r) {
-    Gauge.builder("kvindex_redis_queue_depth", queue, ArrayBlockingQueue::size)
+    Gauge.builder("kvroute.kvindex.redis.queue.depth", queue, ArrayBlockingQueue::size)
         .description("write operations waiting for the writer thread")
         .register(r);
-    Gauge.builder("kvindex_redis_queue_capacity", queue, q -> config.writeQueueCapacity())
+    Gauge.builder("kvroute.kvindex.redis.queue.capacity", queue, q -> config.writeQueueCapacity())
         .register(r);
-    FunctionCounter.builder("kvindex_redis_queue_dropped_total", queueDropped, LongAdder::sum)
+    FunctionCounter.builder("kvroute.kvindex.redis.queue.dropped", queueDropped, LongAdder::sum)
         .description("write operations dropped because the queue was full")
         .register(r);
-    FunctionCounter.builder("kvindex_redis_write_batches_total", batches, LongAdder::sum)
+    FunctionCounter.builder("kvroute.kvindex.redis.write.batches", batches, LongAdder::sum)
         .register(r);
-    FunctionCounter.builder("kvindex_redis_write_ops_total", opsSent, LongAdder::sum).register(r);
-    Gauge.builder("kvindex_redis_available", this, c -> c.available() ? 1 : 0).register(r);
+    FunctionCounter.builder("kvroute.kvindex.redis.write.ops", opsSent, LongAdder::sum).register(r);
+    Gauge.builder("kvroute.kvindex.redis.available", this, c -> c.available() ? 1 : 0).register(r);
     for (String op : List.of("connect", "lookup", "write", "read", "lease")) {
-      FunctionCounter.builder("kvindex_redis_unavailable_total", health.counter(op), LongAdder::sum)
+      FunctionCounter.builder(
+              "kvroute.kvindex.redis.unavailable", health.counter(op), LongAdder::sum)
           .description("commands that failed because the server did not answer")
           .tag("op", op)
           .register(r);

@@ -1288,21 +1288,21 @@ final class RedisIndexImpl implements RedisBlockIndex {
   }
 
   private void bindMeters(MeterRegistry r) {
-    Gauge.builder("kvindex_pods", this, i -> i.podIds.size()).register(r);
-    counter(r, "kvindex_applied_events_total", "type", "stored", evStored);
-    counter(r, "kvindex_applied_events_total", "type", "removed", evRemoved);
-    counter(r, "kvindex_applied_events_total", "type", "cleared", evCleared);
-    counter(r, "kvindex_applied_events_total", "type", "pod_removed", evPodRemoved);
-    counter(r, "kvindex_blocks_total", "op", "stored", blocksStored);
-    counter(r, "kvindex_blocks_total", "op", "removed", blocksRemoved);
-    counter(r, "kvindex_lookups_total", null, null, lookups);
-    counter(r, "kvindex_redis_lookups_degraded_total", null, null, lookupsDegraded);
-    counter(r, "kvindex_redis_buffered_total", null, null, buffered);
-    counter(r, "kvindex_redis_fenced_total", null, null, fenced);
-    counter(r, "kvindex_redis_leases_lost_total", null, null, leasesLost);
-    Gauge.builder("kvindex_redis_owned_pods", this, i -> i.ownedPods().size()).register(r);
-    evictions.forEach((k, v) -> counter(r, "kvindex_evictions_total", "reason", k, v));
-    dropped.forEach((k, v) -> counter(r, "kvindex_apply_dropped_total", "reason", k, v));
+    Gauge.builder("kvroute.kvindex.pods", this, i -> i.podIds.size()).register(r);
+    counter(r, "kvroute.kvindex.applied.events", "type", "stored", evStored);
+    counter(r, "kvroute.kvindex.applied.events", "type", "removed", evRemoved);
+    counter(r, "kvroute.kvindex.applied.events", "type", "cleared", evCleared);
+    counter(r, "kvroute.kvindex.applied.events", "type", "pod_removed", evPodRemoved);
+    counter(r, "kvroute.kvindex.blocks", "op", "stored", blocksStored);
+    counter(r, "kvroute.kvindex.blocks", "op", "removed", blocksRemoved);
+    counter(r, "kvroute.kvindex.lookups", null, null, lookups);
+    counter(r, "kvroute.kvindex.redis.lookups.degraded", null, null, lookupsDegraded);
+    counter(r, "kvroute.kvindex.redis.buffered", null, null, buffered);
+    counter(r, "kvroute.kvindex.redis.fenced", null, null, fenced);
+    counter(r, "kvroute.kvindex.redis.leases.lost", null, null, leasesLost);
+    Gauge.builder("kvroute.kvindex.redis.owned.pods", this, i -> i.ownedPods().size()).register(r);
+    evictions.forEach((k, v) -> counter(r, "kvroute.kvindex.evictions", "reason", k, v));
+    dropped.forEach((k, v) -> counter(r, "kvroute.kvindex.apply.dropped", "reason", k, v));
   }
 
   private static void counter(

@@ -63,7 +63,7 @@ public final class ReplayClient {
             },
             new ThreadPoolExecutor.AbortPolicy());
     telemetry.gauge(
-        "kvindex_replay_queue_depth",
+        "kvroute.kvindex.replay.queue.depth",
         () -> executor.getQueue().size(),
         "replays waiting for a replay thread");
   }

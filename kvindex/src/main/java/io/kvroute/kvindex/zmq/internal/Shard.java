@@ -48,7 +48,7 @@ public final class Shard {
     this.thread = new Thread(this::loop, "kvindex-shard-" + index);
     thread.setDaemon(true);
     telemetry.gauge(
-        "kvindex_queue_depth",
+        "kvroute.kvindex.queue.depth",
         live::size,
         "KV event messages waiting in a shard queue",
         "shard",

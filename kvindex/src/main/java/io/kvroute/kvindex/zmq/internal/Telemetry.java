@@ -16,9 +16,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the subscriber tells the outside: the {@code kvindex_*} Micrometer meters, the {@link
- * KvEventListener}, and logs (each problem kind once per pod at WARN, then only counted; never with
- * payload contents).
+ * What the subscriber tells the outside: the {@code kvroute_kvindex_*} Micrometer meters, the
+ * {@link KvEventListener}, and logs (each problem kind once per pod at WARN, then only counted;
+ * never with payload contents).
  *
  * <p>Thread-safe: counters are Micrometer's; the set of logged kinds is concurrent; listener calls
  * are made from whichever thread reports, and a listener that throws is logged and ignored.
@@ -60,22 +60,22 @@ public final class Telemetry {
   public Telemetry(MeterRegistry r, KvEventListener listener) {
     this.registry = r;
     this.listener = listener;
-    stored = Counter.builder("kvindex_events").tag("type", "BlockStored").register(r);
-    removed = Counter.builder("kvindex_events").tag("type", "BlockRemoved").register(r);
-    cleared = Counter.builder("kvindex_events").tag("type", "AllBlocksCleared").register(r);
-    batches = r.counter("kvindex_batches");
-    decodeErrors = r.counter("kvindex_decode_errors");
-    unknownTags = r.counter("kvindex_unknown_tags");
-    gaps = r.counter("kvindex_gaps");
-    duplicates = r.counter("kvindex_duplicates");
-    replaysComplete = r.counter("kvindex_replays", "outcome", "complete");
-    replaysIncomplete = r.counter("kvindex_replays", "outcome", "incomplete");
-    replaysRejected = r.counter("kvindex_replays", "outcome", "rejected");
-    restarts = r.counter("kvindex_restarts");
-    catchUps = r.counter("kvindex_catchups");
-    reopens = r.counter("kvindex_socket_reopens");
+    stored = Counter.builder("kvroute.kvindex.events").tag("type", "BlockStored").register(r);
+    removed = Counter.builder("kvroute.kvindex.events").tag("type", "BlockRemoved").register(r);
+    cleared = Counter.builder("kvroute.kvindex.events").tag("type", "AllBlocksCleared").register(r);
+    batches = r.counter("kvroute.kvindex.batches");
+    decodeErrors = r.counter("kvroute.kvindex.decode.errors");
+    unknownTags = r.counter("kvroute.kvindex.unknown.tags");
+    gaps = r.counter("kvroute.kvindex.gaps");
+    duplicates = r.counter("kvroute.kvindex.duplicates");
+    replaysComplete = r.counter("kvroute.kvindex.replays", "outcome", "complete");
+    replaysIncomplete = r.counter("kvroute.kvindex.replays", "outcome", "incomplete");
+    replaysRejected = r.counter("kvroute.kvindex.replays", "outcome", "rejected");
+    restarts = r.counter("kvroute.kvindex.restarts");
+    catchUps = r.counter("kvroute.kvindex.catchups");
+    reopens = r.counter("kvroute.kvindex.socket.reopens");
     gauge(
-        "kvindex_replay_buffered",
+        "kvroute.kvindex.replay.buffered",
         heldBack::get,
         "live KV event messages held back while their pod's replay runs");
   }
@@ -115,52 +115,52 @@ public final class Telemetry {
     dropped("malformed");
   }
 
-  /** {@code kvindex_dropped{reason}}. */
+  /** {@code kvroute_kvindex_dropped{reason}}. */
   public void dropped(String reason) {
     dropped
-        .computeIfAbsent(reason, k -> registry.counter("kvindex_dropped", "reason", k))
+        .computeIfAbsent(reason, k -> registry.counter("kvroute.kvindex.dropped", "reason", k))
         .increment();
   }
 
-  /** {@code kvindex_resyncs{reason}}. */
+  /** {@code kvroute_kvindex_resyncs{reason}}. */
   public void resync(String reason) {
     resyncs
-        .computeIfAbsent(reason, k -> registry.counter("kvindex_resyncs", "reason", k))
+        .computeIfAbsent(reason, k -> registry.counter("kvroute.kvindex.resyncs", "reason", k))
         .increment();
   }
 
   /**
-   * {@code kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}: a replay
-   * attempt ended without the end marker (it is retried, up to 3 attempts).
+   * {@code kvroute_kvindex_replay_attempts_failed{reason=idle|timeout|disconnected|error}}: a
+   * replay attempt ended without the end marker (it is retried, up to 3 attempts).
    */
   public void replayAttemptFailed(String reason) {
     attemptsFailed
         .computeIfAbsent(
-            reason, k -> registry.counter("kvindex_replay_attempts_failed", "reason", k))
+            reason, k -> registry.counter("kvroute.kvindex.replay.attempts.failed", "reason", k))
         .increment();
   }
 
-  /** {@code kvindex_gaps}. */
+  /** {@code kvroute_kvindex_gaps}. */
   public void gap() {
     gaps.increment();
   }
 
-  /** {@code kvindex_duplicates}. */
+  /** {@code kvroute_kvindex_duplicates}. */
   public void duplicate() {
     duplicates.increment();
   }
 
-  /** {@code kvindex_restarts}. */
+  /** {@code kvroute_kvindex_restarts}. */
   public void restart() {
     restarts.increment();
   }
 
-  /** {@code kvindex_socket_reopens}. */
+  /** {@code kvroute_kvindex_socket_reopens}. */
   public void reopen() {
     reopens.increment();
   }
 
-  /** {@code kvindex_replays{outcome=rejected}}. */
+  /** {@code kvroute_kvindex_replays{outcome=rejected}}. */
   public void replayRejected() {
     replaysRejected.increment();
   }
@@ -180,7 +180,7 @@ public final class Telemetry {
   public void warnOnce(String pod, String kind, String detail) {
     if (warned.add(pod + '\0' + kind)) {
       LOG.warn(
-          "KV events from pod {}: {} ({}); further occurrences are only counted in kvindex_* metrics",
+          "KV events from pod {}: {} ({}); further occurrences are only counted in kvroute_kvindex_* metrics",
           pod,
           kind,
           detail);
