@@ -58,6 +58,7 @@ final class OpenAiRequests {
         SchedulingRequest.builder().model(model.asText()).headers(request.headers());
     if (request.api() == InferenceRequest.Api.CHAT_COMPLETIONS) {
       b.messages(messages(body.get("messages")));
+      b.chatTemplateInputs(chatTemplateInputs(body));
     } else {
       prompt(body.get("prompt"), b);
     }
@@ -109,6 +110,55 @@ final class OpenAiRequests {
               m.path("role").asText("user"), content(m.get("content"))));
     }
     return list;
+  }
+
+  /** Body fields besides {@code messages} that change the rendered chat prompt. */
+  private static final List<String> TEMPLATE_FIELDS =
+      List.of(
+          "tools",
+          "documents",
+          "chat_template_kwargs",
+          "add_generation_prompt",
+          "continue_final_message",
+          "add_special_tokens");
+
+  /**
+   * The template inputs of a chat body when plain role/content messages would not render the same
+   * prompt (a template field is set, or a message carries more than a role and string content);
+   * else {@code null}.
+   */
+  static String chatTemplateInputs(JsonNode body) {
+    boolean needed = false;
+    for (String f : TEMPLATE_FIELDS) {
+      JsonNode v = body.get(f);
+      needed |= v != null && !v.isNull();
+    }
+    for (JsonNode m : body.get("messages")) {
+      if (needed) {
+        break;
+      }
+      for (java.util.Iterator<String> it = m.fieldNames(); it.hasNext(); ) {
+        String f = it.next();
+        boolean plain = f.equals("role") || (f.equals("content") && m.get(f).isTextual());
+        if (!plain) {
+          needed = true;
+          break;
+        }
+      }
+    }
+    if (!needed) {
+      return null;
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode inputs =
+        com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+    inputs.set("messages", body.get("messages"));
+    for (String f : TEMPLATE_FIELDS) {
+      JsonNode v = body.get(f);
+      if (v != null && !v.isNull()) {
+        inputs.set(f, v);
+      }
+    }
+    return inputs.toString();
   }
 
   private static void prompt(JsonNode prompt, SchedulingRequest.Builder b) {

@@ -45,6 +45,7 @@ public final class SchedulingRequest {
   private final List<Endpoint> candidates;
   private final String profile;
   private final Boolean disaggregation;
+  private final String chatTemplateInputs;
 
   private SchedulingRequest(Builder b, int[] tokens) {
     this.model = b.model;
@@ -59,6 +60,7 @@ public final class SchedulingRequest {
     this.candidates = List.copyOf(b.candidates);
     this.profile = b.profile;
     this.disaggregation = b.disaggregation;
+    this.chatTemplateInputs = b.chatTemplateInputs;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -79,6 +81,7 @@ public final class SchedulingRequest {
     b.candidates.addAll(candidates);
     b.profile = profile;
     b.disaggregation = disaggregation;
+    b.chatTemplateInputs = chatTemplateInputs;
     return b;
   }
 
@@ -164,6 +167,20 @@ public final class SchedulingRequest {
     return Optional.ofNullable(disaggregation);
   }
 
+  /**
+   * The chat request's template inputs as a JSON object, when {@link #messages()} alone does not
+   * determine the rendered prompt: {@code messages} with every field ({@code tool_calls}, {@code
+   * tool_call_id}, {@code name}, part lists), and {@code tools}, {@code documents}, {@code
+   * chat_template_kwargs}, {@code add_generation_prompt}, {@code continue_final_message}, {@code
+   * add_special_tokens} as the client sent them. Tokenizers that render the chat template (the
+   * local Hugging Face tokenizer, vLLM's {@code /tokenize}) use it so that the token ids match the
+   * engine's for tool calls and template options. Empty for plain role/content chats and
+   * completions.
+   */
+  public Optional<String> chatTemplateInputs() {
+    return Optional.ofNullable(chatTemplateInputs);
+  }
+
   @Override
   public String toString() {
     // Never print prompt text (it may be sensitive); sizes only.
@@ -193,8 +210,18 @@ public final class SchedulingRequest {
     private final List<Endpoint> candidates = new ArrayList<>();
     private String profile;
     private Boolean disaggregation;
+    private String chatTemplateInputs;
 
     private Builder() {}
+
+    /**
+     * The chat request's template inputs as a JSON object (see {@link
+     * SchedulingRequest#chatTemplateInputs()}); {@code null} clears them.
+     */
+    public Builder chatTemplateInputs(String json) {
+      this.chatTemplateInputs = json;
+      return this;
+    }
 
     /** The model name (required). */
     public Builder model(String model) {

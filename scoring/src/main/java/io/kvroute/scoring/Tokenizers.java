@@ -256,7 +256,21 @@ public final class Tokenizers {
     private static ObjectNode requestBody(SchedulingRequest r) {
       ObjectNode n = JSON.createObjectNode();
       n.put("model", r.model());
-      if (r.messages().isPresent()) {
+      if (r.chatTemplateInputs().isPresent()) {
+        // vLLM's /tokenize takes the chat request's template fields as they are
+        JsonNode inputs;
+        try {
+          inputs = JSON.readTree(r.chatTemplateInputs().get());
+        } catch (java.io.IOException e) {
+          throw new TokenizationException("chat template inputs are not JSON");
+        }
+        if (inputs != null && inputs.isObject()) {
+          n.setAll((ObjectNode) inputs);
+        }
+        if (!n.has("add_generation_prompt")) {
+          n.put("add_generation_prompt", true);
+        }
+      } else if (r.messages().isPresent()) {
         ArrayNode msgs = n.putArray("messages");
         for (SchedulingRequest.ChatMessage m : r.messages().get()) {
           msgs.addObject().put("role", m.role()).put("content", m.content());
@@ -292,6 +306,9 @@ public final class Tokenizers {
 
     private static String cacheKey(SchedulingRequest r) {
       StringBuilder sb = new StringBuilder(r.model()).append('\u0000');
+      if (r.chatTemplateInputs().isPresent()) {
+        return sb.append('J').append(r.chatTemplateInputs().get()).toString();
+      }
       if (r.messages().isPresent()) {
         sb.append('C');
         for (SchedulingRequest.ChatMessage m : r.messages().get()) {

@@ -63,6 +63,32 @@ class TokenizersTest {
   }
 
   @Test
+  void chatTemplateInputsAreSentAsTheClientWroteThem() throws Exception {
+    server.enqueue(new MockResponse.Builder().body("{\"tokens\":[8]}").build());
+    String inputs =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+            + "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+            + "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
+    SchedulingRequest r =
+        SchedulingRequest.builder()
+            .model("m")
+            .messages(List.of(new SchedulingRequest.ChatMessage("user", "hi")))
+            .chatTemplateInputs(inputs)
+            .build();
+    Tokenizers.VllmTokenizer t = tokenizer();
+    assertThat(join(t, r)).containsExactly(8);
+    assertThat(server.takeRequest().getBody().utf8())
+        .isEqualTo(
+            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+                + "\"chat_template_kwargs\":{\"enable_thinking\":false},"
+                + "\"add_generation_prompt\":true}");
+    // the same messages without tools are another prompt: not served from the cache
+    server.enqueue(new MockResponse.Builder().body("{\"tokens\":[9]}").build());
+    assertThat(join(t, r.toBuilder().chatTemplateInputs(null).build())).containsExactly(9);
+  }
+
+  @Test
   void cacheIsBoundedByEntries() throws Exception {
     Tokenizers.VllmTokenizer t = tokenizer();
     for (int i = 0; i < 5; i++) {

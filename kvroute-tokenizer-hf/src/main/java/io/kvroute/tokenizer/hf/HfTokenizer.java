@@ -218,9 +218,11 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   }
 
   /**
-   * Tokenizes a scheduling request: caller-supplied ids as they are, chat messages through the
-   * template (with a generation prompt), otherwise the prompt as a completion. Failures complete
-   * the stage exceptionally.
+   * Tokenizes a scheduling request: caller-supplied ids as they are, chat requests through the
+   * template (the request's {@link SchedulingRequest#chatTemplateInputs() template inputs} when
+   * present: tools, tool turns, {@code chat_template_kwargs}...; else its messages with a
+   * generation prompt), otherwise the prompt as a completion. Failures complete the stage
+   * exceptionally.
    */
   @Override
   public CompletionStage<int[]> tokenize(SchedulingRequest request) {
@@ -232,7 +234,10 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
         () -> {
           try {
             Optional<List<SchedulingRequest.ChatMessage>> msgs = request.messages();
-            if (msgs.isPresent()) {
+            Optional<String> inputs = request.chatTemplateInputs();
+            if (inputs.isPresent()) {
+              f.complete(encodeChat(ChatRequest.fromJson(inputs.get())));
+            } else if (msgs.isPresent()) {
               f.complete(encodeChat(ChatRequest.of(msgs.get())));
             } else if (request.prompt().isPresent()) {
               f.complete(encode(request.prompt().get()));

@@ -67,6 +67,36 @@ class HfTokenizerTest {
   }
 
   @Test
+  void toolsAndTemplateOptionsReachTheTemplate() {
+    String inputs =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather in Paris?\"},"
+            + "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"type\":\"function\","
+            + "\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]},"
+            + "{\"role\":\"tool\",\"content\":\"sunny\"}],"
+            + "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+            + "\"description\":\"Weather of a city\",\"parameters\":{\"type\":\"object\","
+            + "\"properties\":{\"city\":{\"type\":\"string\"}}}}}],"
+            + "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
+    SchedulingRequest r =
+        SchedulingRequest.builder()
+            .model("qwen3")
+            .messages(
+                List.of(
+                    new SchedulingRequest.ChatMessage("user", "Weather in Paris?"),
+                    new SchedulingRequest.ChatMessage("assistant", ""),
+                    new SchedulingRequest.ChatMessage("tool", "sunny")))
+            .chatTemplateInputs(inputs)
+            .build();
+    int[] ids = qwen.tokenize(r).toCompletableFuture().join();
+    assertThat(ids).containsExactly(qwen.encodeChat(ChatRequest.fromJson(inputs)));
+    String text = qwen.decode(ids, false);
+    assertThat(text).contains("get_weather").contains("<tool_response>").contains("<think>");
+    int[] plain =
+        qwen.tokenize(r.toBuilder().chatTemplateInputs(null).build()).toCompletableFuture().join();
+    assertThat(plain).isNotEqualTo(ids);
+  }
+
+  @Test
   void theCacheIsBoundedAndMetered() {
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     try (HfTokenizer t =
