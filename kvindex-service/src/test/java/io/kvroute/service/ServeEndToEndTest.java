@@ -203,7 +203,7 @@ class ServeEndToEndTest {
                 HttpRequest.newBuilder(service.baseUri().resolve("/metrics")).build(),
                 HttpResponse.BodyHandlers.ofString())
             .body();
-    assertThat(metrics).contains("kvindex_").contains("kvroute.service.tokenizer.cache.hits");
+    assertThat(metrics).contains("kvindex_").contains("kvroute_service_tokenizer_cache_hits");
   }
 
   static int[] tokenize(VllmSimulator sim, String prompt) throws Exception {
