@@ -53,10 +53,26 @@ public final class RedisServer implements AutoCloseable {
 
   /** Starts a server, or skips the calling test if redis-server is not installed. */
   public static RedisServer start() {
-    try {
-      return start(freePort());
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return start(freePort());
+      } catch (PortTakenException e) {
+        // another process (a concurrent build's server) took the free port first: pick another
+        if (attempt == 5) {
+          throw e;
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  }
+
+  /** The port answered PING, but from a server this object did not start. */
+  static final class PortTakenException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    PortTakenException(String message) {
+      super(message);
     }
   }
 
@@ -127,6 +143,42 @@ public final class RedisServer implements AutoCloseable {
         Thread.currentThread().interrupt();
         throw new IllegalStateException(e);
       }
+    }
+    // A PONG proves that someone listens, not that it is ours: under parallel builds another
+    // test's redis-server can hold the port (ours then fails to bind and exits). Tests sharing a
+    // server by accident see each other's keys, so check the answering process is ours.
+    long answering = processId();
+    if (answering != process.pid()) {
+      stop();
+      throw new PortTakenException(
+          "port " + port + " is served by another redis-server (pid " + answering + ")");
+    }
+  }
+
+  /** The {@code process_id} the server on the port reports (-1 if it cannot be read). */
+  private long processId() {
+    try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+      s.setSoTimeout(10_000);
+      OutputStream out = s.getOutputStream();
+      out.write("INFO server\r\n".getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      InputStream in = s.getInputStream();
+      StringBuilder text = new StringBuilder();
+      byte[] buf = new byte[4096];
+      int n;
+      while ((n = in.read(buf)) > 0) {
+        text.append(new String(buf, 0, n, StandardCharsets.US_ASCII));
+        int at = text.indexOf("process_id:");
+        if (at >= 0) {
+          int end = text.indexOf("\r\n", at);
+          if (end > 0) {
+            return Long.parseLong(text.substring(at + "process_id:".length(), end).trim());
+          }
+        }
+      }
+      return -1;
+    } catch (IOException | NumberFormatException e) {
+      return -1;
     }
   }
 
