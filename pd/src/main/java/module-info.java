@@ -6,8 +6,13 @@
 module io.kvroute.pd {
   requires transitive io.kvroute.connector;
   requires transitive micrometer.core;
+  requires transitive io.kvroute.config;
   requires io.github.resilience4j.circuitbreaker;
   requires io.github.resilience4j.core;
 
   exports io.kvroute.pd;
+
+  // The config binder binds the kvConnector section into these records.
+  opens io.kvroute.pd.internal to
+      com.fasterxml.jackson.databind;
 }

@@ -53,7 +53,7 @@ final class Modules {
       Map.ofEntries(
           Map.entry("kvconnector-api", Set.of()),
           Map.entry("kvconnector-http", Set.of("kvconnector-api")),
-          Map.entry("pd", Set.of("kvconnector-api")),
+          Map.entry("pd", Set.of("kvconnector-api", "config")),
           Map.entry("kvconnector-nixl", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-lmcache", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-mooncake", CONNECTOR_FAMILIES),

@@ -4,8 +4,8 @@ import io.kvroute.config.Checks;
 import io.kvroute.config.ConfigBinder;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorConfig;
-import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.router.KvEventFeed;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -120,13 +120,7 @@ record GatewayConfig(
 
   /** Binds a {@code kvConnector} section, naming its fields from {@code path}. */
   static ConnectorConfig connector(String path, Map<String, Object> section) {
-    try {
-      return ConnectorConfig.fromMap(section);
-    } catch (ConnectorConfigException e) {
-      String field = e.field().startsWith("kvConnector") ? e.field().substring(11) : e.field();
-      String problem = e.getMessage().substring(e.field().length()).trim();
-      throw new ConfigException(path + field, problem, e);
-    }
+    return ConnectorConfigs.bind(section, path);
   }
 
   /**

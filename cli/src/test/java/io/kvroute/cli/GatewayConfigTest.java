@@ -62,7 +62,7 @@ class GatewayConfigTest {
           no endpoints | 'listen: {port: 0}' | endpoints: lists no endpoint; every request would fail (list the model servers, or start with --admin to add them at run time)
           bad duration | 'scrapeMetrics: often\\nendpoints: [D0]' | scrapeMetrics: must be a duration such as "30s", "1m30s" or "250ms", was "often"
           connector section | 'defaultConnector: {type: http, retry: {maxAttempts: 0}}\\nendpoints: [D0]' | defaultConnector.retry.maxAttempts: must be >= 1, was 0
-          model connector | 'models: {llama: {kvConnector: {timeouts: {prefill: soon}}}}\\nendpoints: [D0]' | models.llama.kvConnector.timeouts.prefill: is not a valid duration: "soon"
+          model connector | 'models: {llama: {kvConnector: {timeouts: {prefill: soon}}}}\\nendpoints: [D0]' | models.llama.kvConnector.timeouts.prefill: must be a duration such as "30s", "1m30s" or "250ms", was "soon"
           model without section | 'models: {llama: {}}\\nendpoints: [D0]' | models.llama: needs a kvConnector or a tokenizer section (or leave it out)
           tokenizer without path | 'models: {llama: {tokenizer: {revision: main}}}\\nendpoints: [D0]' | models.llama.tokenizer.path: is required (the directory of the model's tokenizer files)
           tokenizer that cannot load | 'models: {llama: {tokenizer: {path: nowhere}}}\\nendpoints: [D0]' | models.llama.tokenizer.path:

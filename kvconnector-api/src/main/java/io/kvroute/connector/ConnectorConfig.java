@@ -4,7 +4,6 @@ import java.math.BigDecimal;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
@@ -150,82 +149,6 @@ public record ConnectorConfig(
       Objects.requireNonNull(maxDisk, "maxDisk");
       Objects.requireNonNull(maxBandwidth, "maxBandwidth");
     }
-  }
-
-  /**
-   * Loads the {@code kvConnector} section from a JSON/YAML-shaped map (as Jackson or SnakeYAML
-   * produce). Either the section itself or a map holding a {@code kvConnector} key is accepted.
-   * Missing fields take defaults; unknown top-level fields are errors (a misspelt {@code timeout}
-   * must not be silently ignored).
-   *
-   * @throws ConnectorConfigException naming the offending field
-   */
-  public static ConnectorConfig fromMap(Map<String, ?> map) {
-    Objects.requireNonNull(map, "map");
-    Map<String, ?> m = map;
-    if (m.containsKey("kvConnector")) {
-      m = asMap("kvConnector", m.get("kvConnector"));
-    }
-    for (String key : m.keySet()) {
-      if (!List.of("type", "config", "timeouts", "retry", "resources").contains(key)) {
-        throw new ConnectorConfigException(
-            "kvConnector." + key,
-            "is not a known field; expected type, config, timeouts, retry, resources");
-      }
-    }
-    Object typeValue = m.get("type");
-    String type = DEFAULT_TYPE;
-    if (typeValue != null) {
-      if (!(typeValue instanceof String)) {
-        throw new ConnectorConfigException(
-            "kvConnector.type", "must be a string, was " + describe(typeValue));
-      }
-      type = (String) typeValue;
-    }
-    Map<String, Object> params =
-        m.get("config") == null ? Map.of() : asMap("kvConnector.config", m.get("config"));
-
-    Map<String, ?> t =
-        m.get("timeouts") == null ? Map.of() : asMap("kvConnector.timeouts", m.get("timeouts"));
-    checkKeys("kvConnector.timeouts", t, "prefill", "decode", "cleanup", "healthCheck");
-    Timeouts timeouts =
-        new Timeouts(
-            duration("kvConnector.timeouts.prefill", t.get("prefill"), Timeouts.DEFAULTS.prefill()),
-            duration("kvConnector.timeouts.decode", t.get("decode"), Timeouts.DEFAULTS.decode()),
-            duration("kvConnector.timeouts.cleanup", t.get("cleanup"), Timeouts.DEFAULTS.cleanup()),
-            duration(
-                "kvConnector.timeouts.healthCheck",
-                t.get("healthCheck"),
-                Timeouts.DEFAULTS.healthCheck()));
-
-    Map<String, ?> r =
-        m.get("retry") == null ? Map.of() : asMap("kvConnector.retry", m.get("retry"));
-    checkKeys("kvConnector.retry", r, "maxAttempts", "backoffBase", "backoffMax");
-    Duration base =
-        duration(
-            "kvConnector.retry.backoffBase", r.get("backoffBase"), Retry.DEFAULTS.backoffBase());
-    Duration maxDefault =
-        Retry.DEFAULTS.backoffMax().compareTo(base) < 0
-            ? base.multipliedBy(10)
-            : Retry.DEFAULTS.backoffMax();
-    Retry retry =
-        new Retry(
-            integer(
-                "kvConnector.retry.maxAttempts",
-                r.get("maxAttempts"),
-                Retry.DEFAULTS.maxAttempts()),
-            base,
-            duration("kvConnector.retry.backoffMax", r.get("backoffMax"), maxDefault));
-
-    Map<String, ?> res =
-        m.get("resources") == null ? Map.of() : asMap("kvConnector.resources", m.get("resources"));
-    checkKeys("kvConnector.resources", res, "maxMemory", "maxDisk", "maxBandwidth");
-    Resources resources =
-        new Resources(
-            quantity("kvConnector.resources.maxMemory", res.get("maxMemory")),
-            quantity("kvConnector.resources.maxDisk", res.get("maxDisk")),
-            quantity("kvConnector.resources.maxBandwidth", res.get("maxBandwidth")));
-    return new ConnectorConfig(type, params, timeouts, retry, resources);
   }
 
   /** A string parameter of the {@code config:} block, or empty. */
@@ -454,10 +377,6 @@ public record ConnectorConfig(
     return value == null ? dflt : parseDuration(field, value);
   }
 
-  private static Optional<Long> quantity(String field, Object value) {
-    return value == null ? Optional.empty() : Optional.of(parseQuantity(field, value));
-  }
-
   private static int integer(String field, Object value, int dflt) {
     if (value == null) {
       return dflt;
@@ -497,29 +416,7 @@ public record ConnectorConfig(
     }
   }
 
-  private static void checkKeys(String field, Map<String, ?> m, String... known) {
-    List<String> k = List.of(known);
-    for (String key : m.keySet()) {
-      if (!k.contains(key)) {
-        throw new ConnectorConfigException(
-            field + "." + key, "is not a known field; expected " + String.join(", ", known));
-      }
-    }
-  }
-
   @SuppressWarnings("unchecked")
-  private static Map<String, Object> asMap(String field, Object value) {
-    if (!(value instanceof Map)) {
-      throw new ConnectorConfigException(field, "must be an object, was " + describe(value));
-    }
-    for (Object key : ((Map<?, ?>) value).keySet()) {
-      if (!(key instanceof String)) {
-        throw new ConnectorConfigException(field, "has a non-string key: " + key);
-      }
-    }
-    return (Map<String, Object>) value;
-  }
-
   private static Map<String, Object> deepCopy(Map<String, ?> m) {
     Map<String, Object> copy = new LinkedHashMap<>();
     m.forEach((k, v) -> copy.put(k, v));

@@ -3,74 +3,13 @@ package io.kvroute.connector;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import java.io.InputStream;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 class ConnectorConfigTest {
-  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
-
-  @SuppressWarnings("unchecked")
-  private static Map<String, Object> yaml(String resource) throws Exception {
-    try (InputStream in = ConnectorConfigTest.class.getResourceAsStream(resource)) {
-      assertThat(in).as(resource).isNotNull();
-      return YAML.readValue(in, Map.class);
-    }
-  }
-
-  @SuppressWarnings("unchecked")
-  private static ConnectorConfig fromModelServer(String resource) throws Exception {
-    Map<String, Object> doc = yaml(resource);
-    return ConnectorConfig.fromMap((Map<String, Object>) doc.get("spec"));
-  }
-
-  @ParameterizedTest
-  @ValueSource(strings = {"000-1", "000-2", "000-3", "001-4", "001-5", "001-6", "001-7"})
-  void everySeedExampleLoadsAsWritten(String name) throws Exception {
-    ConnectorConfig c = fromModelServer("/seed-examples/" + name + ".yaml");
-    assertThat(c.type()).isIn("http", "lmcache", "nixl", "mooncake");
-  }
-
-  @Test
-  void seedNixlExampleKeepsEveryField() throws Exception {
-    ConnectorConfig c = fromModelServer("/seed-examples/000-2.yaml");
-    assertThat(c.type()).isEqualTo("nixl");
-    assertThat(c.timeouts().prefill()).isEqualTo(Duration.ofSeconds(60));
-    assertThat(c.timeouts().decode()).isEqualTo(Duration.ofSeconds(300));
-    assertThat(c.retry().maxAttempts()).isEqualTo(3);
-    assertThat(c.retry().backoffBase()).isEqualTo(Duration.ofSeconds(1));
-    assertThat(c.retry().backoffMax()).isEqualTo(Duration.ofSeconds(10));
-    assertThat(c.resources().maxMemory()).contains(32L << 30);
-    assertThat((List<?>) c.params().get("clusterEndpoints")).hasSize(4);
-    assertThat(c.intParam("connectionPoolSize", 0)).isEqualTo(20);
-    assertThat(c.durationParam("keepAliveInterval", Duration.ZERO))
-        .isEqualTo(Duration.ofSeconds(30));
-    assertThat(c.param("protocol")).contains("tcp");
-  }
-
-  @Test
-  void seedHttpExampleTakesDefaultsForWhatItOmits() throws Exception {
-    ConnectorConfig c = fromModelServer("/seed-examples/000-1.yaml");
-    assertThat(c.type()).isEqualTo("http");
-    assertThat(c.timeouts().prefill()).isEqualTo(Duration.ofSeconds(30));
-    assertThat(c.timeouts().cleanup()).isEqualTo(ConnectorConfig.Timeouts.DEFAULTS.cleanup());
-    assertThat(c.retry().backoffBase()).isEqualTo(Duration.ofSeconds(1));
-    assertThat(c.retry().backoffMax()).isGreaterThanOrEqualTo(Duration.ofSeconds(1));
-  }
-
-  @Test
-  void emptyMapIsTheHttpDefault() {
-    ConnectorConfig c = ConnectorConfig.fromMap(Map.of());
-    assertThat(c).isEqualTo(ConnectorConfig.of("http"));
-  }
-
   @Test
   void durationsInEveryAcceptedForm() {
     assertThat(ConnectorConfig.parseDuration("f", "30s")).isEqualTo(Duration.ofSeconds(30));
@@ -96,42 +35,11 @@ class ConnectorConfigTest {
 
   @Test
   void negativeOrZeroTimeoutsAreRejected() {
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("timeouts", Map.of("prefill", "-5s"))))
-        .isInstanceOf(ConnectorConfigException.class)
-        .hasMessageContaining("kvConnector.timeouts.prefill must be > 0");
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("timeouts", Map.of("decode", "0s"))))
-        .hasMessageContaining("kvConnector.timeouts.decode must be > 0");
     assertThatThrownBy(
             () ->
                 new ConnectorConfig.Timeouts(
                     null, Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1)))
         .hasMessageContaining("kvConnector.timeouts.prefill must be set");
-  }
-
-  @Test
-  void retryValidation() {
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("retry", Map.of("maxAttempts", 0))))
-        .hasMessage("kvConnector.retry.maxAttempts must be >= 1, was 0");
-    assertThatThrownBy(
-            () -> ConnectorConfig.fromMap(Map.of("retry", Map.of("maxAttempts", "three"))))
-        .hasMessageContaining("kvConnector.retry.maxAttempts must be an integer");
-    assertThatThrownBy(
-            () ->
-                ConnectorConfig.fromMap(
-                    Map.of("retry", Map.of("backoffBase", "5s", "backoffMax", "1s"))))
-        .hasMessageContaining("kvConnector.retry.backoffMax must be >= backoffBase");
-  }
-
-  @Test
-  void unknownFieldsAreErrorsNotSilentlyIgnored() {
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("timeout", Map.of())))
-        .hasMessageContaining("kvConnector.timeout is not a known field");
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("timeouts", Map.of("prefil", "1s"))))
-        .hasMessageContaining("kvConnector.timeouts.prefil is not a known field");
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("type", 7)))
-        .hasMessageContaining("kvConnector.type must be a string");
-    assertThatThrownBy(() -> ConnectorConfig.fromMap(Map.of("config", "x")))
-        .hasMessageContaining("kvConnector.config must be an object");
   }
 
   @Test
