@@ -4,6 +4,7 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -298,43 +299,10 @@ public final class InMemoryBlockIndex implements BlockIndex {
   // ------------------------------------------------------------------ write path
 
   @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx) {
-    blockStored(
-        podId,
-        engineHashes,
-        hasParent,
-        parentEngineHash,
-        tokenIds,
-        blockSize,
-        loraName,
-        medium,
-        groupIdx,
-        null);
-  }
-
-  @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx,
-      List<?> extraKeys) {
+  public void blockStored(String podId, KvEvent.BlockStored event) {
     Objects.requireNonNull(podId, "podId");
-    Objects.requireNonNull(engineHashes, "engineHashes");
+    long[] engineHashes = event.blockHashes().values();
+    int groupIdx = event.groupIndex();
     evStored.increment();
     int n = engineHashes.length;
     if (n == 0) {
@@ -344,6 +312,8 @@ public final class InMemoryBlockIndex implements BlockIndex {
       drop("group_idx", n);
       return;
     }
+    int[] tokenIds = event.tokenIds();
+    int blockSize = event.blockSize();
     long stamp = lock.writeLock();
     try {
       int pod = podIndex(podId, true);
@@ -351,22 +321,22 @@ public final class InMemoryBlockIndex implements BlockIndex {
         drop("max_pods", n);
         return;
       }
-      int tier = tierId(medium);
-      if (tokenIds == null || tokenIds.length == 0 || blockSize <= 0) {
+      int tier = tierId(event.medium());
+      if (tokenIds.length == 0 || blockSize <= 0) {
         tierUpdate(pod, engineHashes, tier, groupIdx);
         return;
       }
       storeWithTokens(
           pod,
           engineHashes,
-          hasParent,
-          parentEngineHash,
+          event.hasParent(),
+          event.parentHash(),
           tokenIds,
           blockSize,
-          loraName,
+          event.effectiveLoraName(),
           tier,
           groupIdx,
-          extraKeys);
+          event.extraKeys());
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -518,9 +488,11 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   @Override
-  public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
+  public void blockRemoved(String podId, KvEvent.BlockRemoved event) {
     Objects.requireNonNull(podId, "podId");
-    Objects.requireNonNull(engineHashes, "engineHashes");
+    long[] engineHashes = event.blockHashes().values();
+    String medium = event.medium();
+    int groupIdx = event.groupIndex();
     evRemoved.increment();
     if (groupIdx < 0 || groupIdx > 255) {
       drop("group_idx", engineHashes.length);
@@ -1234,19 +1206,21 @@ public final class InMemoryBlockIndex implements BlockIndex {
   public IndexStats stats() {
     long stamp = lock.readLock();
     try {
-      return new IndexStats(
-          size,
-          entries,
-          engine.size(),
-          podIds.size(),
-          Map.of(
-              "stored", evStored.sum(),
-              "removed", evRemoved.sum(),
-              "cleared", evCleared.sum(),
-              "pod_removed", evPodRemoved.sum()),
-          sums(evictions),
-          sums(dropped),
-          lookups.sum());
+      return IndexStats.builder()
+          .keys(size)
+          .entries(entries)
+          .engineKeys(engine.size())
+          .pods(podIds.size())
+          .events(
+              Map.of(
+                  "stored", evStored.sum(),
+                  "removed", evRemoved.sum(),
+                  "cleared", evCleared.sum(),
+                  "pod_removed", evPodRemoved.sum()))
+          .evictions(sums(evictions))
+          .dropped(sums(dropped))
+          .lookups(lookups.sum())
+          .build();
     } finally {
       lock.unlockRead(stamp);
     }
