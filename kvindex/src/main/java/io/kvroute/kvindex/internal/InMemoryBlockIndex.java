@@ -403,7 +403,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       parentKey = hasher.root(lora);
     } else {
       long pek = engineKey(parentHash, group);
-      Partial pp = partials.get(pek);
+      Partial pp = partials.isEmpty() ? null : partials.get(pek);
       if (pp != null) {
         parentKey = pp.parentKey;
         pending = pp.tokens;
@@ -443,6 +443,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       parent = hasher.chain(parent, stream, j * ibs, (j + 1) * ibs, extraHash);
       rk[j] = parent;
     }
+    int stored = 0;
     for (int e = firstHashed; e < m; e++) {
       int start = p + e * bs;
       int end = start + bs;
@@ -467,8 +468,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
         evictions.get("max_engine_keys").increment();
         multi.remove(evicted);
       }
-      blocksStored.increment();
+      stored++;
     }
+    blocksStored.add(stored);
     if (total % ibs != 0) {
       long lastEk = engineKey(hashes[n - 1], group);
       long base = nIdx > 0 ? rk[nIdx - 1] : parentKey;
@@ -1008,7 +1010,15 @@ public final class InMemoryBlockIndex implements BlockIndex {
           slots[n++] = sl;
           int c = cs[sl];
           if (c < 0) {
-            touch += isPair(c) ? pr[2 * index(c)] : ss[index(c)].n;
+            // touch what phase 2 reads (the keys' probes overlap here; in phase 2 they would
+            // wait on each other): the pair, or the set and its pod bits
+            if (isPair(c)) {
+              touch += pr[2 * index(c)];
+            } else {
+              PodSet ps = ss[index(c)];
+              long[] any = ps.any;
+              touch += any != null ? (int) any[0] : ps.e[0];
+            }
           }
         }
         s.sink = touch;
