@@ -1030,7 +1030,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
         int b = 0;
         for (; b < n && activeCount > 0; b++) {
           int sl = slots[b];
-          st[sl] = now;
+          if (st[sl] != now) {
+            st[sl] = now; // (a store only when it changes: no dirty line per block and lookup)
+          }
           int c = cs[sl];
           PodSet ps = c < 0 && !isPair(c) ? ss[index(c)] : null;
           long[] any;
@@ -1038,7 +1040,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
           int lim;
           if (ps != null && ps.any != null) {
             any = ps.any;
-            gpu = ps.gpu;
+            gpu = ps.nonGpu == 0 ? null : ps.gpu; // all on GPU: no tier work
             lim = Math.min(hi, any.length);
           } else {
             any = next;
@@ -1073,7 +1075,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
               gone &= gone - 1;
             }
             if (nx != 0) {
-              long nonGpu = nx & ~gpu[w];
+              long nonGpu = gpu == null ? 0 : nx & ~gpu[w];
               while (nonGpu != 0) {
                 int p = (w << 6) + Long.numberOfTrailingZeros(nonGpu);
                 writer.addTierBlocks(into, posOf[p], bestTier(c, ps, p), 1);
