@@ -444,6 +444,21 @@ public final class InMemoryBlockIndex implements BlockIndex {
       rk[j] = parent;
     }
     int stored = 0;
+    if (bs == ibs && p == 0) {
+      // the common case: engine block = index block, nothing pending (no divisions per block)
+      int en = entry(pod, group, tier);
+      for (int e = firstHashed; e < m; e++) {
+        addEntry(rk[e], en);
+        long evicted =
+            engine.put(engineKey(hashes[e - firstHashed], group), rk[e], EngineKeyMap.BOUNDARY);
+        if (evicted != 0) {
+          evictions.get("max_engine_keys").increment();
+          multi.remove(evicted);
+        }
+        stored++;
+      }
+      firstHashed = m; // done
+    }
     for (int e = firstHashed; e < m; e++) {
       int start = p + e * bs;
       int end = start + bs;
