@@ -68,6 +68,12 @@ final class EngineKeyMap {
     }
   }
 
+  /** The key in {@code k}'s home slot (a load that brings the slot into cache). */
+  long peek(long k) {
+    long[] ks = keys;
+    return ks[InMemoryBlockIndex.home(k, ks.length)];
+  }
+
   long value(int slot) {
     return vals[slot];
   }
