@@ -30,6 +30,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * decode one msgpack batch of vLLM {@code BlockStored} events (16-token blocks; 4,096 distinct
  * payloads cycled) and apply it through {@link KvEventSink#of(BlockIndex)}. Score: blocks per
  * second on one thread.
+ *
+ * <p>Floors ({@link IngestFloors}), measured on the same payloads: msgpack-java decoding into
+ * arrays without applying ({@link #floorMsgpackJava}), and a plain walk over the bytes ({@link
+ * #floorByteWalk}). {@code benchmarks/run.sh} prints the ratios.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -49,6 +53,7 @@ public class EventIngestBenchmark {
   private byte[][] payloads;
   private String[] pods;
   private int next;
+  private final byte[] scratch = new byte[256];
 
   /** Encodes the payloads. */
   @Setup(Level.Trial)
@@ -77,5 +82,21 @@ public class EventIngestBenchmark {
   public void decodeAndApply() {
     int i = next++ & (PAYLOADS - 1);
     sink.accept(pods[i % pods.length], KvEventCodec.decode(payloads[i]));
+  }
+
+  /** Floor: msgpack-java decodes the same payload into arrays; nothing is applied. */
+  @Benchmark
+  @OperationsPerInvocation(BLOCKS_PER_EVENT)
+  public long floorMsgpackJava() {
+    int i = next++ & (PAYLOADS - 1);
+    return IngestFloors.msgpackJava(payloads[i], scratch);
+  }
+
+  /** Floor: a plain walk over the same payload's bytes into arrays; nothing is applied. */
+  @Benchmark
+  @OperationsPerInvocation(BLOCKS_PER_EVENT)
+  public long floorByteWalk() {
+    int i = next++ & (PAYLOADS - 1);
+    return IngestFloors.byteWalk(payloads[i]);
   }
 }

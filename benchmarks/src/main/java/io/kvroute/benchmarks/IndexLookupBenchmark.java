@@ -4,6 +4,7 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.PrefixMatch;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +26,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * random length, in an index that also holds {@code backgroundBlocks} unrelated blocks (so the
  * table is larger than the caches). Request-key computation is included in {@link #lookup}.
  *
+ * <p>Floor: {@link #floorFlatScan} scans the same keys through {@link FlatPrefixFloor}, which holds
+ * the same keys; {@code benchmarks/run.sh} prints the ratios ({@link #lookupOnly} against it, and
+ * {@link #lookup} against it plus {@link #requestKeys}).
+ *
  * <p>Run: {@code java -cp ... org.openjdk.jmh.Main IndexLookupBenchmark -f1 -wi 2 -i 3}.
  */
 @State(Scope.Benchmark)
@@ -45,6 +50,8 @@ public class IndexLookupBenchmark {
   private List<String> podIds;
   private final PrefixMatch result = new PrefixMatch();
   private long[] keys;
+  private FlatPrefixFloor floor;
+  private int[] matched;
 
   /** Fills the index. */
   @Setup(Level.Trial)
@@ -56,19 +63,44 @@ public class IndexLookupBenchmark {
     prompt = IndexFixtures.randomTokens(rnd, 8192);
     long[] engine = IndexFixtures.randomHashes(rnd, 512);
     podIds = new ArrayList<>();
+    keys = index.requestKeys(prompt, (String) null);
+    floor = new FlatPrefixFloor(backgroundBlocks + keys.length, pods);
+    for (long k : keys) {
+      floor.put(k, floor.newRow());
+    }
     for (int p = 0; p < pods; p++) {
       String pod = "10.0." + (p / 250) + "." + (p % 250) + ":8000";
       podIds.add(pod);
       int blocks = rnd.nextInt(513);
       IndexFixtures.storeChain(index, pod, prompt, engine, blocks, 128, 16);
+      for (int b = 0; b < blocks; b++) {
+        floor.set(b, p); // the prompt's block b is row b
+      }
     }
     // unrelated blocks, spread over the pods, in 64-block chains
+    int[] podRow = new int[pods];
+    Arrays.fill(podRow, -1);
     for (int done = 0; done < backgroundBlocks; done += 64) {
       int[] t = IndexFixtures.randomTokens(rnd, 64 * 16);
       long[] e = IndexFixtures.randomHashes(rnd, 64);
-      IndexFixtures.storeChain(index, podIds.get(rnd.nextInt(pods)), t, e, 64, 64, 16);
+      int p = rnd.nextInt(pods);
+      IndexFixtures.storeChain(index, podIds.get(p), t, e, 64, 64, 16);
+      if (podRow[p] < 0) {
+        podRow[p] = floor.newRow();
+        floor.set(podRow[p], p);
+      }
+      for (long k : index.requestKeys(t, (String) null)) {
+        floor.put(k, podRow[p]);
+      }
     }
-    keys = index.requestKeys(prompt, (String) null);
+    matched = new int[pods];
+    if (floor.size() != index.stats().keys()) {
+      throw new IllegalStateException(
+          "floor holds " + floor.size() + " keys, the index " + index.stats().keys());
+    }
+    if (floorFlatScan() != lookupOnly()) {
+      throw new IllegalStateException("floor and index disagree on the longest prefix");
+    }
   }
 
   /** Request keys + lookup over all pods. */
@@ -82,6 +114,15 @@ public class IndexLookupBenchmark {
   @Benchmark
   public int lookupOnly() {
     return index.lookup(keys, keys.length, podIds, result).maxMatchedBlocks();
+  }
+
+  /**
+   * Floor: a flat scan of the same keys through a primitive open-addressing map holding the same
+   * number of keys, pods as dense ints ({@link FlatPrefixFloor}).
+   */
+  @Benchmark
+  public int floorFlatScan() {
+    return floor.scan(keys, keys.length, pods, matched);
   }
 
   /** Request-key computation only (512 blocks). */

@@ -362,23 +362,14 @@ public final class KvEventSoakMain {
     }
 
     @Override
-    public void blockStored(
-        String podId,
-        long[] engineHashes,
-        boolean hasParent,
-        long parentEngineHash,
-        int[] tokenIds,
-        int blockSize,
-        String loraName,
-        String medium,
-        int groupIdx) {
-      for (long h : engineHashes) {
+    public void blockStored(String podId, KvEvent.BlockStored event) {
+      for (long h : event.blockHashes().values()) {
         of(podId).add(h);
       }
     }
 
     @Override
-    public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {}
+    public void blockRemoved(String podId, KvEvent.BlockRemoved event) {}
 
     @Override
     public void allBlocksCleared(String podId) {

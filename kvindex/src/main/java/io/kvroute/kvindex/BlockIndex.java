@@ -1,5 +1,7 @@
 package io.kvroute.kvindex;
 
+import io.kvroute.kvindex.event.KvEvent;
+import io.kvroute.kvindex.event.KvEventSink;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.kvroute.kvindex.internal.InMemoryBlockIndex;
@@ -24,6 +26,10 @@ import java.util.Set;
  * consecutive prefix of the request's blocks the pod holds, and its score: the sum over those
  * blocks of the best tier's weight ({@link IndexConfig#tierWeight(String)}).
  *
+ * <p><b>Writes.</b> A block index is a {@link KvEventSink}: the subscriber feeds it directly, and
+ * the positional {@code blockStored}/{@code blockRemoved} conveniences of {@code KvEventSink} work
+ * on it too.
+ *
  * <p><b>Lossy input never throws.</b> A stored event whose parent is unknown, an engine hash that
  * was never mapped, a token span that does not fit the block size: each is counted in {@link
  * IndexStats#dropped()} and skipped.
@@ -32,7 +38,7 @@ import java.util.Set;
  * and with ingestion; writes are serialised (in-memory implementation: one {@code StampedLock};
  * each write call holds it once, lookups share it).
  */
-public interface BlockIndex {
+public interface BlockIndex extends KvEventSink {
 
   /** An in-memory index (see {@link IndexConfig} for bounds and eviction). */
   static BlockIndex inMemory(IndexConfig config) {
@@ -42,59 +48,26 @@ public interface BlockIndex {
   // ------------------------------------------------------------------ write path
 
   /**
-   * Records that {@code podId} stored blocks (vLLM {@code BlockStored}).
-   *
-   * @param podId pod identifier
-   * @param engineHashes engine block hashes (u64 in long bits), parent to child
-   * @param hasParent whether {@code parentEngineHash} is meaningful (false: the chain starts at the
-   *     root)
-   * @param parentEngineHash engine hash of the parent of the first block
-   * @param tokenIds tokens of the blocks; may cover more blocks than {@code engineHashes} (skipped
-   *     null or cached blocks: the hashes are then taken to be the last blocks of the span), or be
-   *     empty for token-less offload events (then a tier update through the engine-key mapping)
-   * @param blockSize engine block size in tokens (0 for token-less offload events)
-   * @param loraName LoRA adapter name, or {@code null} for the base model
-   * @param medium storage tier ("GPU", "CPU", "STORAGE", ...); {@code null} means GPU
-   * @param groupIdx KV-cache group index
+   * Records that {@code podId} stored blocks (vLLM {@code BlockStored}). The event's tokens may
+   * cover more blocks than its hashes (skipped null or cached blocks: the hashes are then taken to
+   * be the last blocks of the span), or be empty for token-less offload events (then a tier update
+   * through the engine-key mapping). Its per-block {@code extra_keys} are folded into the request
+   * keys when the engine block size equals the index block size (ignored otherwise), so that
+   * lookups with {@link #requestKeys(int[], BlockExtraKeys)} match multimodal and salted prompts.
    */
-  void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx);
+  @Override
+  void blockStored(String podId, KvEvent.BlockStored event);
 
-  /**
-   * As {@link #blockStored(String, long[], boolean, long, int[], int, String, String, int)}, with
-   * the event's per-block {@code extra_keys} (one tuple or {@code null} per engine hash, vLLM's
-   * form: {@code String}, {@code byte[]}, {@code Long}, nested {@code List}). They are folded into
-   * the request keys when the engine block size equals the index block size (ignored otherwise), so
-   * that lookups with {@link #requestKeys(int[], BlockExtraKeys)} match multimodal and salted
-   * prompts.
-   */
-  void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx,
-      List<?> extraKeys);
-
-  /** Records that {@code podId} removed blocks from {@code medium} ({@code null} = GPU). */
-  void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx);
+  /** Records that {@code podId} removed blocks from the event's medium ({@code null} = GPU). */
+  @Override
+  void blockRemoved(String podId, KvEvent.BlockRemoved event);
 
   /** Drops every entry of {@code podId}, all tiers and groups (vLLM {@code AllBlocksCleared}). */
+  @Override
   void allBlocksCleared(String podId);
 
   /** Forgets {@code podId} entirely (pod deleted or lost). */
+  @Override
   void removePod(String podId);
 
   // ------------------------------------------------------------------ read path

@@ -19,6 +19,9 @@ final class CycleContext implements SchedulingContext {
   private Endpoint peer;
   private HashMap<String, Integer> indexById;
 
+  private boolean[] metricsLooked;
+  private EndpointMetrics[] metricsCache;
+
   private long[] requestKeys;
   private int[] preciseMatched;
   private double[] preciseWeighted;
@@ -61,6 +64,18 @@ final class CycleContext implements SchedulingContext {
     }
     int[] t = approximateTokens();
     return t == null ? -1 : t.length;
+  }
+
+  /**
+   * The index in the request's candidates of {@code e}, which a caller found at position {@code
+   * hint} of its own (possibly filtered) list: when no filter dropped anything the positions agree
+   * and no lookup is needed.
+   */
+  int slotOf(Endpoint e, int hint) {
+    if (hint >= 0 && hint < all.size() && all.get(hint) == e) {
+      return hint;
+    }
+    return indexOf(e.id());
   }
 
   int indexOf(String id) {
@@ -111,6 +126,28 @@ final class CycleContext implements SchedulingContext {
         }
       }
     }
+  }
+
+  /** Tier-weighted matched blocks of candidate {@code i} (precise), or 0. */
+  double preciseWeightedAt(int i) {
+    if (!hasPreciseMatches()) {
+      return 0;
+    }
+    if (preciseMatched == null) {
+      computePrecise();
+    }
+    return i < 0 ? 0 : preciseWeighted[i];
+  }
+
+  /** Tokens per block of the precise index. */
+  int preciseBlockSize() {
+    return scheduler.lookup.blockSizeTokens();
+  }
+
+  /** Blocks of the prompt (precise request keys), 0 without precise matches. */
+  int preciseTotalBlocks() {
+    long[] keys = requestKeys();
+    return keys == null ? 0 : keys.length;
   }
 
   /** Matched blocks of candidate {@code i} of the request (precise), or 0. */
@@ -212,6 +249,26 @@ final class CycleContext implements SchedulingContext {
 
   EndpointMetrics metricsOrNull(Endpoint endpoint) {
     return scheduler.metrics.freshOrNull(endpoint.id(), now);
+  }
+
+  /**
+   * Fresh metrics of {@code e} (found at {@code hint} of the caller's list), or {@code null};
+   * looked up once per request and candidate, however many scorers ask.
+   */
+  EndpointMetrics metricsAt(Endpoint e, int hint) {
+    int i = slotOf(e, hint);
+    if (i < 0) {
+      return metricsOrNull(e);
+    }
+    if (metricsLooked == null) {
+      metricsLooked = new boolean[all.size()];
+      metricsCache = new EndpointMetrics[all.size()];
+    }
+    if (!metricsLooked[i]) {
+      metricsCache[i] = metricsOrNull(all.get(i));
+      metricsLooked[i] = true;
+    }
+    return metricsCache[i];
   }
 
   MetricsStore.Freshness freshness(Endpoint endpoint) {

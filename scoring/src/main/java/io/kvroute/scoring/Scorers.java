@@ -96,6 +96,16 @@ public final class Scorers {
         java.util.Arrays.fill(out, 0, candidates.size(), 0.0);
         return;
       }
+      if (usePrecise && ctx instanceof CycleContext cc) {
+        // per-request arrays, no match objects
+        int total = cc.preciseTotalBlocks();
+        int bs = cc.preciseBlockSize();
+        for (int i = 0; i < candidates.size(); i++) {
+          int slot = cc.slotOf(candidates.get(i), i);
+          out[i] = formula(cc.preciseMatchedAt(slot), cc.preciseWeightedAt(slot), total, bs);
+        }
+        return;
+      }
       for (int i = 0; i < candidates.size(); i++) {
         Endpoint e = candidates.get(i);
         PrefixCacheMatch m = usePrecise ? ctx.preciseMatch(e) : ctx.approximateMatch(e);
@@ -104,14 +114,18 @@ public final class Scorers {
     }
 
     double formula(PrefixCacheMatch m) {
-      if (m.totalBlocks() == 0) {
+      return formula(m.matchedBlocks(), m.weightedBlocks(), m.totalBlocks(), m.blockSizeTokens());
+    }
+
+    private double formula(int matched, double weighted, int total, int blockSize) {
+      if (total == 0) {
         return 0;
       }
-      double ratio = Math.min(1.0, m.weightedBlocks() / m.totalBlocks());
+      double ratio = Math.min(1.0, weighted / total);
       if (w == 0) {
         return ratio;
       }
-      double len = Math.min(1.0, (double) m.matchedBlocks() * m.blockSizeTokens() / scaleTokens);
+      double len = Math.min(1.0, (double) matched * blockSize / scaleTokens);
       return w * len * len + (1 - w) * ratio;
     }
   }
@@ -259,7 +273,7 @@ public final class Scorers {
             out[i] = 1.0;
             continue;
           }
-          EndpointMetrics m = metricsOf(ctx, candidates.get(i));
+          EndpointMetrics m = metricsOf(ctx, candidates, i);
           out[i] = m == null ? 0 : loraScore(m, lora.get());
         }
       }
@@ -424,6 +438,14 @@ public final class Scorers {
     }
 
     static boolean isCold(SchedulingContext ctx, List<Endpoint> candidates) {
+      if (ctx instanceof CycleContext cc) {
+        for (int i = 0; i < candidates.size(); i++) {
+          if (cc.prefixMatchedAt(cc.slotOf(candidates.get(i), i)) > 0) {
+            return false;
+          }
+        }
+        return true;
+      }
       for (Endpoint e : candidates) {
         if (ctx.prefixMatch(e).matchedBlocks() > 0) {
           return false;
@@ -457,6 +479,15 @@ public final class Scorers {
     return ctx.metrics(e).orElse(null);
   }
 
+  /** The metrics of {@code candidates.get(i)}, looked up once per request when possible. */
+  static EndpointMetrics metricsOf(SchedulingContext ctx, List<Endpoint> candidates, int i) {
+    Endpoint e = candidates.get(i);
+    if (ctx instanceof CycleContext cc) {
+      return cc.metricsAt(e, i);
+    }
+    return ctx.metrics(e).orElse(null);
+  }
+
   static String checkName(String name) {
     if (name == null || name.isBlank()) {
       throw new IllegalArgumentException("plugin name must not be blank");
@@ -481,7 +512,7 @@ public final class Scorers {
     @Override
     public void score(SchedulingContext ctx, List<Endpoint> candidates, double[] out) {
       for (int i = 0; i < candidates.size(); i++) {
-        EndpointMetrics m = metricsOf(ctx, candidates.get(i));
+        EndpointMetrics m = metricsOf(ctx, candidates, i);
         out[i] = m == null ? 0 : score(m);
       }
     }
@@ -507,7 +538,7 @@ public final class Scorers {
       int min = Integer.MAX_VALUE;
       int max = Integer.MIN_VALUE;
       for (int i = 0; i < n; i++) {
-        EndpointMetrics m = metricsOf(ctx, candidates.get(i));
+        EndpointMetrics m = metricsOf(ctx, candidates, i);
         int v = m == null ? -1 : waiting ? m.waitingRequests() : m.runningRequests();
         out[i] = v;
         if (v >= 0) {

@@ -62,7 +62,8 @@ final class EventChannel implements AutoCloseable {
     }
     double ts = clock.millis() / 1000.0;
     Integer rank = schema.batchFields() == 3 ? 0 : null;
-    KvEventBatch batch = new KvEventBatch(ts, events, rank, schema, 0);
+    KvEventBatch batch =
+        KvEventBatch.builder().ts(ts).events(events).dataParallelRank(rank).schema(schema).build();
     batches++;
     switch (faults.onBatch()) {
       case 1:

@@ -3,6 +3,7 @@ package io.kvroute.benchmarks.scoring;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.EndpointMetrics;
@@ -35,6 +36,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * requests, LoRA affinity, session affinity, no-hit LRU; decode-role, health and LoRA filters;
  * top-3 picker. Every endpoint has fresh engine metrics.
  *
+ * <p>Floor: request-key hashing alone ({@link #floorRequestKeys}) plus the lookup alone ({@link
+ * #floorLookup}); {@code benchmarks/run.sh} prints {@code pick} against their sum.
+ *
  * <p>Run: {@code java -cp ... org.openjdk.jmh.Main SchedulerPickBenchmark -f1 -wi 2 -i 3}.
  */
 @State(Scope.Benchmark)
@@ -52,6 +56,11 @@ public class SchedulerPickBenchmark {
 
   private Scheduler scheduler;
   private SchedulingRequest request;
+  private BlockIndex index;
+  private int[] prompt;
+  private long[] keys;
+  private final List<String> ids = new ArrayList<>();
+  private final PrefixMatch match = new PrefixMatch();
 
   @Setup
   public void setup() {
@@ -90,6 +99,25 @@ public class SchedulerPickBenchmark {
     if (!d.routed()) {
       throw new IllegalStateException("benchmark setup does not route: " + d);
     }
+    this.index = index;
+    this.prompt = prompt;
+    this.keys = index.requestKeys(prompt, (String) null);
+    for (Endpoint ep : eps) {
+      ids.add(ep.id());
+    }
+  }
+
+  /** Floor, part 1: the request keys of the prompt alone (what {@code pick} hashes). */
+  @Benchmark
+  public long floorRequestKeys() {
+    long[] k = index.requestKeys(prompt, (String) null);
+    return k[k.length - 1];
+  }
+
+  /** Floor, part 2: the index lookup alone (keys precomputed) over the same endpoints. */
+  @Benchmark
+  public int floorLookup() {
+    return index.lookup(keys, keys.length, ids, match).maxMatchedBlocks();
   }
 
   /** The synchronous pick, request keys and index lookup included. */

@@ -4,6 +4,7 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import java.util.Collection;
@@ -32,59 +33,15 @@ public final class TrackingBlockIndex implements BlockIndex {
   }
 
   @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx) {
-    delegate.blockStored(
-        podId,
-        engineHashes,
-        hasParent,
-        parentEngineHash,
-        tokenIds,
-        blockSize,
-        loraName,
-        medium,
-        groupIdx);
-    tracker.onEvent(podId, engineHashes.length, 0);
+  public void blockStored(String podId, KvEvent.BlockStored event) {
+    delegate.blockStored(podId, event);
+    tracker.onEvent(podId, event.blockHashes().size(), 0);
   }
 
   @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx,
-      List<?> extraKeys) {
-    delegate.blockStored(
-        podId,
-        engineHashes,
-        hasParent,
-        parentEngineHash,
-        tokenIds,
-        blockSize,
-        loraName,
-        medium,
-        groupIdx,
-        extraKeys);
-    tracker.onEvent(podId, engineHashes.length, 0);
-  }
-
-  @Override
-  public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
-    delegate.blockRemoved(podId, engineHashes, medium, groupIdx);
-    tracker.onEvent(podId, 0, engineHashes.length);
+  public void blockRemoved(String podId, KvEvent.BlockRemoved event) {
+    delegate.blockRemoved(podId, event);
+    tracker.onEvent(podId, 0, event.blockHashes().size());
   }
 
   @Override

@@ -2,20 +2,20 @@ package io.kvroute.kvindex.event;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.math.BigInteger;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import org.msgpack.core.MessageBufferPacker;
-import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePacker;
-import org.msgpack.core.MessageUnpacker;
-import org.msgpack.value.ValueType;
 
 /**
  * Decodes and encodes vLLM/SGLang {@code KVEventBatch} msgpack payloads (the third ZMQ frame).
@@ -26,10 +26,13 @@ import org.msgpack.value.ValueType;
  * first, any length ≥ the minimum, missing trailing fields are {@code None}, extra ones ignored) or
  * as a map tagged by {@code "type"} (fields looked up by name, unknown keys ignored), mixed freely
  * within a batch. Unknown tags are skipped and counted in {@link KvEventBatch#unknownEvents()}.
- * Hashes may be signed or unsigned 64-bit ints or bytes (see {@link EngineHashes}). Malformed input
- * raises {@link KvEventDecodeException} (with the byte offset) and nothing else; every length
+ * Hashes may be signed or unsigned 64-bit ints or bytes (see {@link EngineHashes}). {@code
+ * extra_keys} must be what vLLM declares, {@code list[tuple | None] | None}: an entry that is not
+ * {@code nil} or an array (a bare string, say) is rejected as msgspec would reject it. Malformed
+ * input raises {@link KvEventDecodeException} (with the byte offset) and nothing else; every length
  * prefix is checked against the remaining bytes before anything is allocated, and nesting is
- * limited to {@value #MAX_DEPTH} levels.
+ * limited to {@value #MAX_DEPTH} levels. The decoder walks the bytes itself (msgpack-java is used
+ * only to encode).
  *
  * <p><b>Encoding</b> reproduces {@code msgspec.msgpack.Encoder().encode(batch)} byte for byte for
  * the batch's {@link EventSchema}: array events write every declared field (trailing {@code nil}s
@@ -78,11 +81,9 @@ public final class KvEventCodec {
       return d.batch();
     } catch (KvEventDecodeException e) {
       throw e;
-    } catch (IOException | RuntimeException | StackOverflowError e) {
+    } catch (RuntimeException | StackOverflowError e) {
       String what = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       throw new KvEventDecodeException("malformed msgpack: " + what, d.pos(), e);
-    } finally {
-      d.close();
     }
   }
 
@@ -142,6 +143,7 @@ public final class KvEventCodec {
     F_HASHES, F_MEDIUM, F_GROUP, F_LOCALITY, F_OWNERSHIP
   };
 
+  private static final int[] EMPTY_TOKENS = new int[0];
   private static final int TAG_UNKNOWN = 0;
   private static final int T_STORED = 1;
   private static final int T_REMOVED = 2;
@@ -159,13 +161,27 @@ public final class KvEventCodec {
     return out;
   }
 
-  /** One decoding pass; not thread-safe, used by one call. */
+  /**
+   * One decoding pass: a hand-written walk over the bytes (no msgpack-java on this path; it costs
+   * several times more per token). Every length is checked against the remaining bytes before
+   * anything is allocated. Not thread-safe, used by one call.
+   */
   private static final class Decoder {
-    private final int length;
+    private static final VarHandle BE_LONG =
+        MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle BE_INT =
+        MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle BE_SHORT =
+        MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.BIG_ENDIAN);
+
+    private final byte[] b;
+    private final int start;
+    private final int end;
     private final Dialect dialect;
-    private final MessageUnpacker u;
-    private final byte[] scratch = new byte[64];
-    private int scratchLen;
+    private int pos;
+    // the last key or tag read: b[keyPos, keyPos + keyLen)
+    private int keyPos;
+    private int keyLen;
 
     // schema detection
     private int storedArrayLen = -1;
@@ -192,56 +208,186 @@ public final class KvEventCodec {
     private Object sessionId;
 
     Decoder(byte[] payload, int offset, int length, Dialect dialect) {
-      this.length = length;
+      this.b = payload;
+      this.start = offset;
+      this.end = offset + length;
+      this.pos = offset;
       this.dialect = dialect;
-      this.u = MessagePack.newDefaultUnpacker(payload, offset, length);
     }
 
     long pos() {
-      return u.getTotalReadBytes();
-    }
-
-    void close() {
-      try {
-        u.close();
-      } catch (IOException ignored) {
-        // an in-memory buffer cannot fail to close
-      }
+      return pos - start;
     }
 
     private KvEventDecodeException err(String message) {
       return new KvEventDecodeException(message, pos(), null);
     }
 
-    private long remaining() {
-      return length - pos();
+    private int remaining() {
+      return end - pos;
     }
 
-    private MessageFormat next() throws IOException {
-      if (remaining() <= 0) {
+    private void need(int n) {
+      if (n > end - pos) {
         throw err("unexpected end of payload");
       }
-      return u.getNextFormat();
     }
 
-    private int arrayHeader(String what) throws IOException {
-      MessageFormat f = next();
-      if (f.getValueType() != ValueType.ARRAY) {
-        throw err(what + " must be an array, was " + f.getValueType());
+    /** The next format byte, not consumed. */
+    private int peek() {
+      if (pos >= end) {
+        throw err("unexpected end of payload");
       }
-      int n = u.unpackArrayHeader();
-      if (n < 0 || n > remaining()) {
+      return b[pos] & 0xff;
+    }
+
+    private int u8() {
+      need(1);
+      return b[pos++] & 0xff;
+    }
+
+    private int u16() {
+      need(2);
+      int v = (short) BE_SHORT.get(b, pos) & 0xffff;
+      pos += 2;
+      return v;
+    }
+
+    private int s32() {
+      need(4);
+      int v = (int) BE_INT.get(b, pos);
+      pos += 4;
+      return v;
+    }
+
+    private long s64() {
+      need(8);
+      long v = (long) BE_LONG.get(b, pos);
+      pos += 8;
+      return v;
+    }
+
+    /** A length prefix of up to 32 bits; negative (≥ 2^31) lengths are rejected. */
+    private int len32(String what) {
+      int n = s32();
+      if (n < 0) {
+        throw err(what + " declares " + Integer.toUnsignedString(n) + " elements or bytes");
+      }
+      return n;
+    }
+
+    private static String typeName(int c) {
+      if (c <= 0x7f || c >= 0xe0 || (c >= 0xcc && c <= 0xd3)) {
+        return "INTEGER";
+      }
+      if (c <= 0x8f || c == 0xde || c == 0xdf) {
+        return "MAP";
+      }
+      if (c <= 0x9f || c == 0xdc || c == 0xdd) {
+        return "ARRAY";
+      }
+      if (c <= 0xbf || (c >= 0xd9 && c <= 0xdb)) {
+        return "STRING";
+      }
+      switch (c) {
+        case 0xc0:
+          return "NIL";
+        case 0xc2:
+        case 0xc3:
+          return "BOOLEAN";
+        case 0xc4:
+        case 0xc5:
+        case 0xc6:
+          return "BINARY";
+        case 0xca:
+        case 0xcb:
+          return "FLOAT";
+        case 0xc1:
+          return "NEVER_USED";
+        default:
+          return "EXTENSION";
+      }
+    }
+
+    private static boolean isArray(int c) {
+      return (c & 0xf0) == 0x90 || c == 0xdc || c == 0xdd;
+    }
+
+    private static boolean isMap(int c) {
+      return (c & 0xf0) == 0x80 || c == 0xde || c == 0xdf;
+    }
+
+    private static boolean isString(int c) {
+      return (c & 0xe0) == 0xa0 || (c >= 0xd9 && c <= 0xdb);
+    }
+
+    private static boolean isInt(int c) {
+      return c <= 0x7f || c >= 0xe0 || (c >= 0xcc && c <= 0xd3);
+    }
+
+    private int arrayHeader(String what) {
+      int c = peek();
+      int n;
+      if ((c & 0xf0) == 0x90) {
+        pos++;
+        n = c & 0x0f;
+      } else if (c == 0xdc) {
+        pos++;
+        n = u16();
+      } else if (c == 0xdd) {
+        pos++;
+        n = len32(what);
+      } else {
+        throw err(what + " must be an array, was " + typeName(c));
+      }
+      if (n > remaining()) {
         throw err(what + " declares " + n + " elements but only " + remaining() + " bytes remain");
       }
       return n;
     }
 
-    private int mapHeader(String what) throws IOException {
-      int n = u.unpackMapHeader();
-      if (n < 0 || 2L * n > remaining()) {
+    private int mapHeader(String what) {
+      int c = peek();
+      int n;
+      if ((c & 0xf0) == 0x80) {
+        pos++;
+        n = c & 0x0f;
+      } else if (c == 0xde) {
+        pos++;
+        n = u16();
+      } else if (c == 0xdf) {
+        pos++;
+        n = len32(what);
+      } else {
+        throw err(what + " must be a map, was " + typeName(c));
+      }
+      if (2L * n > remaining()) {
         throw err(what + " declares " + n + " entries but only " + remaining() + " bytes remain");
       }
       return n;
+    }
+
+    /** The byte length of a str value whose header is next (consumed); the caller checked str. */
+    private int strHeader(String what) {
+      int c = u8();
+      int n;
+      if ((c & 0xe0) == 0xa0) {
+        n = c & 0x1f;
+      } else if (c == 0xd9) {
+        n = u8();
+      } else if (c == 0xda) {
+        n = u16();
+      } else {
+        n = len32(what);
+      }
+      return lengthChecked(n, what);
+    }
+
+    /** The byte length of a bin value whose header is next (consumed); the caller checked bin. */
+    private int binHeader(String what) {
+      int c = u8();
+      int n = c == 0xc4 ? u8() : c == 0xc5 ? u16() : len32(what);
+      return lengthChecked(n, what);
     }
 
     private int lengthChecked(int n, String what) {
@@ -251,29 +397,29 @@ public final class KvEventCodec {
       return n;
     }
 
-    /** Reads a str into scratch (returns false if longer than scratch: then it was skipped). */
-    private boolean readKey(String what) throws IOException {
-      MessageFormat f = next();
-      if (f.getValueType() != ValueType.STRING) {
-        throw err(what + " must be a string, was " + f.getValueType());
+    private byte[] bytes(int n) {
+      byte[] out = Arrays.copyOfRange(b, pos, pos + n);
+      pos += n;
+      return out;
+    }
+
+    /** Reads a str key into (keyPos, keyLen). */
+    private void readKey(String what) {
+      int c = peek();
+      if (!isString(c)) {
+        throw err(what + " must be a string, was " + typeName(c));
       }
-      int n = lengthChecked(u.unpackRawStringHeader(), what);
-      if (n > scratch.length) {
-        u.readPayload(n);
-        scratchLen = -1;
-        return false;
-      }
-      u.readPayload(scratch, 0, n);
-      scratchLen = n;
-      return true;
+      keyLen = strHeader(what);
+      keyPos = pos;
+      pos += keyLen;
     }
 
     private boolean keyIs(byte[] key) {
-      if (scratchLen != key.length) {
+      if (keyLen != key.length) {
         return false;
       }
       for (int i = 0; i < key.length; i++) {
-        if (scratch[i] != key[i]) {
+        if (b[keyPos + i] != key[i]) {
           return false;
         }
       }
@@ -289,13 +435,49 @@ public final class KvEventCodec {
       return -1;
     }
 
-    KvEventBatch batch() throws IOException {
-      MessageFormat f = next();
+    /** A signed integer of any msgpack int format; uint64 values come back as their bits. */
+    private long intBits(int c, String what) {
+      if (c <= 0x7f) {
+        pos++;
+        return c;
+      }
+      if (c >= 0xe0) {
+        pos++;
+        return (byte) c;
+      }
+      pos++;
+      switch (c) {
+        case 0xcc:
+          return u8();
+        case 0xcd:
+          return u16();
+        case 0xce:
+          return s32() & 0xffffffffL;
+        case 0xcf:
+        case 0xd3:
+          return s64();
+        case 0xd0:
+          return (byte) u8();
+        case 0xd1:
+          need(2);
+          short s = (short) BE_SHORT.get(b, pos);
+          pos += 2;
+          return s;
+        case 0xd2:
+          return s32();
+        default:
+          pos--;
+          throw err(what + " must be an int, was " + typeName(c));
+      }
+    }
+
+    KvEventBatch batch() {
+      int f = peek();
       double ts;
       List<KvEvent> events;
       Integer dp = null;
       int batchLen;
-      if (f.getValueType() == ValueType.ARRAY) {
+      if (isArray(f)) {
         batchLen = arrayHeader("batch");
         if (batchLen < 2) {
           throw err("batch array must have at least 2 elements (ts, events), had " + batchLen);
@@ -306,15 +488,16 @@ public final class KvEventCodec {
           dp = readOptInt("data_parallel_rank");
         }
         for (int i = 3; i < batchLen; i++) {
-          skip();
+          skip(0);
         }
-      } else if (f.getValueType() == ValueType.MAP) {
+      } else if (isMap(f)) {
         int n = mapHeader("batch");
         batchLen = 3;
         Double tsSeen = null;
         events = null;
         for (int i = 0; i < n; i++) {
-          int k = readKey("batch key") ? keyIndex(BATCH_KEYS) : -1;
+          readKey("batch key");
+          int k = keyIndex(BATCH_KEYS);
           if (k == 0) {
             tsSeen = readDouble("ts");
           } else if (k == 1) {
@@ -322,7 +505,7 @@ public final class KvEventCodec {
           } else if (k == 2 || k == 3) {
             dp = readOptInt("data_parallel_rank");
           } else {
-            skip();
+            skip(0);
           }
         }
         if (tsSeen == null || events == null) {
@@ -330,7 +513,7 @@ public final class KvEventCodec {
         }
         ts = tsSeen;
       } else {
-        throw err("batch must be an array or a map, was " + f.getValueType());
+        throw err("batch must be an array or a map, was " + typeName(f));
       }
       if (remaining() != 0) {
         throw err(remaining() + " trailing bytes after the batch");
@@ -370,22 +553,25 @@ public final class KvEventCodec {
       return EventSchema.A5;
     }
 
-    private List<KvEvent> events() throws IOException {
+    private List<KvEvent> events() {
       int n = arrayHeader("events");
-      List<KvEvent> out = new ArrayList<>(Math.min(n, 64));
+      if (n == 1) { // the common case: one event per scheduler step
+        KvEvent e = event();
+        return e == null ? List.of() : List.of(e);
+      }
+      KvEvent[] out = new KvEvent[n];
+      int k = 0;
       for (int i = 0; i < n; i++) {
         KvEvent e = event();
         if (e != null) {
-          out.add(e);
+          out[k++] = e;
         }
       }
-      return out;
+      return Collections.unmodifiableList(Arrays.asList(k == n ? out : Arrays.copyOf(out, k)));
     }
 
-    private int tag() throws IOException {
-      if (!readKey("event tag")) {
-        return TAG_UNKNOWN;
-      }
+    private int tag() {
+      readKey("event tag");
       if (keyIs(TAG_STORED)) {
         return T_STORED;
       } else if (keyIs(TAG_REMOVED)) {
@@ -413,11 +599,11 @@ public final class KvEventCodec {
       sessionId = null;
     }
 
-    private KvEvent event() throws IOException {
-      MessageFormat f = next();
+    private KvEvent event() {
+      int f = peek();
       resetFields();
       int tag;
-      if (f.getValueType() == ValueType.ARRAY) {
+      if (isArray(f)) {
         int m = arrayHeader("event");
         if (m < 1) {
           throw err("event array is empty (no tag)");
@@ -435,7 +621,7 @@ public final class KvEventCodec {
             if (p - 1 < limit) {
               field(p - 1);
             } else {
-              skip();
+              skip(0);
             }
           }
         } else if (tag == T_REMOVED) {
@@ -450,30 +636,27 @@ public final class KvEventCodec {
             if (p - 1 < limit) {
               field(REMOVED_POSITIONS[p - 1]);
             } else {
-              skip();
+              skip(0);
             }
           }
         } else {
           for (int p = 1; p < m; p++) {
-            skip();
+            skip(0);
           }
         }
-      } else if (f.getValueType() == ValueType.MAP) {
+      } else if (isMap(f)) {
         sawMapEvent = true;
         int m = mapHeader("event");
         tag = -1;
         for (int i = 0; i < m; i++) {
-          if (!readKey("event key")) {
-            skip();
-            continue;
-          }
+          readKey("event key");
           if (keyIs(KEY_TYPE)) {
             tag = tag();
             continue;
           }
-          int k = keyIndex(STORED_KEYS);
+          int k = storedKey();
           if (k < 0) {
-            skip();
+            skip(0);
           } else {
             if (k == F_LOCALITY) {
               sawLocality = true;
@@ -492,14 +675,14 @@ public final class KvEventCodec {
           }
         }
       } else {
-        throw err("event must be an array or a map, was " + f.getValueType());
+        throw err("event must be an array or a map, was " + typeName(f));
       }
       switch (tag) {
         case T_STORED:
           return new KvEvent.BlockStored(
               hashes,
               parent,
-              tokens == null ? new int[0] : tokens,
+              tokens == null ? EMPTY_TOKENS : tokens,
               blockSize,
               loraId,
               medium,
@@ -521,7 +704,17 @@ public final class KvEventCodec {
       }
     }
 
-    private void field(int id) throws IOException {
+    /** The BlockStored field id of the last key, or -1 (keys are matched by length first). */
+    private int storedKey() {
+      for (int i = 0; i < STORED_KEYS.length; i++) {
+        if (STORED_KEYS[i].length == keyLen && keyIs(STORED_KEYS[i])) {
+          return i;
+        }
+      }
+      return -1;
+    }
+
+    private void field(int id) {
       switch (id) {
         case F_HASHES:
           hashes = readHashes();
@@ -546,7 +739,7 @@ public final class KvEventCodec {
           loraName = readOptString("lora_name");
           break;
         case F_EXTRA:
-          extraKeys = readOptList("extra_keys");
+          extraKeys = readExtraKeys();
           break;
         case F_GROUP:
           groupIdx = readOptInt("group_idx");
@@ -567,111 +760,190 @@ public final class KvEventCodec {
           sessionId = value(0);
           break;
         default:
-          skip();
+          skip(0);
       }
     }
 
-    private boolean nil() throws IOException {
-      if (next() == MessageFormat.NIL) {
-        u.unpackNil();
+    private boolean nil() {
+      if (peek() == 0xc0) {
+        pos++;
         return true;
       }
       return false;
     }
 
-    private void skip() throws IOException {
-      next();
-      u.skipValue();
+    /** Skips one value of any type (checked like {@link #value}, nothing allocated). */
+    private void skip(int depth) {
+      if (depth > MAX_DEPTH) {
+        throw err("values nested deeper than " + MAX_DEPTH);
+      }
+      int c = peek();
+      if (isInt(c)) {
+        intBits(c, "value");
+      } else if (isString(c)) {
+        int n = strHeader("string"); // not "pos += strHeader(...)": the header moves pos
+        pos += n;
+      } else if (isArray(c)) {
+        int n = arrayHeader("array");
+        for (int i = 0; i < n; i++) {
+          skip(depth + 1);
+        }
+      } else if (isMap(c)) {
+        int n = mapHeader("map");
+        for (int i = 0; i < 2 * n; i++) {
+          skip(depth + 1);
+        }
+      } else {
+        switch (c) {
+          case 0xc0:
+          case 0xc2:
+          case 0xc3:
+            pos++;
+            break;
+          case 0xc4:
+          case 0xc5:
+          case 0xc6:
+            int n = binHeader("bytes");
+            pos += n;
+            break;
+          case 0xca:
+            pos++;
+            need(4);
+            pos += 4;
+            break;
+          case 0xcb:
+            pos++;
+            need(8);
+            pos += 8;
+            break;
+          default:
+            throw err("unsupported msgpack type " + typeName(c));
+        }
+      }
     }
 
-    private EngineHashes readHashes() throws IOException {
+    private EngineHashes readHashes() {
       int n = arrayHeader("block_hashes");
       long[] values = new long[n];
       byte[][] raw = null;
       boolean signed = false;
       for (int i = 0; i < n; i++) {
-        MessageFormat f = next();
-        if (f.getValueType() == ValueType.BINARY) {
-          int len = lengthChecked(u.unpackBinaryHeader(), "hash bytes");
-          byte[] b = u.readPayload(len);
+        int c = peek();
+        if (c == 0xcf) { // uint64, the common case
+          pos++;
+          values[i] = s64();
+        } else if (c >= 0xc4 && c <= 0xc6) {
+          byte[] h = bytes(binHeader("hash bytes"));
           if (raw == null) {
             raw = new byte[n][];
           }
-          raw[i] = b;
-          values[i] = EngineHashes.u64OfBytes(b);
+          raw[i] = h;
+          values[i] = EngineHashes.u64OfBytes(h);
+        } else if (isInt(c)) {
+          values[i] = intBits(c, "block hash");
+          signed |= values[i] < 0;
         } else {
-          values[i] = intHash(f);
-          signed |= values[i] < 0 && f != MessageFormat.UINT64;
+          throw err("block hash must be an int or bytes, was " + typeName(c));
         }
       }
       return EngineHashes.of(values, raw, signed);
     }
 
-    private EngineHashes readParent() throws IOException {
-      MessageFormat f = next();
-      if (f.getValueType() == ValueType.BINARY) {
-        int len = lengthChecked(u.unpackBinaryHeader(), "hash bytes");
-        byte[] b = u.readPayload(len);
-        return EngineHashes.of(new long[] {EngineHashes.u64OfBytes(b)}, new byte[][] {b}, false);
+    private EngineHashes readParent() {
+      int c = peek();
+      if (c >= 0xc4 && c <= 0xc6) {
+        byte[] h = bytes(binHeader("hash bytes"));
+        return EngineHashes.of(new long[] {EngineHashes.u64OfBytes(h)}, new byte[][] {h}, false);
       }
-      long v = intHash(f);
-      return EngineHashes.of(new long[] {v}, null, v < 0 && f != MessageFormat.UINT64);
+      if (!isInt(c)) {
+        throw err("block hash must be an int or bytes, was " + typeName(c));
+      }
+      long v = intBits(c, "block hash");
+      return EngineHashes.of(new long[] {v}, null, v < 0 && c != 0xcf);
     }
 
-    private long intHash(MessageFormat f) throws IOException {
-      if (f == MessageFormat.UINT64) {
-        u.readPayload(scratch, 0, 9);
-        long v = 0;
-        for (int i = 1; i < 9; i++) {
-          v = (v << 8) | (scratch[i] & 0xffL);
-        }
-        return v;
-      }
-      if (f.getValueType() != ValueType.INTEGER) {
-        throw err("block hash must be an int or bytes, was " + f.getValueType());
-      }
-      return u.unpackLong();
-    }
-
-    private int[] readTokens() throws IOException {
+    private int[] readTokens() {
       if (nil()) {
-        return new int[0];
+        return EMPTY_TOKENS;
       }
       int n = arrayHeader("token_ids");
       int[] t = new int[n];
+      byte[] a = b;
+      int p = pos;
+      int e = end;
       for (int i = 0; i < n; i++) {
-        long v = u.unpackLong();
-        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
-          throw err("token id out of int range: " + v);
+        if (p >= e) {
+          pos = p;
+          throw err("unexpected end of payload");
         }
-        t[i] = (int) v;
+        int c = a[p] & 0xff;
+        if (c <= 0x7f) { // positive fixint
+          t[i] = c;
+          p++;
+        } else if (c == 0xce && p + 5 <= e) { // uint32
+          long v = (int) BE_INT.get(a, p + 1) & 0xffffffffL;
+          if (v > Integer.MAX_VALUE) {
+            pos = p;
+            throw err("token id out of int range: " + v);
+          }
+          t[i] = (int) v;
+          p += 5;
+        } else if (c == 0xcd && p + 3 <= e) { // uint16
+          t[i] = (short) BE_SHORT.get(a, p + 1) & 0xffff;
+          p += 3;
+        } else {
+          pos = p;
+          t[i] = tokenSlow(c);
+          p = pos;
+        }
       }
+      pos = p;
       return t;
     }
 
-    private double readDouble(String what) throws IOException {
-      MessageFormat f = next();
-      if (f.getValueType() == ValueType.FLOAT) {
-        return u.unpackDouble();
+    private int tokenSlow(int c) {
+      if (!isInt(c)) {
+        throw err("token_ids must hold ints, was " + typeName(c));
       }
-      if (f.getValueType() == ValueType.INTEGER && f != MessageFormat.UINT64) {
-        return u.unpackLong();
+      boolean u64 = c == 0xcf;
+      long v = intBits(c, "token id");
+      if (u64 && v < 0) {
+        throw err("token id out of int range: " + Long.toUnsignedString(v));
       }
-      throw err(what + " must be a number, was " + f.getValueType());
+      if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
+        throw err("token id out of int range: " + v);
+      }
+      return (int) v;
     }
 
-    private Long readOptLong(String what) throws IOException {
+    private double readDouble(String what) {
+      int c = peek();
+      if (c == 0xcb) {
+        pos++;
+        return Double.longBitsToDouble(s64());
+      }
+      if (c == 0xca) {
+        pos++;
+        return Float.intBitsToFloat(s32());
+      }
+      if (isInt(c) && c != 0xcf) {
+        return intBits(c, what);
+      }
+      throw err(what + " must be a number, was " + typeName(c));
+    }
+
+    private Long readOptLong(String what) {
       if (nil()) {
         return null;
       }
-      MessageFormat f = next();
-      if (f.getValueType() != ValueType.INTEGER || f == MessageFormat.UINT64) {
-        throw err(what + " must be an int64, was " + f);
+      int c = peek();
+      if (!isInt(c) || c == 0xcf) {
+        throw err(what + " must be an int64, was " + (c == 0xcf ? "UINT64" : typeName(c)));
       }
-      return u.unpackLong();
+      return intBits(c, what);
     }
 
-    private Integer readOptInt(String what) throws IOException {
+    private Integer readOptInt(String what) {
       Long v = readOptLong(what);
       if (v == null) {
         return null;
@@ -682,96 +954,109 @@ public final class KvEventCodec {
       return v.intValue();
     }
 
-    private String readOptString(String what) throws IOException {
+    private String readOptString(String what) {
       if (nil()) {
         return null;
       }
-      MessageFormat f = next();
-      if (f.getValueType() != ValueType.STRING) {
-        throw err(what + " must be a string, was " + f.getValueType());
+      int c = peek();
+      if (!isString(c)) {
+        throw err(what + " must be a string, was " + typeName(c));
       }
-      int n = lengthChecked(u.unpackRawStringHeader(), what);
-      if (n <= scratch.length) {
-        u.readPayload(scratch, 0, n);
-        return internMedium(n);
-      }
-      return new String(u.readPayload(n), StandardCharsets.UTF_8);
-    }
-
-    /** Common short strings (media, cache-spec kinds) without allocating a new String. */
-    private String internMedium(int n) {
+      readKey(what);
       for (int i = 0; i < COMMON_STRINGS.length; i++) {
-        scratchLen = n;
         if (keyIs(COMMON_STRING_BYTES[i])) {
           return COMMON_STRINGS[i];
         }
       }
-      return new String(scratch, 0, n, StandardCharsets.UTF_8);
+      return new String(b, keyPos, keyLen, StandardCharsets.UTF_8);
     }
 
-    private List<Object> readOptList(String what) throws IOException {
+    /**
+     * {@code extra_keys}: vLLM's {@code list[tuple[Any, ...] | None] | None}. Like msgspec, an
+     * entry that is neither {@code nil} nor an array (a bare string, say) is rejected.
+     */
+    private List<Object> readExtraKeys() {
       if (nil()) {
         return null;
       }
-      if (next().getValueType() != ValueType.ARRAY) {
-        throw err(what + " must be a list, was " + next().getValueType());
+      int n = arrayHeader("extra_keys");
+      Object[] out = new Object[n];
+      for (int i = 0; i < n; i++) {
+        int c = peek();
+        if (c == 0xc0) {
+          pos++;
+        } else if (isArray(c)) {
+          out[i] = value(1);
+        } else {
+          throw err(
+              "extra_keys["
+                  + i
+                  + "] must be a tuple (msgpack array) or nil, was "
+                  + typeName(c)
+                  + " (vLLM's type is list[tuple | None])");
+        }
       }
-      @SuppressWarnings("unchecked")
-      List<Object> l = (List<Object>) value(0);
-      return l;
+      return Collections.unmodifiableList(Arrays.asList(out));
     }
 
     /** A generic msgpack value. */
-    private Object value(int depth) throws IOException {
+    private Object value(int depth) {
       if (depth > MAX_DEPTH) {
         throw err("values nested deeper than " + MAX_DEPTH);
       }
-      MessageFormat f = next();
-      switch (f.getValueType()) {
-        case NIL:
-          u.unpackNil();
+      int c = peek();
+      if (isInt(c)) {
+        if (c == 0xcf) {
+          long v = intBits(c, "value");
+          return v >= 0 ? (Object) v : new BigInteger(Long.toUnsignedString(v));
+        }
+        return intBits(c, "value");
+      }
+      if (isString(c)) {
+        int n = strHeader("string");
+        String s = new String(b, pos, n, StandardCharsets.UTF_8);
+        pos += n;
+        return s;
+      }
+      if (isArray(c)) {
+        int n = arrayHeader("array");
+        Object[] l = new Object[n];
+        for (int i = 0; i < n; i++) {
+          l[i] = value(depth + 1);
+        }
+        return Collections.unmodifiableList(Arrays.asList(l));
+      }
+      if (isMap(c)) {
+        int n = mapHeader("map");
+        Map<Object, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+          Object k = value(depth + 1);
+          m.put(k, value(depth + 1));
+        }
+        return Collections.unmodifiableMap(m);
+      }
+      switch (c) {
+        case 0xc0:
+          pos++;
           return null;
-        case BOOLEAN:
-          return u.unpackBoolean();
-        case INTEGER:
-          if (f == MessageFormat.UINT64) {
-            BigInteger b = u.unpackBigInteger();
-            return b.bitLength() < 64 ? (Object) b.longValue() : b;
-          }
-          return u.unpackLong();
-        case FLOAT:
-          return u.unpackDouble();
-        case STRING:
-          {
-            int n = lengthChecked(u.unpackRawStringHeader(), "string");
-            return new String(u.readPayload(n), StandardCharsets.UTF_8);
-          }
-        case BINARY:
-          {
-            int n = lengthChecked(u.unpackBinaryHeader(), "bytes");
-            return u.readPayload(n);
-          }
-        case ARRAY:
-          {
-            int n = arrayHeader("array");
-            List<Object> l = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-              l.add(value(depth + 1));
-            }
-            return Collections.unmodifiableList(l);
-          }
-        case MAP:
-          {
-            int n = mapHeader("map");
-            Map<Object, Object> m = new LinkedHashMap<>();
-            for (int i = 0; i < n; i++) {
-              Object k = value(depth + 1);
-              m.put(k, value(depth + 1));
-            }
-            return Collections.unmodifiableMap(m);
-          }
+        case 0xc2:
+          pos++;
+          return Boolean.FALSE;
+        case 0xc3:
+          pos++;
+          return Boolean.TRUE;
+        case 0xc4:
+        case 0xc5:
+        case 0xc6:
+          return bytes(binHeader("bytes"));
+        case 0xca:
+          pos++;
+          return (double) Float.intBitsToFloat(s32());
+        case 0xcb:
+          pos++;
+          return Double.longBitsToDouble(s64());
         default:
-          throw err("unsupported msgpack type " + f.getValueType());
+          throw err("unsupported msgpack type " + typeName(c));
       }
     }
   }

@@ -4,11 +4,15 @@ import io.kvroute.kvindex.BlockIndex;
 import java.util.Objects;
 
 /**
- * Where decoded KV events go: the write path of a block index, per pod identity.
+ * The write side of a block index, per pod identity: where decoded KV events go. {@link BlockIndex}
+ * extends it, so an index is a sink; wrappers (tracking, filtering, fan-out) implement the four
+ * abstract methods only.
  *
- * <p>{@link #accept(String, KvEventBatch)} is the applier: it maps each event of a batch, in order,
- * onto the four write methods. {@link #of(BlockIndex)} adapts a {@link BlockIndex} (extra keys are
- * forwarded to it).
+ * <p>The abstract methods take the event objects ({@link KvEvent.BlockStored}, {@link
+ * KvEvent.BlockRemoved}), so fields vLLM adds later reach implementations without a new overload.
+ * {@link #accept(String, KvEventBatch)} applies a batch in order. The positional {@code
+ * blockStored}/{@code blockRemoved} overloads are conveniences that build an event and call the
+ * abstract method; implementations should not override them.
  *
  * <p><b>Thread-safety.</b> Implementations must be thread-safe: the subscriber calls them from its
  * shard threads (one per publisher, so one pod's calls never overlap and come in sequence order;
@@ -26,29 +30,48 @@ public interface KvEventSink {
   KvEventSink NOOP =
       new KvEventSink() {
         @Override
-        public void blockStored(
-            String podId,
-            long[] engineHashes,
-            boolean hasParent,
-            long parentEngineHash,
-            int[] tokenIds,
-            int blockSize,
-            String loraName,
-            String medium,
-            int groupIdx) {}
+        public void blockStored(String podId, KvEvent.BlockStored event) {}
 
         @Override
-        public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {}
+        public void blockRemoved(String podId, KvEvent.BlockRemoved event) {}
 
         @Override
         public void allBlocksCleared(String podId) {}
 
         @Override
         public void removePod(String podId) {}
+
+        @Override
+        public String toString() {
+          return "KvEventSink.NOOP";
+        }
       };
 
-  /** A {@code BlockStored} event (hashes are u64 bits; {@code medium} null means GPU). */
-  void blockStored(
+  /**
+   * {@code podId} stored blocks (vLLM {@code BlockStored}): its hashes, parent, tokens, block size,
+   * LoRA ({@link KvEvent.BlockStored#effectiveLoraName()}), medium ({@code null} means GPU), group,
+   * and per-block extra keys.
+   */
+  void blockStored(String podId, KvEvent.BlockStored event);
+
+  /** {@code podId} removed blocks (vLLM {@code BlockRemoved}; {@code medium} null means GPU). */
+  void blockRemoved(String podId, KvEvent.BlockRemoved event);
+
+  /** An {@code AllBlocksCleared} event, or a resynchronisation (restart, unrecoverable loss). */
+  void allBlocksCleared(String podId);
+
+  /** The pod is gone (removed from the subscriber, or deleted). */
+  void removePod(String podId);
+
+  /**
+   * Convenience: a {@code BlockStored} event from positional values (hashes are u64 bits, shared
+   * not copied; {@code medium} null means GPU).
+   *
+   * @param hasParent whether {@code parentEngineHash} is meaningful (false: the chain starts at the
+   *     root)
+   * @param loraName LoRA adapter name, or {@code null} for the base model
+   */
+  default void blockStored(
       String podId,
       long[] engineHashes,
       boolean hasParent,
@@ -57,115 +80,51 @@ public interface KvEventSink {
       int blockSize,
       String loraName,
       String medium,
-      int groupIdx);
-
-  /** A {@code BlockRemoved} event ({@code medium} null means GPU). */
-  void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx);
-
-  /** An {@code AllBlocksCleared} event, or a resynchronisation (restart, unrecoverable loss). */
-  void allBlocksCleared(String podId);
-
-  /** The pod is gone (removed from the subscriber). */
-  void removePod(String podId);
-
-  /**
-   * Applies one stored event; the default calls {@link #blockStored(String, long[], boolean, long,
-   * int[], int, String, String, int)} with the LoRA name ({@code lora_name}, else {@code lora_id}
-   * as a string) and group 0 when absent.
-   */
-  default void blockStored(String podId, KvEvent.BlockStored e) {
+      int groupIdx) {
     blockStored(
         podId,
-        e.blockHashes().values(),
-        e.hasParent(),
-        e.hasParent() ? e.parentBlockHash().get(0) : 0L,
-        e.tokenIds(),
-        e.blockSize(),
-        e.effectiveLoraName(),
-        e.medium(),
-        e.groupIdx() == null ? 0 : e.groupIdx());
+        new KvEvent.BlockStored(
+            EngineHashes.ofInts(engineHashes),
+            hasParent ? EngineHashes.ofInts(parentEngineHash) : null,
+            Objects.requireNonNull(tokenIds, "tokenIds"),
+            blockSize,
+            null,
+            medium,
+            loraName,
+            null,
+            groupIdx,
+            null,
+            null,
+            null,
+            null,
+            null));
+  }
+
+  /** Convenience: a {@code BlockRemoved} event from positional values. */
+  default void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
+    blockRemoved(
+        podId,
+        new KvEvent.BlockRemoved(EngineHashes.ofInts(engineHashes), medium, groupIdx, null, null));
   }
 
   /** Applies every event of {@code batch}, in order, for pod identity {@code podId}. */
   default void accept(String podId, KvEventBatch batch) {
     for (KvEvent e : batch.events()) {
-      if (e instanceof KvEvent.BlockStored) {
-        blockStored(podId, (KvEvent.BlockStored) e);
-      } else if (e instanceof KvEvent.BlockRemoved) {
-        KvEvent.BlockRemoved r = (KvEvent.BlockRemoved) e;
-        blockRemoved(
-            podId, r.blockHashes().values(), r.medium(), r.groupIdx() == null ? 0 : r.groupIdx());
+      if (e instanceof KvEvent.BlockStored s) {
+        blockStored(podId, s);
+      } else if (e instanceof KvEvent.BlockRemoved r) {
+        blockRemoved(podId, r);
       } else {
         allBlocksCleared(podId);
       }
     }
   }
 
-  /** A sink feeding {@code index} (per-block extra keys included). */
+  /**
+   * The sink feeding {@code index}: the index itself (a {@link BlockIndex} is a sink). Kept so that
+   * {@code KvEventSink.of(index)} reads as before.
+   */
   static KvEventSink of(BlockIndex index) {
-    Objects.requireNonNull(index, "index");
-    return new KvEventSink() {
-      @Override
-      public void blockStored(
-          String podId,
-          long[] engineHashes,
-          boolean hasParent,
-          long parentEngineHash,
-          int[] tokenIds,
-          int blockSize,
-          String loraName,
-          String medium,
-          int groupIdx) {
-        index.blockStored(
-            podId,
-            engineHashes,
-            hasParent,
-            parentEngineHash,
-            tokenIds,
-            blockSize,
-            loraName,
-            medium,
-            groupIdx);
-      }
-
-      @Override
-      public void blockStored(String podId, KvEvent.BlockStored e) {
-        if (e.extraKeys() == null) {
-          KvEventSink.super.blockStored(podId, e);
-          return;
-        }
-        index.blockStored(
-            podId,
-            e.blockHashes().values(),
-            e.hasParent(),
-            e.hasParent() ? e.parentBlockHash().get(0) : 0L,
-            e.tokenIds(),
-            e.blockSize(),
-            e.effectiveLoraName(),
-            e.medium(),
-            e.groupIdx() == null ? 0 : e.groupIdx(),
-            e.extraKeys());
-      }
-
-      @Override
-      public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
-        index.blockRemoved(podId, engineHashes, medium, groupIdx);
-      }
-
-      @Override
-      public void allBlocksCleared(String podId) {
-        index.allBlocksCleared(podId);
-      }
-
-      @Override
-      public void removePod(String podId) {
-        index.removePod(podId);
-      }
-
-      @Override
-      public String toString() {
-        return "KvEventSink.of(" + index + ")";
-      }
-    };
+    return Objects.requireNonNull(index, "index");
   }
 }

@@ -5,10 +5,10 @@ package io.kvroute.kvindex.internal;
  * with a small flag per entry and approximate-LRU eviction by sampling access stamps. Key 0 is
  * reserved.
  *
- * <p>Memory: 17 bytes per slot ({@code keys[]}, {@code vals[]} and one byte holding the flag and a
- * 6-bit stamp). The capacity doubles up to {@code maxSize / 0.8}, so a full map costs about 21
- * bytes per mapping. Stamps count coarse ticks of {@code maxSize / 16} inserts, so ages are
- * compared over about four turnovers of the map.
+ * <p>Memory: 17 bytes per slot (key and value side by side in one {@code long[]}, so a probe brings
+ * both in, and one byte holding the flag and a 6-bit stamp). The capacity doubles up to {@code
+ * maxSize / 0.8}, so a full map costs about 21 bytes per mapping. Stamps count coarse ticks of
+ * {@code maxSize / 16} inserts, so ages are compared over about four turnovers of the map.
  *
  * <p>Not thread-safe: guarded by the index lock.
  */
@@ -22,8 +22,9 @@ final class EngineKeyMap {
   private static final int FLAG_MASK = (1 << FLAG_BITS) - 1;
   private static final int STAMP_MASK = 0xFF >>> FLAG_BITS;
 
-  private long[] keys;
-  private long[] vals;
+  // slot i: kv[2i] = engine key (0: empty), kv[2i + 1] = request key (one cache line for both)
+  private long[] kv;
+  private int cap;
   private byte[] meta; // flag | stamp << FLAG_BITS
   private int size;
   private final int maxSize;
@@ -34,15 +35,15 @@ final class EngineKeyMap {
   private long rnd = 0x2545F4914F6CDD1DL;
 
   EngineKeyMap(int maxSize) {
-    this.maxCapacity = InMemoryBlockIndex.maxCapacity(maxSize);
+    this.maxCapacity = Math.min(InMemoryBlockIndex.maxCapacity(maxSize), Integer.MAX_VALUE / 2 - 8);
     this.maxSize = InMemoryBlockIndex.maxSize(maxSize, maxCapacity);
     this.tickLen = Math.max(1, this.maxSize / (STAMP_MASK + 1) * 4);
     alloc(InMemoryBlockIndex.initialCapacity(maxCapacity));
   }
 
   private void alloc(int cap) {
-    keys = new long[cap];
-    vals = new long[cap];
+    kv = new long[2 * cap];
+    this.cap = cap;
     meta = new byte[cap];
   }
 
@@ -51,11 +52,11 @@ final class EngineKeyMap {
   }
 
   int find(long k) {
-    long[] ks = keys;
-    int cap = ks.length;
+    long[] ks = kv;
+    int cap = this.cap;
     int i = InMemoryBlockIndex.home(k, cap);
     while (true) {
-      long x = ks[i];
+      long x = ks[2 * i];
       if (x == k) {
         return i;
       }
@@ -68,8 +69,13 @@ final class EngineKeyMap {
     }
   }
 
+  /** The key in {@code k}'s home slot (a load that brings the slot into cache). */
+  long peek(long k) {
+    return kv[2 * InMemoryBlockIndex.home(k, cap)];
+  }
+
   long value(int slot) {
-    return vals[slot];
+    return kv[2 * slot + 1];
   }
 
   byte meta(int slot) {
@@ -92,25 +98,24 @@ final class EngineKeyMap {
   long put(long k, long v, byte m) {
     int s = find(k);
     if (s >= 0) {
-      vals[s] = v;
+      kv[2 * s + 1] = v;
       meta[s] = pack(m);
       return 0;
     }
     long evicted = 0;
     if (size >= maxSize) {
       evicted = evictOne();
-    } else if (InMemoryBlockIndex.needsGrowth(size, keys.length, maxCapacity)) {
-      rehash(InMemoryBlockIndex.grownCapacity(keys.length, maxCapacity));
+    } else if (InMemoryBlockIndex.needsGrowth(size, cap, maxCapacity)) {
+      rehash(InMemoryBlockIndex.grownCapacity(cap, maxCapacity));
     }
-    int cap = keys.length;
     int i = InMemoryBlockIndex.home(k, cap);
-    while (keys[i] != 0) {
+    while (kv[2 * i] != 0) {
       if (++i == cap) {
         i = 0;
       }
     }
-    keys[i] = k;
-    vals[i] = v;
+    kv[2 * i] = k;
+    kv[2 * i + 1] = v;
     meta[i] = pack(m);
     size++;
     if (++sinceTick >= tickLen) {
@@ -121,7 +126,6 @@ final class EngineKeyMap {
   }
 
   private long evictOne() {
-    int cap = keys.length;
     int best = -1;
     int bestAge = -1;
     for (int n = 0; n < SAMPLES; n++) {
@@ -129,7 +133,7 @@ final class EngineKeyMap {
       rnd ^= rnd >>> 7;
       rnd ^= rnd << 17;
       int i = (int) (((rnd >>> 32) * cap) >>> 32);
-      while (keys[i] == 0) {
+      while (kv[2 * i] == 0) {
         if (++i == cap) {
           i = 0;
         }
@@ -140,49 +144,48 @@ final class EngineKeyMap {
         best = i;
       }
     }
-    long k = keys[best];
+    long k = kv[2 * best];
     deleteSlot(best);
     return k;
   }
 
   void deleteSlot(int i) {
-    int cap = keys.length;
     int j = i;
     while (true) {
       if (++j == cap) {
         j = 0;
       }
-      long k = keys[j];
+      long k = kv[2 * j];
       if (k == 0) {
         break;
       }
       if (InMemoryBlockIndex.mayShift(InMemoryBlockIndex.home(k, cap), i, j, cap)) {
-        keys[i] = k;
-        vals[i] = vals[j];
+        kv[2 * i] = k;
+        kv[2 * i + 1] = kv[2 * j + 1];
         meta[i] = meta[j];
         i = j;
       }
     }
-    keys[i] = 0;
+    kv[2 * i] = 0;
     size--;
   }
 
-  private void rehash(int cap) {
-    long[] ok = keys;
-    long[] ov = vals;
+  private void rehash(int capacity) {
+    long[] old = kv;
+    int oldCap = cap;
     byte[] om = meta;
-    alloc(cap);
-    for (int s = 0; s < ok.length; s++) {
-      long k = ok[s];
+    alloc(capacity);
+    for (int s = 0; s < oldCap; s++) {
+      long k = old[2 * s];
       if (k != 0) {
         int i = InMemoryBlockIndex.home(k, cap);
-        while (keys[i] != 0) {
+        while (kv[2 * i] != 0) {
           if (++i == cap) {
             i = 0;
           }
         }
-        keys[i] = k;
-        vals[i] = ov[s];
+        kv[2 * i] = k;
+        kv[2 * i + 1] = old[2 * s + 1];
         meta[i] = om[s];
       }
     }

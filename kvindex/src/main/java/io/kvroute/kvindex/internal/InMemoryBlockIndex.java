@@ -4,6 +4,7 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -31,20 +32,22 @@ import org.slf4j.LoggerFactory;
  * The in-memory {@link BlockIndex}.
  *
  * <p><b>Layout.</b> One open-addressing table (linear probing, backward-shift deletion) of request
- * keys in parallel arrays: {@code keys[]}, {@code cells[]} and {@code stamps[]} (one byte: last
- * access, for eviction). An entry is an int: {@code pod << 12 | group << 4 | tier}, pods being
- * small dense ids. A key's cell is its entry when it has one (the common case: no other storage),
- * else an index into {@code pairs[]} (two entries, as two ints) or into {@code sets[]} (a {@link
- * PodSet} once a key has more than two entries). A {@code PodSet} with many entries also keeps two
- * pod bitsets (any tier, GPU) so a lookup intersects 64 pods per instruction. Engine keys live in a
- * second table ({@link EngineKeyMap}: 17 bytes per slot).
+ * keys in one {@code long[]}: per slot the key, then its cell (32 bits) and stamp (8 bits: last
+ * access, for eviction), so that a probe and what it finds share a cache line. An entry is an int:
+ * {@code pod << 12 | group << 4 | tier}, pods being small dense ids. A key's cell is its entry when
+ * it has one (the common case: no other storage), else an index into {@code pairs[]} (two entries,
+ * as two ints) or into {@code sets[]} (a {@link PodSet} once a key has more than two entries). A
+ * {@code PodSet} with many entries also keeps two pod bitsets (any tier, GPU) so a lookup
+ * intersects 64 pods per instruction. Engine keys live in a second table ({@link EngineKeyMap}: 17
+ * bytes per slot).
  *
  * <p><b>Memory.</b> Tables double from 1,024 slots up to {@code maxKeys / 0.8} slots (slots are
  * picked by multiply-shift, so the last size need not be a power of two): a full index is at load
- * 0.8. The request-key table costs 13 bytes per slot (16 per key when full), plus 8 bytes per
+ * 0.8. The request-key table costs 16 bytes per slot (20 per key when full), plus 8 bytes per
  * two-entry key and about 70 per key with more entries; an engine-key mapping about 21 per mapping.
- * Measured with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included:
- * about 38 bytes per entry when each block is on one pod, 24 on two and 27 on four.
+ * Measured with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included,
+ * before the table was interleaved (13 bytes per slot then): about 38 bytes per entry when each
+ * block is on one pod, 24 on two and 27 on four; add about 4 bytes per key now.
  *
  * <p><b>Lookup.</b> All keys of the request are resolved to slots first (independent probes the CPU
  * overlaps), then the blocks are scanned in order with an "active pods" bitset; a pod drops out at
@@ -95,9 +98,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private int freeCount;
 
   // request-key table
-  private long[] keys;
-  private int[] cells;
-  private byte[] stamps;
+  // slot i: tab[2i] = key (0: empty), tab[2i + 1] = cell (low 32 bits) | stamp << 32
+  private long[] tab;
+  private int cap;
   private int size;
   private long entries;
   private final int maxSize;
@@ -141,7 +144,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
     for (Map.Entry<String, Double> e : config.tierWeights().entrySet()) {
       addTier(e.getKey(), e.getValue());
     }
-    this.maxCapacity = maxCapacity(config.maxKeys());
+    this.maxCapacity = Math.min(maxCapacity(config.maxKeys()), MAX_ARRAY / 2);
     this.maxSize = maxSize(config.maxKeys(), maxCapacity);
     this.tickLen = Math.max(1, maxSize / 64);
     allocTable(initialCapacity(maxCapacity));
@@ -298,43 +301,10 @@ public final class InMemoryBlockIndex implements BlockIndex {
   // ------------------------------------------------------------------ write path
 
   @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx) {
-    blockStored(
-        podId,
-        engineHashes,
-        hasParent,
-        parentEngineHash,
-        tokenIds,
-        blockSize,
-        loraName,
-        medium,
-        groupIdx,
-        null);
-  }
-
-  @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx,
-      List<?> extraKeys) {
+  public void blockStored(String podId, KvEvent.BlockStored event) {
     Objects.requireNonNull(podId, "podId");
-    Objects.requireNonNull(engineHashes, "engineHashes");
+    long[] engineHashes = event.blockHashes().values();
+    int groupIdx = event.groupIndex();
     evStored.increment();
     int n = engineHashes.length;
     if (n == 0) {
@@ -344,6 +314,8 @@ public final class InMemoryBlockIndex implements BlockIndex {
       drop("group_idx", n);
       return;
     }
+    int[] tokenIds = event.tokenIds();
+    int blockSize = event.blockSize();
     long stamp = lock.writeLock();
     try {
       int pod = podIndex(podId, true);
@@ -351,22 +323,22 @@ public final class InMemoryBlockIndex implements BlockIndex {
         drop("max_pods", n);
         return;
       }
-      int tier = tierId(medium);
-      if (tokenIds == null || tokenIds.length == 0 || blockSize <= 0) {
+      int tier = tierId(event.medium());
+      if (tokenIds.length == 0 || blockSize <= 0) {
         tierUpdate(pod, engineHashes, tier, groupIdx);
         return;
       }
       storeWithTokens(
           pod,
           engineHashes,
-          hasParent,
-          parentEngineHash,
+          event.hasParent(),
+          event.parentHash(),
           tokenIds,
           blockSize,
-          loraName,
+          event.effectiveLoraName(),
           tier,
           groupIdx,
-          extraKeys);
+          event.extraKeys());
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -433,7 +405,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       parentKey = hasher.root(lora);
     } else {
       long pek = engineKey(parentHash, group);
-      Partial pp = partials.get(pek);
+      Partial pp = partials.isEmpty() ? null : partials.get(pek);
       if (pp != null) {
         parentKey = pp.parentKey;
         pending = pp.tokens;
@@ -473,6 +445,31 @@ public final class InMemoryBlockIndex implements BlockIndex {
       parent = hasher.chain(parent, stream, j * ibs, (j + 1) * ibs, extraHash);
       rk[j] = parent;
     }
+    int stored = 0;
+    if (bs == ibs && p == 0) {
+      // the common case: engine block = index block, nothing pending (no divisions per block)
+      int en = entry(pod, group, tier);
+      // touch every block's home slots first: independent loads the CPU overlaps, so the
+      // updates below find their lines in cache instead of waiting on each miss in turn
+      long touch = 0;
+      long[] t = tab;
+      for (int e = firstHashed; e < m; e++) {
+        touch += t[2 * home(rk[e], cap)];
+        touch += engine.peek(engineKey(hashes[e - firstHashed], group));
+      }
+      s.sink += (int) touch;
+      for (int e = firstHashed; e < m; e++) {
+        addEntry(rk[e], en);
+        long evicted =
+            engine.put(engineKey(hashes[e - firstHashed], group), rk[e], EngineKeyMap.BOUNDARY);
+        if (evicted != 0) {
+          evictions.get("max_engine_keys").increment();
+          multi.remove(evicted);
+        }
+        stored++;
+      }
+      firstHashed = m; // done
+    }
     for (int e = firstHashed; e < m; e++) {
       int start = p + e * bs;
       int end = start + bs;
@@ -497,8 +494,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
         evictions.get("max_engine_keys").increment();
         multi.remove(evicted);
       }
-      blocksStored.increment();
+      stored++;
     }
+    blocksStored.add(stored);
     if (total % ibs != 0) {
       long lastEk = engineKey(hashes[n - 1], group);
       long base = nIdx > 0 ? rk[nIdx - 1] : parentKey;
@@ -518,9 +516,11 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   @Override
-  public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
+  public void blockRemoved(String podId, KvEvent.BlockRemoved event) {
     Objects.requireNonNull(podId, "podId");
-    Objects.requireNonNull(engineHashes, "engineHashes");
+    long[] engineHashes = event.blockHashes().values();
+    String medium = event.medium();
+    int groupIdx = event.groupIndex();
     evRemoved.increment();
     if (groupIdx < 0 || groupIdx > 255) {
       drop("group_idx", engineHashes.length);
@@ -600,25 +600,42 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   // ------------------------------------------------------------------ table
 
-  private void allocTable(int cap) {
-    keys = new long[cap];
-    cells = new int[cap];
-    stamps = new byte[cap];
+  private void allocTable(int capacity) {
+    tab = new long[2 * capacity];
+    cap = capacity;
+  }
+
+  private int cell(int i) {
+    return (int) tab[2 * i + 1];
+  }
+
+  private void setCell(int i, int c) {
+    long v = tab[2 * i + 1];
+    tab[2 * i + 1] = (v & ~0xFFFFFFFFL) | (c & 0xFFFFFFFFL);
+  }
+
+  private int stampAt(int i) {
+    return (int) (tab[2 * i + 1] >>> 32) & 0xFF;
+  }
+
+  private void touchSlot(int i) {
+    long v = tab[2 * i + 1];
+    tab[2 * i + 1] = (v & 0xFFFFFFFFL) | (long) (tick & 0xFF) << 32;
   }
 
   private int find(long k) {
-    long[] ks = keys;
-    int cap = ks.length;
-    int i = home(k, cap);
+    long[] t = tab;
+    int c = cap;
+    int i = home(k, c);
     while (true) {
-      long x = ks[i];
+      long x = t[2 * i];
       if (x == k) {
         return i;
       }
       if (x == 0) {
         return -1;
       }
-      if (++i == cap) {
+      if (++i == c) {
         i = 0;
       }
     }
@@ -627,19 +644,17 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private int insert(long k) {
     if (size >= maxSize) {
       evictKey();
-    } else if (needsGrowth(size, keys.length, maxCapacity)) {
-      rehash(grownCapacity(keys.length, maxCapacity));
+    } else if (needsGrowth(size, cap, maxCapacity)) {
+      rehash(grownCapacity(cap, maxCapacity));
     }
-    int cap = keys.length;
     int i = home(k, cap);
-    while (keys[i] != 0) {
+    while (tab[2 * i] != 0) {
       if (++i == cap) {
         i = 0;
       }
     }
-    keys[i] = k;
-    cells[i] = EMPTY;
-    stamps[i] = (byte) tick;
+    tab[2 * i] = k;
+    tab[2 * i + 1] = (EMPTY & 0xFFFFFFFFL) | (long) (tick & 0xFF) << 32;
     size++;
     if (++sinceTick >= tickLen) {
       sinceTick = 0;
@@ -649,7 +664,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void evictKey() {
-    int cap = keys.length;
     int best = -1;
     int bestAge = -1;
     for (int n = 0; n < SAMPLES; n++) {
@@ -657,12 +671,12 @@ public final class InMemoryBlockIndex implements BlockIndex {
       rnd ^= rnd >>> 7;
       rnd ^= rnd << 17;
       int i = (int) (((rnd >>> 32) * cap) >>> 32);
-      while (keys[i] == 0) {
+      while (tab[2 * i] == 0) {
         if (++i == cap) {
           i = 0;
         }
       }
-      int age = (tick - stamps[i]) & 0xFF;
+      int age = (tick - stampAt(i)) & 0xFF;
       if (age > bestAge) {
         bestAge = age;
         best = i;
@@ -674,7 +688,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void dropAllEntries(int slot) {
-    int c = cells[slot];
+    int c = cell(slot);
     if (c >= 0) {
       countRemoved(c);
     } else if (isPair(c)) {
@@ -689,7 +703,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       }
       freeSet(index(c));
     }
-    cells[slot] = EMPTY;
+    setCell(slot, EMPTY);
   }
 
   private void countRemoved(int e) {
@@ -703,45 +717,41 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void deleteSlot(int i) {
-    int cap = keys.length;
     int j = i;
     while (true) {
       if (++j == cap) {
         j = 0;
       }
-      long k = keys[j];
+      long k = tab[2 * j];
       if (k == 0) {
         break;
       }
       if (mayShift(home(k, cap), i, j, cap)) {
-        keys[i] = k;
-        cells[i] = cells[j];
-        stamps[i] = stamps[j];
+        tab[2 * i] = k;
+        tab[2 * i + 1] = tab[2 * j + 1];
         i = j;
       }
     }
-    keys[i] = 0;
-    cells[i] = EMPTY;
+    tab[2 * i] = 0;
+    tab[2 * i + 1] = EMPTY & 0xFFFFFFFFL;
     size--;
   }
 
-  private void rehash(int cap) {
-    long[] ok = keys;
-    int[] oc = cells;
-    byte[] os = stamps;
-    allocTable(cap);
-    for (int s = 0; s < ok.length; s++) {
-      long k = ok[s];
+  private void rehash(int capacity) {
+    long[] old = tab;
+    int oldCap = cap;
+    allocTable(capacity);
+    for (int s = 0; s < oldCap; s++) {
+      long k = old[2 * s];
       if (k != 0) {
         int i = home(k, cap);
-        while (keys[i] != 0) {
+        while (tab[2 * i] != 0) {
           if (++i == cap) {
             i = 0;
           }
         }
-        keys[i] = k;
-        cells[i] = oc[s];
-        stamps[i] = os[s];
+        tab[2 * i] = k;
+        tab[2 * i + 1] = old[2 * s + 1];
       }
     }
   }
@@ -813,21 +823,21 @@ public final class InMemoryBlockIndex implements BlockIndex {
     if (slot < 0) {
       slot = insert(rk);
     } else {
-      stamps[slot] = (byte) tick;
+      touchSlot(slot);
     }
-    int c = cells[slot];
+    int c = cell(slot);
     int max = config.maxPodsPerKey();
     if (c == EMPTY) {
-      cells[slot] = e;
+      setCell(slot, e);
     } else if (c >= 0) {
       if (c == e) {
         return;
       }
       if (max <= 1) {
         dropOldest(c);
-        cells[slot] = e;
+        setCell(slot, e);
       } else {
-        cells[slot] = allocPair(c, e);
+        setCell(slot, allocPair(c, e));
       }
     } else if (isPair(c)) {
       int r = index(c);
@@ -846,7 +856,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
         ps.add(b, podHigh);
         ps.add(e, podHigh);
         freePair(r);
-        cells[slot] = allocSet(ps);
+        setCell(slot, allocSet(ps));
       }
     } else {
       PodSet ps = sets[index(c)];
@@ -873,7 +883,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
     if (slot < 0) {
       return;
     }
-    int c = cells[slot];
+    int c = cell(slot);
     boolean empty;
     if (c >= 0) {
       if (c != e) {
@@ -885,9 +895,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
       int a = pairs[2 * r];
       int b = pairs[2 * r + 1];
       if (a == e) {
-        cells[slot] = b;
+        setCell(slot, b);
       } else if (b == e) {
-        cells[slot] = a;
+        setCell(slot, a);
       } else {
         return;
       }
@@ -913,12 +923,12 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   private void sweepPod(int pod) {
     int i = 0;
-    while (i < keys.length) {
-      if (keys[i] == 0) {
+    while (i < cap) {
+      if (tab[2 * i] == 0) {
         i++;
         continue;
       }
-      int c = cells[i];
+      int c = cell(i);
       boolean empty = false;
       if (c >= 0) {
         if (podOf(c) == pod) {
@@ -940,7 +950,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
             countRemoved(b);
           }
           empty = dropA && dropB;
-          cells[i] = empty ? EMPTY : dropA ? b : a;
+          setCell(i, empty ? EMPTY : dropA ? b : a);
         }
       } else {
         PodSet ps = sets[index(c)];
@@ -1021,42 +1031,66 @@ public final class InMemoryBlockIndex implements BlockIndex {
       }
       int scanned = 0;
       if (activeCount > 0) {
-        // phase 1: resolve every key to its slot before scanning
-        int[] slots = s.slots;
+        // phase 1: resolve every key before scanning, keeping what phase 2 needs in sequential
+        // scratch arrays: the probes of different keys overlap here, while in phase 2 each block
+        // would wait on its own chain of loads (slot -> set -> pod bits). Stamps are refreshed
+        // here too, on the line the probe brought in.
         int n = 0;
-        int[] cs = cells;
+        long[] t = tab;
         int[] pr = pairs;
         PodSet[] ss = sets;
+        int[] cellOf = s.cellOf;
+        PodSet[] setOf = s.setOf;
+        long[][] anyOf = s.anyOf;
+        long[][] gpuOf = s.gpuOf;
+        byte now = (byte) tick;
         int touch = 0;
         while (n < numKeys) {
           int sl = find(requestKeys[n]);
           if (sl < 0) {
             break;
           }
-          slots[n++] = sl;
-          int c = cs[sl];
-          if (c < 0) {
-            touch += isPair(c) ? pr[2 * index(c)] : ss[index(c)].n;
+          long cv = t[2 * sl + 1];
+          if ((byte) (cv >>> 32) != now) {
+            t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32; // (only on change)
           }
+          int c = (int) cv;
+          PodSet ps = null;
+          long[] any = null;
+          long[] gpu = null;
+          if (c < 0) {
+            if (isPair(c)) {
+              touch += pr[2 * index(c)];
+            } else {
+              ps = ss[index(c)];
+              any = ps.any;
+              if (any != null) {
+                touch += (int) any[0];
+                gpu = ps.nonGpu == 0 ? null : ps.gpu; // all on GPU: no tier work
+              } else {
+                touch += ps.e[0];
+              }
+            }
+          }
+          cellOf[n] = c;
+          setOf[n] = ps;
+          anyOf[n] = any;
+          gpuOf[n] = gpu;
+          n++;
         }
         s.sink = touch;
         // phase 2: scan in order; [lo, hi) bounds the non-zero words of active
-        byte now = (byte) tick;
-        byte[] st = stamps;
         int lo = 0;
         int hi = words;
         int b = 0;
         for (; b < n && activeCount > 0; b++) {
-          int sl = slots[b];
-          st[sl] = now;
-          int c = cs[sl];
-          PodSet ps = c < 0 && !isPair(c) ? ss[index(c)] : null;
-          long[] any;
+          int c = cellOf[b];
+          PodSet ps = setOf[b];
+          long[] any = anyOf[b];
           long[] gpu;
           int lim;
-          if (ps != null && ps.any != null) {
-            any = ps.any;
-            gpu = ps.gpu;
+          if (any != null) {
+            gpu = gpuOf[b];
             lim = Math.min(hi, any.length);
           } else {
             any = next;
@@ -1091,7 +1125,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
               gone &= gone - 1;
             }
             if (nx != 0) {
-              long nonGpu = nx & ~gpu[w];
+              long nonGpu = gpu == null ? 0 : nx & ~gpu[w];
               while (nonGpu != 0) {
                 int p = (w << 6) + Long.numberOfTrailingZeros(nonGpu);
                 writer.addTierBlocks(into, posOf[p], bestTier(c, ps, p), 1);
@@ -1234,19 +1268,21 @@ public final class InMemoryBlockIndex implements BlockIndex {
   public IndexStats stats() {
     long stamp = lock.readLock();
     try {
-      return new IndexStats(
-          size,
-          entries,
-          engine.size(),
-          podIds.size(),
-          Map.of(
-              "stored", evStored.sum(),
-              "removed", evRemoved.sum(),
-              "cleared", evCleared.sum(),
-              "pod_removed", evPodRemoved.sum()),
-          sums(evictions),
-          sums(dropped),
-          lookups.sum());
+      return IndexStats.builder()
+          .keys(size)
+          .entries(entries)
+          .engineKeys(engine.size())
+          .pods(podIds.size())
+          .events(
+              Map.of(
+                  "stored", evStored.sum(),
+                  "removed", evRemoved.sum(),
+                  "cleared", evCleared.sum(),
+                  "pod_removed", evPodRemoved.sum()))
+          .evictions(sums(evictions))
+          .dropped(sums(dropped))
+          .lookups(lookups.sum())
+          .build();
     } finally {
       lock.unlockRead(stamp);
     }
@@ -1323,7 +1359,11 @@ public final class InMemoryBlockIndex implements BlockIndex {
     long[] next = new long[16];
     long[] gnext = new long[16];
     int[] posOf = new int[0];
-    int[] slots = new int[1024];
+    // phase 1 results by request block (may hold the index's own sets until the next lookup)
+    int[] cellOf = new int[1024];
+    PodSet[] setOf = new PodSet[1024];
+    long[][] anyOf = new long[1024][];
+    long[][] gpuOf = new long[1024][];
     int[] podOfPos = new int[64];
     long[] keys = new long[256];
     int sink;
@@ -1334,8 +1374,12 @@ public final class InMemoryBlockIndex implements BlockIndex {
         next = new long[words * 2];
         gnext = new long[words * 2];
       }
-      if (slots.length < numKeys) {
-        slots = new int[Math.max(numKeys, slots.length * 2)];
+      if (cellOf.length < numKeys) {
+        int len = Math.max(numKeys, cellOf.length * 2);
+        cellOf = new int[len];
+        setOf = new PodSet[len];
+        anyOf = new long[len][];
+        gpuOf = new long[len][];
       }
       if (posOf.length < high) {
         int old = posOf.length;

@@ -12,6 +12,7 @@ final class PodSet {
 
   int[] e = new int[4];
   int n;
+  int nonGpu; // entries on a tier other than GPU
   long[] any;
   long[] gpu;
 
@@ -29,6 +30,9 @@ final class PodSet {
       e = Arrays.copyOf(e, n * 2);
     }
     e[n++] = entry;
+    if ((entry & 0xF) != 0) {
+      nonGpu++;
+    }
     if (any != null) {
       setBits(entry);
     } else if (n >= Math.max(DENSE_MIN, 2 * ((podHigh + 63) >>> 6))) {
@@ -58,6 +62,9 @@ final class PodSet {
     int entry = e[i];
     System.arraycopy(e, i + 1, e, i, n - i - 1);
     n--;
+    if ((entry & 0xF) != 0) {
+      nonGpu--;
+    }
     if (any != null) {
       int p = entry >>> 12;
       boolean stillAny = false;

@@ -6,6 +6,7 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.BlockHash;
 import io.kvroute.kvindex.hash.HashAlgorithm;
@@ -255,7 +256,16 @@ public abstract class BlockIndexContract {
             extras.forBlock(16, 32),
             extras.forBlock(32, 48),
             extras.forBlock(48, 64));
-    idx.blockStored("b", new long[] {1, 2, 3, 4}, false, 0, TOKENS, 16, "ad", null, 0, perBlock);
+    idx.blockStored(
+        "b",
+        KvEvent.BlockStored.builder()
+            .blockHashes(1, 2, 3, 4)
+            .tokenIds(TOKENS)
+            .blockSize(16)
+            .loraName("ad")
+            .medium(null)
+            .extraKeys(perBlock)
+            .build());
     PrefixMatch m = idx.lookup(idx.requestKeys(TOKENS, extras), List.of("a", "b"));
     assertThat(m.matchedBlocks("b")).isEqualTo(4);
     assertThat(m.matchedBlocks("a")).isZero();

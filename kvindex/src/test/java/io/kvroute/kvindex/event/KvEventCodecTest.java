@@ -267,4 +267,79 @@ class KvEventCodecTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("cannot encode");
   }
+
+  @Test
+  void extraKeysEntriesMustBeTuplesOrNilAsInVllm() {
+    // vLLM: extra_keys: list[tuple[Any, ...] | None] | None; msgspec rejects a bare string entry
+    for (EventSchema schema : List.of(EventSchema.A5, EventSchema.M2)) {
+      KvEvent.BlockStored ok =
+          KvEvent.BlockStored.builder()
+              .blockHashes(1L, 2L)
+              .tokenIds(new int[] {1, 2, 3, 4})
+              .blockSize(2)
+              .extraKeys(Arrays.asList(null, List.of("adapter", List.of("mm", -3L))))
+              .build();
+      KvEventBatch b =
+          KvEventCodec.decode(KvEventCodec.encode(KvEventBatch.of(1.0, List.of(ok)), schema));
+      assertThat(b.events()).containsExactly(ok);
+
+      KvEvent.BlockStored bare =
+          ok.toBuilder().extraKeys(Arrays.asList(List.of("x"), "adapter-116")).build();
+      byte[] bytes = KvEventCodec.encode(KvEventBatch.of(1.0, List.of(bare)), schema);
+      KvEventDecodeException e =
+          catchThrowableOfType(KvEventDecodeException.class, () -> KvEventCodec.decode(bytes));
+      assertThat(e).as("schema %s", schema).isNotNull();
+      assertThat(e.getMessage()).contains("extra_keys[1]").contains("STRING");
+      assertThat(e.offset()).isBetween(1L, (long) bytes.length);
+    }
+  }
+
+  @Test
+  void eventsAndBatchesAreBuiltWithValidatingBuilders() {
+    KvEvent.BlockStored s =
+        KvEvent.BlockStored.builder()
+            .blockHashes(5L)
+            .parentBlockHash(4L)
+            .tokenIds(new int[] {1, 2})
+            .blockSize(2)
+            .loraId(7L)
+            .build();
+    assertThat(s.hasParent()).isTrue();
+    assertThat(s.parentHash()).isEqualTo(4L);
+    assertThat(s.effectiveLoraName()).isEqualTo("7");
+    assertThat(s.medium()).isEqualTo("GPU");
+    assertThat(s.groupIndex()).isZero();
+    assertThat(s.toBuilder().loraName("a").build().effectiveLoraName()).isEqualTo("a");
+    assertThat(s.toBuilder().build()).isEqualTo(s).hasSameHashCodeAs(s);
+    assertThatThrownBy(() -> KvEvent.BlockStored.builder().build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("blockHashes");
+    assertThatThrownBy(
+            () ->
+                KvEvent.BlockStored.builder()
+                    .blockHashes(1L)
+                    .parentBlockHash(EngineHashes.ofInts(1L, 2L))
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("parentBlockHash");
+    KvEvent.BlockRemoved r = KvEvent.BlockRemoved.builder().blockHashes(3L).medium("CPU").build();
+    assertThat(r.toBuilder().build()).isEqualTo(r);
+    assertThat(r.groupIdx()).isZero();
+
+    java.util.ArrayList<KvEvent> events = new java.util.ArrayList<>(List.of(s, r));
+    KvEventBatch b =
+        KvEventBatch.builder()
+            .ts(2.5)
+            .events(events)
+            .dataParallelRank(null)
+            .schema(EventSchema.A0)
+            .build();
+    events.clear(); // copied
+    assertThat(b.events()).containsExactly(s, r);
+    assertThat(b.dpRank()).isZero();
+    assertThat(b.toBuilder().build()).isEqualTo(b);
+    assertThatThrownBy(() -> KvEventBatch.builder().unknownEvents(-1).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("unknownEvents");
+  }
 }

@@ -507,39 +507,21 @@ class KvEventSubscriberTest {
     KvEventSink blocking =
         new KvEventSink() {
           @Override
-          public void blockStored(
-              String podId,
-              long[] engineHashes,
-              boolean hasParent,
-              long parentEngineHash,
-              int[] tokenIds,
-              int blockSize,
-              String loraName,
-              String medium,
-              int groupIdx) {
-            if (engineHashes[0] == 1L) {
+          public void blockStored(String podId, KvEvent.BlockStored e) {
+            if (e.blockHashes().get(0) == 1L) {
               blocked.countDown();
               try {
                 release.await(10, TimeUnit.SECONDS);
-              } catch (InterruptedException e) {
+              } catch (InterruptedException ex) {
                 Thread.currentThread().interrupt();
               }
             }
-            sink.blockStored(
-                podId,
-                engineHashes,
-                hasParent,
-                parentEngineHash,
-                tokenIds,
-                blockSize,
-                loraName,
-                medium,
-                groupIdx);
+            sink.blockStored(podId, e);
           }
 
           @Override
-          public void blockRemoved(String podId, long[] h, String medium, int groupIdx) {
-            sink.blockRemoved(podId, h, medium, groupIdx);
+          public void blockRemoved(String podId, KvEvent.BlockRemoved e) {
+            sink.blockRemoved(podId, e);
           }
 
           @Override

@@ -1,5 +1,6 @@
 package io.kvroute.kvindex.zmq;
 
+import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.event.KvEventSink;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -14,28 +15,18 @@ final class RecordingSink implements KvEventSink {
   private final List<String> calls = new ArrayList<>();
 
   @Override
-  public synchronized void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx) {
+  public synchronized void blockStored(String podId, KvEvent.BlockStored event) {
     Set<Long> s = blocks.computeIfAbsent(podId, k -> new TreeSet<>());
-    for (long h : engineHashes) {
+    for (long h : event.blockHashes().values()) {
       s.add(h);
     }
     calls.add("stored " + podId);
   }
 
   @Override
-  public synchronized void blockRemoved(
-      String podId, long[] engineHashes, String medium, int groupIdx) {
+  public synchronized void blockRemoved(String podId, KvEvent.BlockRemoved event) {
     Set<Long> s = blocks.computeIfAbsent(podId, k -> new TreeSet<>());
-    for (long h : engineHashes) {
+    for (long h : event.blockHashes().values()) {
       s.remove(h);
     }
     calls.add("removed " + podId);

@@ -293,21 +293,16 @@ public final class BlockPool {
       Seq s,
       String medium,
       List<Object> extraKeys) {
-    return new KvEvent.BlockStored(
-        hashes,
-        parent,
-        span,
-        blockSize,
-        s.loraId,
-        medium,
-        s.loraName,
-        extraKeys,
-        0,
-        "full_attention",
-        null,
-        null,
-        null,
-        null);
+    return KvEvent.BlockStored.builder()
+        .blockHashes(hashes)
+        .parentBlockHash(parent)
+        .tokenIds(span)
+        .blockSize(blockSize)
+        .loraId(s.loraId)
+        .medium(medium)
+        .loraName(s.loraName)
+        .extraKeys(extraKeys)
+        .build();
   }
 
   private void offload(Seq s, int first, int full, List<Object> extraKeys, List<KvEvent> events) {
@@ -321,7 +316,7 @@ public final class BlockPool {
           BlockHash victim = it.next();
           it.remove();
           events.add(
-              new KvEvent.BlockRemoved(EngineHashes.ofInts(victim.u64()), "CPU", 0, null, null));
+              KvEvent.BlockRemoved.builder().blockHashes(victim.u64()).medium("CPU").build());
         }
         cpuTier.put(h, Boolean.TRUE);
         if (firstAdded < 0) {

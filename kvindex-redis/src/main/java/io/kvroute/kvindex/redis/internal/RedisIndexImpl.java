@@ -3,6 +3,7 @@ package io.kvroute.kvindex.redis.internal;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.kvroute.kvindex.internal.MatchWriter;
@@ -338,31 +339,22 @@ final class RedisIndexImpl implements RedisBlockIndex {
   // ------------------------------------------------------------------ write path
 
   @Override
-  public void blockStored(
-      String podId,
-      long[] engineHashes,
-      boolean hasParent,
-      long parentEngineHash,
-      int[] tokenIds,
-      int blockSize,
-      String loraName,
-      String medium,
-      int groupIdx) {
-    blockStored(
+  public void blockStored(String podId, KvEvent.BlockStored event) {
+    Objects.requireNonNull(event, "event");
+    store(
         podId,
-        engineHashes,
-        hasParent,
-        parentEngineHash,
-        tokenIds,
-        blockSize,
-        loraName,
-        medium,
-        groupIdx,
-        null);
+        event.blockHashes().values(),
+        event.hasParent(),
+        event.parentHash(),
+        event.tokenIds(),
+        event.blockSize(),
+        event.effectiveLoraName(),
+        event.medium(),
+        event.groupIndex(),
+        event.extraKeys());
   }
 
-  @Override
-  public void blockStored(
+  private void store(
       String podId,
       long[] engineHashes,
       boolean hasParent,
@@ -589,9 +581,11 @@ final class RedisIndexImpl implements RedisBlockIndex {
   }
 
   @Override
-  public void blockRemoved(String podId, long[] engineHashes, String medium, int groupIdx) {
+  public void blockRemoved(String podId, KvEvent.BlockRemoved event) {
     Objects.requireNonNull(podId, "podId");
-    Objects.requireNonNull(engineHashes, "engineHashes");
+    long[] engineHashes = event.blockHashes().values();
+    String medium = event.medium();
+    int groupIdx = event.groupIndex();
     evRemoved.increment();
     int n = engineHashes.length;
     if (groupIdx < 0 || groupIdx > 255) {
@@ -1210,8 +1204,16 @@ final class RedisIndexImpl implements RedisBlockIndex {
     ev.put("removed", evRemoved.sum());
     ev.put("cleared", evCleared.sum());
     ev.put("pod_removed", evPodRemoved.sum());
-    return new IndexStats(
-        keys, entries, engineKeys, pods, ev, sums(evictions), sums(dropped), lookups.sum());
+    return IndexStats.builder()
+        .keys(keys)
+        .entries(entries)
+        .engineKeys(engineKeys)
+        .pods(pods)
+        .events(ev)
+        .evictions(sums(evictions))
+        .dropped(sums(dropped))
+        .lookups(lookups.sum())
+        .build();
   }
 
   private static Map<String, Long> sums(Map<String, LongAdder> m) {
