@@ -152,6 +152,7 @@ public final class Sequencer {
   private final long[] ringFp = new long[WINDOW];
   private final boolean[] ringSet = new boolean[WINDOW];
   private double maxTs = Double.NaN; // the newest ts consumed, or held back and dropped, this epoch
+  private double consumedMaxTs = Double.NaN; // the newest ts consumed this epoch
   private double epochStartTs = Double.NaN; // ts of the epoch's first consumed batch
   private double staleUpTo = Double.NaN; // the newest ts delivered in an earlier epoch
   private boolean dirty;
@@ -422,8 +423,8 @@ public final class Sequencer {
   /**
    * A batch below {@code next}: a duplicate unless its content or time says otherwise. A restart
    * needs a different fingerprint for a remembered sequence number (unless its {@code ts} is not
-   * newer than the epoch's newest: a stale batch), or, with none remembered, a newer {@code ts}
-   * after a reconnect.
+   * newer than the newest batch consumed in the epoch: a stale batch), or, with none remembered, a
+   * newer {@code ts} after a reconnect.
    */
   private boolean isDuplicate(Item item, long gen) {
     if (!consumedInEpoch) {
@@ -434,7 +435,17 @@ public final class Sequencer {
     boolean tsKnown = !Double.isNaN(ts) && !Double.isNaN(maxTs);
     int slot = (int) (seq & (WINDOW - 1));
     if (ringSet[slot] && ringSeq[slot] == seq && item.hasFingerprint()) {
-      return ringFp[slot] == item.fingerprint() || (tsKnown && !(ts > maxTs));
+      if (ringFp[slot] == item.fingerprint()) {
+        return true;
+      }
+      // Another payload at a consumed sequence number: stale (an earlier epoch's) unless newer
+      // than every batch consumed in this epoch. Held-back batches dropped unsequenced do not
+      // count here: they may be the new epoch's own (its seq 1 dropped behind a replay must not
+      // make its seq 0 look stale).
+      if (!Double.isNaN(ts) && !Double.isNaN(consumedMaxTs)) {
+        return !(ts > consumedMaxTs);
+      }
+      return tsKnown && !(ts > maxTs);
     }
     // Nothing remembered: a newer ts means a new epoch if the batch came on a connection made
     // after the last batch consumed (a publisher restart drops the connection). Otherwise a newer
@@ -614,6 +625,9 @@ public final class Sequencer {
     }
     double ts = item.ts();
     noteTs(ts);
+    if (!Double.isNaN(ts) && (Double.isNaN(consumedMaxTs) || ts > consumedMaxTs)) {
+      consumedMaxTs = ts;
+    }
     if (Double.isNaN(epochStartTs)) {
       epochStartTs = ts;
     }
@@ -656,6 +670,7 @@ public final class Sequencer {
     anchored = false;
     java.util.Arrays.fill(ringSet, false);
     maxTs = Double.NaN;
+    consumedMaxTs = Double.NaN;
     epochStartTs = Double.NaN;
     tailKnown = false;
   }

@@ -63,6 +63,30 @@ class SequencerTest {
     assertThat(w.restartsSeen).isZero();
   }
 
+  /**
+   * Found by the subscriber model test: a publisher restarts while the verification replay of a
+   * reconnect runs; its seq 0 is held back, its seq 1 dropped (the hold is full), the replay never
+   * answers. Seq 1's time must not make seq 0 look like a stale copy of the old epoch's seq 0: it
+   * is the new epoch's, a restart.
+   */
+  @Test
+  void aNewEpochsFirstBatchIsNotStaleBecauseALaterOneWasDroppedUnsequenced() {
+    SequencerWorld w = new SequencerWorld(true, 100, 1);
+    w.publishLive(); // e0:0
+    w.disconnect();
+    w.reconnect(); // verification replay from the anchor
+    w.restart();
+    w.reconnect();
+    w.publishLive(); // e1:0, held back behind the replay
+    w.publishLive(); // e1:1, dropped: the hold is full
+    for (int i = 0; i < 20 && !w.requests.isEmpty(); i++) {
+      w.answer(0); // the replay endpoint fails every attempt; the sequencer gives up
+    }
+    assertThat(w.restartsSeen).as(w.trace()).isEqualTo(1);
+    assertThat(seqs(w)).as(w.trace()).contains("e1:0");
+    w.checkSafety();
+  }
+
   /** Issue 13, bug 1: the slow-joiner catch-up lost the batch that followed it. */
   @Test
   void batchesArrivingLiveDuringTheConnectCatchUpFollowIt() {
