@@ -1,7 +1,6 @@
 package io.kvroute.cli;
 
 import com.sun.net.httpserver.HttpServer;
-import io.kvroute.config.ConfigException;
 import io.kvroute.envoy.EndpointPicker;
 import io.kvroute.envoy.EppServer;
 import io.kvroute.router.KvRouter;
@@ -74,15 +73,9 @@ final class EppCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    GatewayConfig cfg;
-    Scheduler.Builder scheduler;
-    try {
-      cfg = GatewayConfig.load(config.toPath());
-      scheduler = GatewayCommand.scheduler(cfg, config.toPath());
-    } catch (ConfigException e) {
-      // Main's handler prints it as one line, exit code 2 (--verbose adds the stack trace).
-      throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
-    }
+    GatewayCommand.Loaded loaded = GatewayCommand.load(config, true);
+    GatewayConfig cfg = loaded.config();
+    Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     HttpServer metrics = null;
     try (KvRouter router = GatewayCommand.router(cfg, scheduler, config.toPath(), meters)) {

@@ -101,21 +101,9 @@ final class GatewayCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    GatewayConfig cfg;
-    Scheduler.Builder scheduler;
-    try {
-      cfg = GatewayConfig.load(config.toPath());
-      if (cfg.endpoints().isEmpty() && !admin) {
-        throw new ConfigException(
-            "endpoints",
-            "lists no endpoint; every request would fail (list the model servers, or start with"
-                + " --admin to add them at run time)");
-      }
-      scheduler = scheduler(cfg, config.toPath());
-    } catch (ConfigException e) {
-      // Main's handler prints it as one line, exit code 2 (--verbose adds the stack trace).
-      throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
-    }
+    Loaded loaded = load(config, admin);
+    GatewayConfig cfg = loaded.config();
+    Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     KvRouter built;
     try {
@@ -172,6 +160,32 @@ final class GatewayCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /** A gateway configuration file and the scheduler it names. */
+  record Loaded(GatewayConfig config, Scheduler.Builder scheduler) {}
+
+  /**
+   * Reads a gateway configuration file and the scheduler it names.
+   *
+   * @param endpointsMayBeAdded whether an empty {@code endpoints} list is allowed (endpoints come
+   *     later, e.g. through the admin API)
+   * @throws ConfigException naming the file and the field; Main's handler prints it as one line
+   *     with exit code 2 ({@code --verbose} adds the stack trace)
+   */
+  static Loaded load(File file, boolean endpointsMayBeAdded) {
+    try {
+      GatewayConfig cfg = GatewayConfig.load(file.toPath());
+      if (cfg.endpoints().isEmpty() && !endpointsMayBeAdded) {
+        throw new ConfigException(
+            "endpoints",
+            "lists no endpoint; every request would fail (list the model servers, or start with"
+                + " --admin to add them at run time)");
+      }
+      return new Loaded(cfg, scheduler(cfg, file.toPath()));
+    } catch (ConfigException e) {
+      throw e.source().isEmpty() ? e.inSource(file.toString()) : e;
+    }
   }
 
   /**

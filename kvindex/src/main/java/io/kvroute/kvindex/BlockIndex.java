@@ -80,13 +80,21 @@ public interface BlockIndex extends KvEventSink {
    *
    * @param loraOrModelName the LoRA adapter's name, or {@code null} / the base model name
    */
-  long[] requestKeys(int[] tokens, String loraOrModelName);
+  default long[] requestKeys(int[] tokens, String loraOrModelName) {
+    return keyHasher().requestKeys(tokens, loraOrModelName);
+  }
 
   /** Request keys with extra keys (LoRA root, multimodal items, cache salt, embeddings). */
-  long[] requestKeys(int[] tokens, BlockExtraKeys extras);
+  default long[] requestKeys(int[] tokens, BlockExtraKeys extras) {
+    return keyHasher().requestKeys(tokens, extras);
+  }
 
   /** Looks up {@code requestKeys} for {@code podIds}; the result lists pods in iteration order. */
-  PrefixMatch lookup(long[] requestKeys, Collection<String> podIds);
+  default PrefixMatch lookup(long[] requestKeys, Collection<String> podIds) {
+    List<String> pods =
+        podIds instanceof List<String> list ? list : new java.util.ArrayList<>(podIds);
+    return lookup(requestKeys, requestKeys.length, pods, new PrefixMatch());
+  }
 
   /**
    * Allocation-light lookup: the first {@code numKeys} keys, for {@code podIds}, written into

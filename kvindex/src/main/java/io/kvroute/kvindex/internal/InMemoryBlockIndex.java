@@ -5,14 +5,11 @@ import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.event.KvEvent;
-import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -979,22 +976,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
   @Override
   public RequestKeyHasher keyHasher() {
     return hasher;
-  }
-
-  @Override
-  public long[] requestKeys(int[] tokens, String loraOrModelName) {
-    return hasher.requestKeys(tokens, loraOrModelName);
-  }
-
-  @Override
-  public long[] requestKeys(int[] tokens, BlockExtraKeys extras) {
-    return hasher.requestKeys(tokens, extras);
-  }
-
-  @Override
-  public PrefixMatch lookup(long[] requestKeys, Collection<String> podIds) {
-    List<String> pods = podIds instanceof List ? (List<String>) podIds : new ArrayList<>(podIds);
-    return lookup(requestKeys, requestKeys.length, pods, new PrefixMatch());
   }
 
   @Override

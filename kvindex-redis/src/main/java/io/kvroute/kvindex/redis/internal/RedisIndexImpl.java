@@ -4,7 +4,6 @@ import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.event.KvEvent;
-import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.kvroute.kvindex.internal.MatchWriter;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
@@ -23,7 +22,6 @@ import java.security.SecureRandom;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -842,22 +840,6 @@ final class RedisIndexImpl implements RedisBlockIndex {
   @Override
   public RequestKeyHasher keyHasher() {
     return hasher;
-  }
-
-  @Override
-  public long[] requestKeys(int[] tokens, String loraOrModelName) {
-    return hasher.requestKeys(tokens, loraOrModelName);
-  }
-
-  @Override
-  public long[] requestKeys(int[] tokens, BlockExtraKeys extras) {
-    return hasher.requestKeys(tokens, extras);
-  }
-
-  @Override
-  public PrefixMatch lookup(long[] requestKeys, Collection<String> podIds) {
-    List<String> pods = podIds instanceof List ? (List<String>) podIds : new ArrayList<>(podIds);
-    return lookup(requestKeys, requestKeys.length, pods, new PrefixMatch());
   }
 
   @Override
