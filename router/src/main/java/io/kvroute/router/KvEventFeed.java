@@ -27,7 +27,20 @@ public interface KvEventFeed extends AutoCloseable {
     }
   }
 
-  /** Starts following {@code endpoint}'s events (its id keys the index entries). */
+  /**
+   * Checks that {@link #add} would accept {@code source} for {@code endpoint}, without subscribing.
+   * {@link KvRouter#addEndpoint(Endpoint, Source)} calls it before changing anything, so that a
+   * rejected change changes nothing.
+   *
+   * @throws IllegalArgumentException naming the problem (e.g. a publisher that is not a ZMQ
+   *     endpoint)
+   */
+  default void check(Endpoint endpoint, Source source) {}
+
+  /**
+   * Starts following {@code endpoint}'s events (its id keys the index entries). Following an id
+   * that was just {@link #remove removed} waits for the removal to finish first.
+   */
   void add(Endpoint endpoint, Source source);
 
   /** Stops following an endpoint and drops what the index knows of it. */

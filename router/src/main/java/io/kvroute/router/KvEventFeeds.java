@@ -23,19 +23,43 @@ public final class KvEventFeeds {
     Objects.requireNonNull(subscriber, "subscriber");
     Objects.requireNonNull(index, "index");
     subscriber.start();
+    java.util.Map<String, java.util.concurrent.CompletableFuture<Void>> removing =
+        new java.util.concurrent.ConcurrentHashMap<>();
     return new KvEventFeed() {
       @Override
-      public void add(Endpoint endpoint, Source source) {
+      public void check(Endpoint endpoint, Source source) {
+        pod(endpoint, source);
+      }
+
+      private PodEndpoint pod(Endpoint endpoint, Source source) {
         PodEndpoint pod = PodEndpoint.of(endpoint.id(), source.publisher());
-        if (source.replay() != null) {
-          pod = pod.withReplay(source.replay());
+        return source.replay() != null ? pod.withReplay(source.replay()) : pod;
+      }
+
+      @Override
+      public void add(Endpoint endpoint, Source source) {
+        PodEndpoint pod = pod(endpoint, source);
+        java.util.concurrent.CompletableFuture<Void> before = removing.remove(endpoint.id());
+        if (before != null) {
+          try {
+            // the subscriber removes asynchronously: re-adding the id must come after it
+            before.get(30, java.util.concurrent.TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while " + endpoint.id() + " was removed");
+          } catch (java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
+            // removed or not, the subscriber says so below if the id is still taken
+          }
         }
         subscriber.addPod(pod);
       }
 
       @Override
       public void remove(String endpointId) {
-        subscriber.removePod(endpointId).whenComplete((v, t) -> index.removePod(endpointId));
+        removing.put(
+            endpointId,
+            subscriber.removePod(endpointId).whenComplete((v, t) -> index.removePod(endpointId)));
       }
 
       @Override

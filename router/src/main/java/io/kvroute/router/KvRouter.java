@@ -186,10 +186,15 @@ public final class KvRouter implements AutoCloseable {
 
   /**
    * Adds (or replaces) an endpoint and, when {@code events} is given and the router has a {@link
-   * KvEventFeed}, subscribes to its KV events.
+   * KvEventFeed}, subscribes to its KV events. The events source is checked first: when it is
+   * rejected ({@link IllegalArgumentException}) nothing changes, the endpoint with that id (if any)
+   * keeps its URL and its subscription.
    */
   public void addEndpoint(Endpoint endpoint, KvEventFeed.Source events) {
     Objects.requireNonNull(endpoint, "endpoint");
+    if (eventFeed != null && events != null) {
+      eventFeed.check(endpoint, events); // a rejected change changes nothing
+    }
     Endpoint previous = endpoints.put(endpoint.id(), endpoint);
     if (eventFeed != null) {
       if (previous != null) {

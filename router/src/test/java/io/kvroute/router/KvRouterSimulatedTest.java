@@ -137,4 +137,39 @@ class KvRouterSimulatedTest {
     router.addEndpoint(endpoint(pod), source(pod));
     assertThat(router.endpoints()).extracting(Endpoint::id).contains(first);
   }
+
+  /** Issue 14: a rejected change to an endpoint changes nothing; re-adding an id just works. */
+  @Test
+  void aRejectedEndpointChangeChangesNothingAndAReplacementResubscribes() throws Exception {
+    VllmSimulator pod = cluster.pods().get(0);
+    Endpoint original = endpoint(pod);
+    Endpoint evil = Endpoint.builder(pod.name(), "127.0.0.1", 19999).build();
+    org.assertj.core.api.Assertions.assertThatThrownBy(
+            () ->
+                router.addEndpoint(
+                    evil, new KvEventFeed.Source("http://127.0.0.1:19999", null, "")))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(router.endpoints()).contains(original).doesNotContain(evil);
+
+    // the same id again, straight away: the old subscription goes, the new one comes
+    for (int i = 0; i < 3; i++) {
+      router.addEndpoint(original, source(pod));
+    }
+    assertThat(router.endpoints()).contains(original);
+    String prompt = "replaced endpoints keep their events flowing ".repeat(12);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    String cached = "0";
+    while (System.nanoTime() < deadline && "0".equals(cached)) {
+      router
+          .route(completion(prompt + "q"))
+          .get(20, TimeUnit.SECONDS)
+          .readAll(1 << 20)
+          .get(20, TimeUnit.SECONDS);
+      RouteDecision d = router.decideAsync(completion(prompt + "r")).get(20, TimeUnit.SECONDS);
+      cached = d.responseHeaders().getOrDefault("x-kvroute-cached-tokens", "0");
+      d.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+      TimeUnit.MILLISECONDS.sleep(20); // polling a condition
+    }
+    assertThat(cached).as("a cached prefix seen through the events").isNotEqualTo("0");
+  }
 }

@@ -29,9 +29,23 @@ public record PodEndpoint(
     if (endpoint == null || endpoint.isEmpty()) {
       throw new IllegalArgumentException("podEndpoint.endpoint must be non-empty");
     }
+    checkZmq("podEndpoint.endpoint", endpoint);
+    if (replayEndpoint != null) {
+      checkZmq("podEndpoint.replayEndpoint", replayEndpoint);
+    }
     if (dataParallelSize < 1) {
       throw new IllegalArgumentException(
           "podEndpoint.dataParallelSize must be >= 1, was " + dataParallelSize);
+    }
+  }
+
+  /** ZMQ transports a subscriber can connect with. */
+  private static void checkZmq(String field, String endpoint) {
+    if (!(endpoint.startsWith("tcp://")
+        || endpoint.startsWith("ipc://")
+        || endpoint.startsWith("inproc://"))) {
+      throw new IllegalArgumentException(
+          field + " must be a tcp://, ipc:// or inproc:// ZMQ endpoint, was \"" + endpoint + "\"");
     }
   }
 
