@@ -26,12 +26,15 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -74,8 +77,11 @@ import picocli.CommandLine.Option;
  * {@code fallback: true} (the default) sends them to the pods' {@code /tokenize} when local
  * tokenization fails. Other models use the pods' own {@code /tokenize}. With {@code --admin},
  * endpoints can be listed, added and removed at run time: {@code GET /admin/endpoints}, {@code POST
- * /admin/endpoints} (one endpoint object as above), {@code DELETE /admin/endpoints/{id}}; bind the
- * gateway to a trusted interface when you enable it.
+ * /admin/endpoints} (one endpoint object as above, {@code Content-Type: application/json}), {@code
+ * DELETE /admin/endpoints/{id}}, each with {@code Authorization: Bearer <token>} (the token of
+ * {@code --admin-token-file} or {@code KVROUTE_ADMIN_TOKEN}, 16 or more characters; without one the
+ * gateway does not start). The admin API shares the traffic port: bind the gateway to a trusted
+ * interface when you enable it.
  */
 @Command(
     name = "gateway",
@@ -85,14 +91,32 @@ import picocli.CommandLine.Option;
         "Serves /v1/completions and /v1/chat/completions through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
 final class GatewayCommand implements Callable<Integer> {
 
+  private static final Logger log = LoggerFactory.getLogger(GatewayCommand.class);
+
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
 
   @Option(names = "--port", description = "Overrides listen.port")
   Integer port;
 
-  @Option(names = "--admin", description = "Serve /admin/endpoints to add and remove endpoints")
+  @Option(
+      names = "--admin",
+      description =
+          "Serve /admin/endpoints to add and remove endpoints; every call needs the bearer token of"
+              + " --admin-token-file or the KVROUTE_ADMIN_TOKEN environment variable")
   boolean admin;
+
+  @Option(
+      names = "--admin-token-file",
+      paramLabel = "FILE",
+      description = "File holding the admin API's bearer token (16 or more characters)")
+  Path adminTokenFile;
+
+  /** Where the admin token comes from when no file is given. */
+  static final String ADMIN_TOKEN_ENV = "KVROUTE_ADMIN_TOKEN";
+
+  /** The shortest admin token accepted. */
+  static final int MIN_TOKEN_LENGTH = 16;
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -101,6 +125,7 @@ final class GatewayCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    byte[] adminToken = admin ? adminToken(adminTokenFile, System.getenv(ADMIN_TOKEN_ENV)) : null;
     Loaded loaded = load(config, admin);
     GatewayConfig cfg = loaded.config();
     Scheduler.Builder scheduler = loaded.scheduler();
@@ -134,7 +159,7 @@ final class GatewayCommand implements Callable<Integer> {
                   router.endpoints().isEmpty() ? 503 : 200,
                   router.endpoints().isEmpty() ? "no endpoints\n" : "ready\n"));
       if (admin) {
-        server.route("/admin/endpoints", ex -> admin(router, ex));
+        server.route("/admin/endpoints", ex -> admin(router, adminToken, ex));
       }
       server.start();
       running = server;
@@ -283,10 +308,56 @@ final class GatewayCommand implements Callable<Integer> {
     return chain.build();
   }
 
-  private static void admin(KvRouter router, HttpExchange ex) throws IOException {
+  /**
+   * The admin API's bearer token, from {@code file} or else the environment variable's {@code
+   * fromEnv}, as the bytes of {@code "Bearer <token>"}.
+   *
+   * @throws ConfigException when there is none or it is shorter than {@value #MIN_TOKEN_LENGTH}
+   */
+  static byte[] adminToken(Path file, String fromEnv) {
+    String token;
+    if (file != null) {
+      try {
+        token = Files.readString(file, StandardCharsets.UTF_8).strip();
+      } catch (IOException e) {
+        throw new ConfigException("--admin-token-file", "cannot be read: " + e.getMessage(), e);
+      }
+    } else {
+      token = fromEnv == null ? "" : fromEnv.strip();
+    }
+    if (token.length() < MIN_TOKEN_LENGTH) {
+      throw new ConfigException(
+          file != null ? "--admin-token-file" : "--admin",
+          "needs a bearer token of "
+              + MIN_TOKEN_LENGTH
+              + " or more characters (--admin-token-file FILE or the "
+              + ADMIN_TOKEN_ENV
+              + " environment variable); anyone who reaches /admin/endpoints can redirect traffic");
+    }
+    return ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Whether the request carries the admin token (compared in constant time). */
+  static boolean authorized(HttpExchange ex, byte[] expected) {
+    String given = ex.getRequestHeaders().getFirst("Authorization");
+    return given != null && MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), expected);
+  }
+
+  private static void admin(KvRouter router, byte[] token, HttpExchange ex) throws IOException {
     String path = ex.getRequestURI().getPath();
     String method = ex.getRequestMethod();
     ObjectMapper json = new ObjectMapper();
+    if (!authorized(ex, token)) {
+      ex.getResponseHeaders().set("WWW-Authenticate", "Bearer");
+      text(ex, 401, "{\"error\":\"the admin API needs its bearer token\"}");
+      return;
+    }
+    String type = ex.getRequestHeaders().getFirst("Content-Type");
+    if (method.equals("POST")
+        && (type == null || !type.toLowerCase(Locale.ROOT).startsWith("application/json"))) {
+      text(ex, 415, "{\"error\":\"POST /admin/endpoints takes Content-Type: application/json\"}");
+      return;
+    }
     try {
       if (method.equals("GET") && path.equals("/admin/endpoints")) {
         List<Map<String, Object>> out = new ArrayList<>();
@@ -305,10 +376,14 @@ final class GatewayCommand implements Callable<Integer> {
                 new String(ProxyServer.readBody(ex.getRequestBody()), StandardCharsets.UTF_8),
                 GatewayConfig.EndpointSpec.class);
         router.addEndpoint(e.endpoint(), e.events());
+        log.info("admin: endpoint {} set to {}", e.endpoint().id(), e.endpoint().baseUrl());
         text(ex, 201, json.writeValueAsString(Map.of("added", e.endpoint().id())));
       } else if (method.equals("DELETE") && path.startsWith("/admin/endpoints/")) {
         String id = path.substring("/admin/endpoints/".length());
         boolean removed = router.removeEndpoint(id);
+        if (removed) {
+          log.info("admin: endpoint {} removed", id);
+        }
         text(
             ex,
             removed ? 200 : 404,

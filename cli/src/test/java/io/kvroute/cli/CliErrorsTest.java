@@ -43,6 +43,33 @@ class CliErrorsTest {
     assertOneLine("kvroute proxy: Unknown option: '--no-such-option'");
   }
 
+  /** Issue 14: an admin API anyone could use is refused at start. */
+  @Test
+  void theAdminApiNeedsAToken(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws IOException {
+    java.nio.file.Path cfg = dir.resolve("gateway.yaml");
+    java.nio.file.Files.writeString(
+        cfg, "listen: {port: 0}\nendpoints: [{id: d, url: \"http://127.0.0.1:1\"}]\n");
+    java.nio.file.Path shortToken = dir.resolve("short.token");
+    java.nio.file.Files.writeString(shortToken, "secret\n");
+    assertThat(
+            run(
+                "gateway",
+                "--config",
+                cfg.toString(),
+                "--admin",
+                "--admin-token-file",
+                shortToken.toString()))
+        .isEqualTo(2);
+    assertOneLine("kvroute gateway: --admin-token-file: needs a bearer token of 16 or more");
+    assertThat(errLines()).doesNotContain("secret");
+    if (System.getenv(GatewayCommand.ADMIN_TOKEN_ENV) == null) {
+      err.getBuffer().setLength(0);
+      assertThat(run("gateway", "--config", cfg.toString(), "--admin")).isEqualTo(2);
+      assertOneLine("kvroute gateway: --admin: needs a bearer token");
+    }
+  }
+
   @Test
   void aPortInUseNamesThePort() throws IOException {
     try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {

@@ -133,6 +133,7 @@ class GatewaySimulatedTest {
       Path cfg = dir.resolve("gateway.yaml");
       Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
 
+      Path token = tokenFile(dir);
       GatewayCommand cmd = new GatewayCommand();
       CommandLine cl = new CommandLine(cmd);
       StringWriter out = new StringWriter();
@@ -140,7 +141,14 @@ class GatewaySimulatedTest {
       cl.setOut(new PrintWriter(out));
       cl.setErr(new PrintWriter(err));
       CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString(), "--admin"));
+          CompletableFuture.supplyAsync(
+              () ->
+                  cl.execute(
+                      "--config",
+                      cfg.toString(),
+                      "--admin",
+                      "--admin-token-file",
+                      token.toString()));
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
       while (cmd.running == null) {
         assertThat(exit).as("gateway exited: " + err).isNotDone();
@@ -198,6 +206,29 @@ class GatewaySimulatedTest {
         assertThat(listed)
             .contains("decode-extra")
             .doesNotContain(cluster.decodePods().get(2).name());
+        // Issue 14: without the token (or with a wrong one) the admin API refuses, and a
+        // cross-site text/plain POST (no CORS preflight) is refused even with it.
+        for (String auth : new String[] {null, "Bearer wrong-token-0123456789", TOKEN}) {
+          HttpRequest.Builder rb =
+              HttpRequest.newBuilder(URI.create(base + "/admin/endpoints"))
+                  .header("Content-Type", "text/plain")
+                  .POST(
+                      HttpRequest.BodyPublishers.ofString(
+                          "{\"id\":\"evil\",\"url\":\"http://127.0.0.1:19999\",\"role\":\"decode\"}"));
+          if (auth != null) {
+            rb.header("Authorization", auth.startsWith("Bearer") ? auth : "Bearer " + auth);
+          }
+          HttpResponse<String> r = client.send(rb.build(), HttpResponse.BodyHandlers.ofString());
+          assertThat(r.statusCode()).as(r.body()).isEqualTo(auth == TOKEN ? 415 : 401);
+        }
+        assertThat(
+                client
+                    .send(
+                        HttpRequest.newBuilder(URI.create(base + "/admin/endpoints")).GET().build(),
+                        HttpResponse.BodyHandlers.ofString())
+                    .statusCode())
+            .isEqualTo(401);
+        assertThat(get(base + "/admin/endpoints")).doesNotContain("evil");
         String metrics = get(base + "/metrics");
         assertThat(metrics).contains("kvroute_connector_prefill_seconds_count");
         assertThat(cluster.prefillPods().get(0).stats().requests()).as("PD ran").isPositive();
@@ -208,10 +239,21 @@ class GatewaySimulatedTest {
     }
   }
 
+  private static final String TOKEN = "test-admin-token-0123456789";
+
+  private static Path tokenFile(Path dir) throws IOException {
+    Path f = dir.resolve("admin.token");
+    Files.writeString(f, TOKEN + "\n", StandardCharsets.UTF_8);
+    return f;
+  }
+
   private String get(String url) throws Exception {
     return client
         .send(
-            HttpRequest.newBuilder(URI.create(url)).GET().build(),
+            HttpRequest.newBuilder(URI.create(url))
+                .header("Authorization", "Bearer " + TOKEN)
+                .GET()
+                .build(),
             HttpResponse.BodyHandlers.ofString())
         .body();
   }
@@ -236,6 +278,8 @@ class GatewaySimulatedTest {
       HttpResponse<String> r =
           client.send(
               HttpRequest.newBuilder(URI.create(url))
+                  .header("Authorization", "Bearer " + TOKEN)
+                  .header("Content-Type", "application/json")
                   .POST(HttpRequest.BodyPublishers.ofString(json))
                   .build(),
               HttpResponse.BodyHandlers.ofString());
@@ -249,7 +293,10 @@ class GatewaySimulatedTest {
     try {
       HttpResponse<String> r =
           client.send(
-              HttpRequest.newBuilder(URI.create(url)).DELETE().build(),
+              HttpRequest.newBuilder(URI.create(url))
+                  .header("Authorization", "Bearer " + TOKEN)
+                  .DELETE()
+                  .build(),
               HttpResponse.BodyHandlers.ofString());
       assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
     } catch (IOException | InterruptedException e) {
