@@ -8,7 +8,6 @@ import io.kvroute.cli.demo.Workload;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnectors;
-import io.kvroute.connector.StreamingResponse;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.router.KvEventFeed;
@@ -214,23 +213,23 @@ final class DemoCommand implements Callable<Integer> {
             .build()
             .start()) {
       List<KvRouter> routers = new ArrayList<>();
-      List<ProxyServer> gateways = new ArrayList<>();
+      List<OpenAiFront> gateways = new ArrayList<>();
       try {
         for (int r = 0; r < replicas; r++) {
           KvRouter router = router(strategy, type, cluster);
           routers.add(router);
-          ProxyServer gateway =
-              new ProxyServer(
-                  "127.0.0.1",
-                  0,
-                  (request, extra) -> router.route(request).thenApply(x -> (StreamingResponse) x));
-          gateway.start();
+          OpenAiFront gateway =
+              OpenAiFront.builder("demo-gateway-" + r, (request, extra) -> router.route(request))
+                  .listen("127.0.0.1", 0)
+                  .ioThreads(1)
+                  .build()
+                  .start();
           gateways.add(gateway);
         }
-        int[] ports = gateways.stream().mapToInt(ProxyServer::port).toArray();
+        int[] ports = gateways.stream().mapToInt(OpenAiFront::port).toArray();
         return drive(strategy, describe(strategy), workload, cluster, ports, err);
       } finally {
-        gateways.forEach(ProxyServer::close);
+        gateways.forEach(OpenAiFront::close);
         routers.forEach(KvRouter::close);
       }
     }

@@ -1,6 +1,5 @@
 package io.kvroute.cli;
 
-import com.sun.net.httpserver.HttpServer;
 import io.kvroute.envoy.EndpointPicker;
 import io.kvroute.envoy.EppServer;
 import io.kvroute.router.KvRouter;
@@ -8,7 +7,7 @@ import io.kvroute.scoring.Scheduler;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
-import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
@@ -77,7 +76,7 @@ final class EppCommand implements Callable<Integer> {
     GatewayConfig cfg = loaded.config();
     Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    HttpServer metrics = null;
+    io.kvroute.edge.EdgeServer metrics = null;
     try (KvRouter router = GatewayCommand.router(cfg, scheduler, config.toPath(), meters)) {
       EndpointPicker picker =
           EndpointPicker.builder(router)
@@ -89,10 +88,26 @@ final class EppCommand implements Callable<Integer> {
       String bind = host != null ? host : cfg.listen().host();
       try (EppServer server = EppServer.builder(picker).host(bind).port(port).build().start()) {
         if (metricsPort != null) {
-          metrics = HttpServer.create(new InetSocketAddress(bind, metricsPort), 0);
-          metrics.createContext("/metrics", ex -> GatewayCommand.text(ex, 200, meters.scrape()));
-          metrics.createContext("/healthz", ex -> GatewayCommand.text(ex, 200, "ok\n"));
-          metrics.start();
+          metrics =
+              io.kvroute.edge.EdgeServer.builder()
+                  .listen(bind, metricsPort)
+                  .ioThreads(1)
+                  .threadName("kvroute-epp-metrics")
+                  .meterRegistry(meters)
+                  .route(
+                      "GET",
+                      "/metrics",
+                      ex ->
+                          ex.respond(
+                              200,
+                              "text/plain; version=0.0.4; charset=utf-8",
+                              meters.scrape().getBytes(StandardCharsets.UTF_8)))
+                  .route(
+                      "GET",
+                      "/healthz",
+                      ex -> ex.respond(200, "text/plain", "ok\n".getBytes(StandardCharsets.UTF_8)))
+                  .build()
+                  .start();
         }
         running = server;
         Thread hook = new Thread(stop::countDown, "kvroute-epp-shutdown");
@@ -104,7 +119,7 @@ final class EppCommand implements Callable<Integer> {
                 bind,
                 server.port(),
                 router.endpoints().size(),
-                metrics == null ? "" : "; metrics on :" + metrics.getAddress().getPort())
+                metrics == null ? "" : "; metrics on :" + metrics.port())
             .flush();
         stop.await();
         try {
@@ -114,7 +129,7 @@ final class EppCommand implements Callable<Integer> {
         }
       } finally {
         if (metrics != null) {
-          metrics.stop(0);
+          metrics.close();
         }
       }
     }

@@ -1,11 +1,11 @@
 package io.kvroute.cli;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.sun.net.httpserver.HttpExchange;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.StreamingResponse;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.pd.MicrometerConnectorListener;
@@ -26,7 +26,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -75,13 +75,17 @@ import picocli.CommandLine.Option;
  * <p>Prompts of a model with {@code tokenizer.path} are tokenized in process ({@code
  * kvroute-tokenizer-hf}: the model's {@code tokenizer.json} and chat template, as vLLM does);
  * {@code fallback: true} (the default) sends them to the pods' {@code /tokenize} when local
- * tokenization fails. Other models use the pods' own {@code /tokenize}. With {@code --admin},
- * endpoints can be listed, added and removed at run time: {@code GET /admin/endpoints}, {@code POST
- * /admin/endpoints} (one endpoint object as above, {@code Content-Type: application/json}), {@code
- * DELETE /admin/endpoints/{id}}, each with {@code Authorization: Bearer <token>} (the token of
- * {@code --admin-token-file} or {@code KVROUTE_ADMIN_TOKEN}, 16 or more characters; without one the
- * gateway does not start). The admin API shares the traffic port: bind the gateway to a trusted
- * interface when you enable it.
+ * tokenization fails. Other models use the pods' own {@code /tokenize}.
+ *
+ * <p>The traffic listener runs on kvroute's Netty edge: {@code listen} sets its limits and timeouts
+ * (header and body read, idle keep-alive, write stall, header size and count, body size, open
+ * connections) and TLS; every refusal is a status line with a JSON body and a counter ({@code
+ * docs/http-edge.md}). With an {@code admin} section (or {@code --admin}, on 127.0.0.1:8081) the
+ * admin API runs on its own listener: {@code GET /admin/endpoints}, {@code POST /admin/endpoints}
+ * (one endpoint object as above, {@code Content-Type: application/json}; an existing id is
+ * replaced), {@code DELETE /admin/endpoints/{id}}, each with {@code Authorization: Bearer <token>}
+ * (the token of {@code admin.tokenFile}, {@code --admin-token-file} or {@code KVROUTE_ADMIN_TOKEN},
+ * 16 or more characters; without one the gateway does not start).
  */
 @Command(
     name = "gateway",
@@ -102,8 +106,9 @@ final class GatewayCommand implements Callable<Integer> {
   @Option(
       names = "--admin",
       description =
-          "Serve /admin/endpoints to add and remove endpoints; every call needs the bearer token of"
-              + " --admin-token-file or the KVROUTE_ADMIN_TOKEN environment variable")
+          "Serve the admin API (/admin/endpoints) on its own listener, 127.0.0.1:8081 unless the"
+              + " configuration's admin section says otherwise; every call needs the bearer token"
+              + " of --admin-token-file or the KVROUTE_ADMIN_TOKEN environment variable")
   boolean admin;
 
   @Option(
@@ -112,22 +117,26 @@ final class GatewayCommand implements Callable<Integer> {
       description = "File holding the admin API's bearer token (16 or more characters)")
   Path adminTokenFile;
 
-  /** Where the admin token comes from when no file is given. */
-  static final String ADMIN_TOKEN_ENV = "KVROUTE_ADMIN_TOKEN";
-
-  /** The shortest admin token accepted. */
-  static final int MIN_TOKEN_LENGTH = 16;
-
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-  volatile ProxyServer running;
+  volatile OpenAiFront running;
   private final CountDownLatch stop = new CountDownLatch(1);
 
   @Override
   public Integer call() throws Exception {
-    byte[] adminToken = admin ? adminToken(adminTokenFile, System.getenv(ADMIN_TOKEN_ENV)) : null;
     Loaded loaded = load(config, admin);
     GatewayConfig cfg = loaded.config();
+    Path dir = config.toPath().toAbsolutePath().getParent();
+    FrontConfig.Admin adminSection = adminSection(cfg, admin, adminTokenFile);
+    io.kvroute.edge.AdminConfig adminConfig;
+    io.kvroute.edge.TlsConfig tls;
+    try {
+      adminConfig = adminSection == null ? null : adminSection.toEdge(dir);
+      tls = cfg.listen().tls() == null ? null : cfg.listen().tls().toEdge(dir);
+    } catch (io.kvroute.edge.EdgeConfigException e) {
+      throw new ConfigException(adminSection == null ? "listen.tls" : "admin", e.getMessage(), e)
+          .inSource(config.toString());
+    }
     Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     KvRouter built;
@@ -137,36 +146,47 @@ final class GatewayCommand implements Callable<Integer> {
       throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
     try (KvRouter router = built) {
-      ProxyServer server =
-          new ProxyServer(
-              cfg.listen().host(),
-              port != null ? port : cfg.listen().port(),
-              (request, extra) ->
-                  router
-                      .route(request)
-                      .thenApply(
-                          r -> {
-                            extra.putAll(r.decision().responseHeaders());
-                            return (StreamingResponse) r;
-                          }));
-      server.route("/metrics", ex -> text(ex, 200, meters.scrape()));
-      server.route("/healthz", ex -> text(ex, 200, "ok\n"));
-      server.route(
-          "/readyz",
-          ex ->
-              text(
-                  ex,
-                  router.endpoints().isEmpty() ? 503 : 200,
-                  router.endpoints().isEmpty() ? "no endpoints\n" : "ready\n"));
-      if (admin) {
-        server.route("/admin/endpoints", ex -> admin(router, adminToken, ex));
+      OpenAiFront.Builder fb =
+          OpenAiFront.builder(
+                  "gateway",
+                  (request, extra) ->
+                      router
+                          .route(request)
+                          .thenApply(
+                              r -> {
+                                extra.putAll(r.decision().responseHeaders());
+                                return r;
+                              }))
+              .listen(cfg.listen().host(), port != null ? port : cfg.listen().port())
+              .limits(cfg.listen().limits())
+              .tls(tls)
+              .meterRegistry(meters)
+              .route(
+                  "GET",
+                  "/metrics",
+                  ex -> ex.respond(200, PROMETHEUS_TEXT, meters.scrape().getBytes(UTF_8)))
+              .route(
+                  "GET",
+                  "/readyz",
+                  ex ->
+                      ex.respond(
+                          router.endpoints().isEmpty() ? 503 : 200,
+                          "text/plain",
+                          (router.endpoints().isEmpty() ? "no endpoints\n" : "ready\n")
+                              .getBytes(UTF_8)));
+      if (adminConfig != null) {
+        fb.admin(adminConfig);
+        AdminApi api = new AdminApi(router);
+        fb.adminRoute("GET", "/admin/endpoints", api::list)
+            .adminRoute("POST", "/admin/endpoints", api::add)
+            .adminRoute("DELETE", "/admin/endpoints/*", api::remove);
       }
-      server.start();
+      OpenAiFront server = fb.build().start();
       running = server;
       Thread hook =
           new Thread(
               () -> {
-                server.stop(10);
+                server.shutdown(Duration.ofSeconds(10));
                 stop.countDown();
               },
               "kvroute-gateway-shutdown");
@@ -174,8 +194,14 @@ final class GatewayCommand implements Callable<Integer> {
       spec.commandLine()
           .getOut()
           .printf(
-              "kvroute gateway listening on http://%s:%d with %d endpoints%n",
-              cfg.listen().host(), server.port(), router.endpoints().size())
+              "kvroute gateway listening on %s://%s:%d with %d endpoints%s%n",
+              tls == null ? "http" : "https",
+              cfg.listen().host(),
+              server.port(),
+              router.endpoints().size(),
+              server.adminPort() < 0
+                  ? ""
+                  : "; admin API on " + adminSection.host() + ":" + server.adminPort())
           .flush();
       stop.await();
       try {
@@ -183,8 +209,33 @@ final class GatewayCommand implements Callable<Integer> {
       } catch (IllegalStateException e) {
         // already shutting down
       }
+      server.close();
     }
     return 0;
+  }
+
+  private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+
+  /**
+   * The admin listener: the configuration's {@code admin} section, or with {@code --admin} one on
+   * 127.0.0.1:8081; {@code --admin-token-file} names the token file either way.
+   */
+  static FrontConfig.Admin adminSection(GatewayConfig cfg, boolean admin, Path tokenFile) {
+    FrontConfig.Admin a = cfg.admin();
+    if (a == null && !admin) {
+      if (tokenFile != null) {
+        throw new ConfigException(
+            "--admin-token-file", "is given but the admin API is off (add --admin)");
+      }
+      return null;
+    }
+    if (a == null) {
+      return FrontConfig.Admin.loopback(8081, tokenFile);
+    }
+    if (tokenFile == null) {
+      return a;
+    }
+    return new FrontConfig.Admin(a.host(), a.port(), tokenFile.toString(), null, a.tls());
   }
 
   /** A gateway configuration file and the scheduler it names. */
@@ -308,120 +359,97 @@ final class GatewayCommand implements Callable<Integer> {
     return chain.build();
   }
 
-  /**
-   * The admin API's bearer token, from {@code file} or else the environment variable's {@code
-   * fromEnv}, as the bytes of {@code "Bearer <token>"}.
-   *
-   * @throws ConfigException when there is none or it is shorter than {@value #MIN_TOKEN_LENGTH}
-   */
-  static byte[] adminToken(Path file, String fromEnv) {
-    String token;
-    if (file != null) {
-      try {
-        token = Files.readString(file, StandardCharsets.UTF_8).strip();
-      } catch (IOException e) {
-        throw new ConfigException("--admin-token-file", "cannot be read: " + e.getMessage(), e);
-      }
-    } else {
-      token = fromEnv == null ? "" : fromEnv.strip();
-    }
-    if (token.length() < MIN_TOKEN_LENGTH) {
-      throw new ConfigException(
-          file != null ? "--admin-token-file" : "--admin",
-          "needs a bearer token of "
-              + MIN_TOKEN_LENGTH
-              + " or more characters (--admin-token-file FILE or the "
-              + ADMIN_TOKEN_ENV
-              + " environment variable); anyone who reaches /admin/endpoints can redirect traffic");
-    }
-    return ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
-  }
-
-  /** Whether the request carries the admin token (compared in constant time). */
-  static boolean authorized(HttpExchange ex, byte[] expected) {
-    String given = ex.getRequestHeaders().getFirst("Authorization");
-    return given != null && MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8), expected);
-  }
-
-  private static void admin(KvRouter router, byte[] token, HttpExchange ex) throws IOException {
-    String path = ex.getRequestURI().getPath();
-    String method = ex.getRequestMethod();
-    ObjectMapper json = new ObjectMapper();
-    if (!authorized(ex, token)) {
-      ex.getResponseHeaders().set("WWW-Authenticate", "Bearer");
-      text(ex, 401, "{\"error\":\"the admin API needs its bearer token\"}");
-      return;
-    }
-    String type = ex.getRequestHeaders().getFirst("Content-Type");
-    if (method.equals("POST")
-        && (type == null || !type.toLowerCase(Locale.ROOT).startsWith("application/json"))) {
-      text(ex, 415, "{\"error\":\"POST /admin/endpoints takes Content-Type: application/json\"}");
-      return;
-    }
-    try {
-      if (method.equals("GET") && path.equals("/admin/endpoints")) {
-        List<Map<String, Object>> out = new ArrayList<>();
-        for (Endpoint e : router.endpoints()) {
-          out.add(
-              Map.of(
-                  "id", e.id(),
-                  "url", e.baseUrl(),
-                  "role", e.role().name().toLowerCase(Locale.ROOT),
-                  "labels", e.labels()));
-        }
-        text(ex, 200, json.writeValueAsString(out));
-      } else if (method.equals("POST") && path.equals("/admin/endpoints")) {
-        GatewayConfig.EndpointSpec e =
-            GatewayConfig.BINDER.readJson(
-                new String(ProxyServer.readBody(ex.getRequestBody()), StandardCharsets.UTF_8),
-                GatewayConfig.EndpointSpec.class);
-        router.addEndpoint(e.endpoint(), e.events());
-        log.info("admin: endpoint {} set to {}", e.endpoint().id(), e.endpoint().baseUrl());
-        text(ex, 201, json.writeValueAsString(Map.of("added", e.endpoint().id())));
-      } else if (method.equals("DELETE") && path.startsWith("/admin/endpoints/")) {
-        String id = path.substring("/admin/endpoints/".length());
-        boolean removed = router.removeEndpoint(id);
-        if (removed) {
-          log.info("admin: endpoint {} removed", id);
-        }
-        text(
-            ex,
-            removed ? 200 : 404,
-            json.writeValueAsString(Map.of(removed ? "removed" : "unknown", id)));
-      } else {
-        text(
-            ex,
-            405,
-            "{\"error\":\"use GET or POST /admin/endpoints, DELETE /admin/endpoints/{id}\"}");
-      }
-    } catch (IllegalArgumentException | com.fasterxml.jackson.core.JacksonException e) {
-      text(ex, 400, json.writeValueAsString(Map.of("error", String.valueOf(e.getMessage()))));
-    } catch (ConnectorException e) {
-      text(
-          ex,
-          e.httpStatus(),
-          json.writeValueAsString(Map.of("error", String.valueOf(e.getMessage()))));
-    }
-  }
-
   void shutdown() {
-    ProxyServer s = running;
+    OpenAiFront s = running;
     if (s != null) {
-      s.stop(1);
+      s.shutdown(Duration.ofSeconds(1));
     }
     stop.countDown();
   }
 
-  static void text(HttpExchange ex, int status, String body) throws IOException {
-    byte[] b = body.getBytes(StandardCharsets.UTF_8);
-    ex.getResponseHeaders()
-        .set(
+  /**
+   * The admin API: list, add (or replace) and remove endpoints. A change is validated in full
+   * before it is applied (a failed change changes nothing) and logged at INFO, without the token.
+   */
+  static final class AdminApi {
+    private final KvRouter router;
+    private final ObjectMapper json = new ObjectMapper();
+
+    AdminApi(KvRouter router) {
+      this.router = router;
+    }
+
+    void list(io.kvroute.edge.Exchange ex) {
+      List<Map<String, Object>> out = new ArrayList<>();
+      for (Endpoint e : router.endpoints()) {
+        out.add(
+            Map.of(
+                "id", e.id(),
+                "url", e.baseUrl(),
+                "role", e.role().name().toLowerCase(Locale.ROOT),
+                "labels", e.labels()));
+      }
+      answer(ex, 200, out);
+    }
+
+    void add(io.kvroute.edge.Exchange ex) {
+      String type = ex.header("Content-Type");
+      if (type == null || !type.toLowerCase(Locale.ROOT).startsWith("application/json")) {
+        ex.error(
+            415,
+            io.kvroute.edge.ErrorRenderer.INVALID_REQUEST,
             "Content-Type",
-            body.startsWith("{") || body.startsWith("[")
-                ? "application/json"
-                : "text/plain; version=0.0.4; charset=utf-8");
-    ex.sendResponseHeaders(status, b.length);
-    ex.getResponseBody().write(b);
-    ex.close();
+            "POST /admin/endpoints takes Content-Type: application/json");
+        return;
+      }
+      GatewayConfig.EndpointSpec e;
+      try {
+        e =
+            GatewayConfig.BINDER.readJson(
+                new String(ex.body(), StandardCharsets.UTF_8), GatewayConfig.EndpointSpec.class);
+      } catch (ConfigException bad) {
+        ex.error(400, io.kvroute.edge.ErrorRenderer.INVALID_REQUEST, "body", bad.getMessage());
+        return;
+      }
+      try {
+        boolean replaced =
+            router.endpoints().stream().anyMatch(x -> x.id().equals(e.endpoint().id()));
+        router.addEndpoint(e.endpoint(), e.events());
+        log.info(
+            "admin: endpoint {} {} {} from {}",
+            e.endpoint().id(),
+            replaced ? "replaced by" : "added at",
+            e.endpoint().baseUrl(),
+            ex.remoteAddress());
+        answer(
+            ex, replaced ? 200 : 201, Map.of(replaced ? "replaced" : "added", e.endpoint().id()));
+      } catch (IllegalArgumentException | ConnectorException bad) {
+        int status = bad instanceof ConnectorException c ? c.httpStatus() : 400;
+        ex.error(
+            status,
+            io.kvroute.edge.ErrorRenderer.INVALID_REQUEST,
+            "body",
+            String.valueOf(bad.getMessage()));
+      }
+    }
+
+    void remove(io.kvroute.edge.Exchange ex) {
+      String id =
+          java.net.URLDecoder.decode(
+              ex.path().substring("/admin/endpoints/".length()), StandardCharsets.UTF_8);
+      boolean removed = router.removeEndpoint(id);
+      if (removed) {
+        log.info("admin: endpoint {} removed by {}", id, ex.remoteAddress());
+      }
+      answer(ex, removed ? 200 : 404, Map.of(removed ? "removed" : "unknown", id));
+    }
+
+    private void answer(io.kvroute.edge.Exchange ex, int status, Object body) {
+      try {
+        ex.respond(status, "application/json", json.writeValueAsBytes(body));
+      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+        ex.error(500, "internal_error", null, e.getMessage());
+      }
+    }
   }
 }

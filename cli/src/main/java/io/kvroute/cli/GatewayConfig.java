@@ -18,7 +18,8 @@ import java.util.Map;
  * JSON when the file ends in {@code .json}); the format is documented on {@link GatewayCommand}
  * and, key by key, in {@code docs/configuration.md}, which a test checks against these records.
  *
- * @param listen the traffic listener
+ * @param listen the traffic listener: address, limits, timeouts, TLS
+ * @param admin the token-protected admin listener (default: none)
  * @param observabilityHeaders add {@code x-kvroute-*} response headers (default false)
  * @param scrapeMetrics poll each endpoint's {@code /metrics} this often (default: not at all)
  * @param defaultConnector the {@code kvConnector} section used for models without their own
@@ -30,7 +31,8 @@ import java.util.Map;
  * @param endpoints the model servers
  */
 record GatewayConfig(
-    Listen listen,
+    FrontConfig.Listen listen,
+    FrontConfig.Admin admin,
     Boolean observabilityHeaders,
     Duration scrapeMetrics,
     Map<String, Object> defaultConnector,
@@ -43,7 +45,7 @@ record GatewayConfig(
 
   /** Validates and applies the defaults. */
   GatewayConfig {
-    listen = listen == null ? new Listen(null, null) : listen;
+    listen = (listen == null ? FrontConfig.Listen.loopback(8080) : listen).withDefaultPort(8080);
     observabilityHeaders = observabilityHeaders != null && observabilityHeaders;
     if (scrapeMetrics != null && (scrapeMetrics.isNegative() || scrapeMetrics.isZero())) {
       throw new ConfigException("scrapeMetrics", "must be > 0, was " + scrapeMetrics);
@@ -121,20 +123,6 @@ record GatewayConfig(
   /** Binds a {@code kvConnector} section, naming its fields from {@code path}. */
   static ConnectorConfig connector(String path, Map<String, Object> section) {
     return ConnectorConfigs.bind(section, path);
-  }
-
-  /**
-   * {@code listen}.
-   *
-   * @param host the address to bind (default 127.0.0.1)
-   * @param port the port (default 8080; 0: any free port)
-   */
-  record Listen(String host, Integer port) {
-    Listen {
-      host = host == null ? "127.0.0.1" : host;
-      port = port == null ? 8080 : port;
-      Checks.range("port", port, 0, 65535);
-    }
   }
 
   /**

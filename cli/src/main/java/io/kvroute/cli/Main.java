@@ -142,6 +142,9 @@ public final class Main implements Runnable {
             ? msg
             : "cannot listen: " + (msg == null ? "address already in use" : msg);
       }
+      if (t instanceof io.kvroute.edge.EdgeBindException) {
+        return msg;
+      }
       if (t instanceof UnknownHostException) {
         return "unknown host: " + msg;
       }

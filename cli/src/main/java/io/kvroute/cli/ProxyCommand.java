@@ -10,6 +10,7 @@ import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.http.OkHttpTransport;
+import io.kvroute.pd.MicrometerConnectorListener;
 import io.kvroute.pd.PdOrchestrator;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -80,10 +81,32 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
   @Option(names = "--grace", defaultValue = "10", description = "Seconds to drain on SIGTERM")
   int graceSeconds;
 
+  @Option(
+      names = "--listen",
+      paramLabel = "KEY=VALUE",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
+      description =
+          "A limit or timeout of the listener (repeatable), as the gateway's listen section:"
+              + " maxConnections, maxHeaderBytes, maxHeaderCount, maxBodyBytes, headerTimeout,"
+              + " bodyTimeout, idleTimeout, writeTimeout; e.g. --listen headerTimeout=5s")
+  java.util.Map<String, String> listen = new java.util.LinkedHashMap<>();
+
+  @Option(
+      names = "--tls-certificate",
+      paramLabel = "FILE",
+      description = "Serve HTTPS with this PEM certificate chain (needs --tls-key)")
+  java.nio.file.Path tlsCertificate;
+
+  @Option(
+      names = "--tls-key",
+      paramLabel = "FILE",
+      description = "The PEM (PKCS#8) private key of --tls-certificate")
+  java.nio.file.Path tlsKey;
+
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   /** Set by tests to learn the bound port and stop the proxy. */
-  volatile ProxyServer running;
+  volatile OpenAiFront running;
 
   private final CountDownLatch stop = new CountDownLatch(1);
 
@@ -105,6 +128,28 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
       throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
     }
     config = connectorConfig();
+    FrontConfig.Listen front =
+        GatewayConfig.BINDER.convert(listen, FrontConfig.Listen.class, "--listen");
+    for (String k : List.of("host", "port", "tls")) {
+      if (listen.containsKey(k)) {
+        throw new ConfigException(
+            "--listen " + k, "is set with --" + k.replace("tls", "tls-certificate"));
+      }
+    }
+    io.kvroute.edge.TlsConfig tls = null;
+    if (tlsCertificate != null || tlsKey != null) {
+      if (tlsCertificate == null || tlsKey == null) {
+        throw new ConfigException(
+            tlsCertificate == null ? "--tls-key" : "--tls-certificate",
+            "needs " + (tlsCertificate == null ? "--tls-certificate" : "--tls-key") + " too");
+      }
+      tls =
+          new FrontConfig.Tls(tlsCertificate.toString(), tlsKey.toString(), null, null)
+              .toEdge(null);
+    }
+    io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters =
+        new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
+            io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
     ScheduledExecutorService scheduler =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -122,17 +167,33 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
         throw option(e);
       }
       PdOrchestrator orchestrator =
-          PdOrchestrator.builder(kv, scheduler).retry(config.retry()).build();
-      ProxyServer server =
-          new ProxyServer(
-              host, port, orchestrator, ProxyServer.roundRobin(prefillEndpoints, decodeEndpoints));
-      server.start();
+          PdOrchestrator.builder(kv, scheduler)
+              .retry(config.retry())
+              .listener(new MicrometerConnectorListener(meters))
+              .build();
+      OpenAiFront server =
+          OpenAiFront.builder("proxy", handler(orchestrator, prefillEndpoints, decodeEndpoints))
+              .listen(host, port)
+              .limits(front.limits())
+              .tls(tls)
+              .meterRegistry(meters)
+              .route(
+                  "GET",
+                  "/metrics",
+                  ex ->
+                      ex.respond(
+                          200,
+                          "text/plain; version=0.0.4; charset=utf-8",
+                          meters.scrape().getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+              .route("GET", "/readyz", ex -> ex.respond(200, "text/plain", READY))
+              .build()
+              .start();
       running = server;
       Thread hook =
           new Thread(
               () -> {
                 System.err.println("kvroute proxy: draining (up to " + graceSeconds + " s)...");
-                server.stop(graceSeconds);
+                server.shutdown(Duration.ofSeconds(graceSeconds));
                 stop.countDown();
               },
               "kvroute-proxy-shutdown");
@@ -140,8 +201,8 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
       spec.commandLine()
           .getOut()
           .printf(
-              "kvroute proxy (%s) listening on http://%s:%d  prefill=%s decode=%s%n",
-              kv.type(), host, server.port(), prefill, decode)
+              "kvroute proxy (%s) listening on %s://%s:%d  prefill=%s decode=%s%n",
+              kv.type(), tls == null ? "http" : "https", host, server.port(), prefill, decode)
           .flush();
       stop.await();
       try {
@@ -149,6 +210,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
       } catch (IllegalStateException e) {
         // already shutting down
       }
+      server.close();
       kv.close();
     } finally {
       scheduler.shutdownNow();
@@ -156,11 +218,22 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     return 0;
   }
 
+  private static final byte[] READY =
+      "ready\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+  /** Runs each request over round-robin (prefill, decode) pairs. */
+  static OpenAiFront.Handler handler(
+      PdOrchestrator orchestrator, List<Endpoint> prefill, List<Endpoint> decode) {
+    java.util.function.Function<io.kvroute.connector.InferenceRequest, List<PdOrchestrator.Pair>>
+        pairs = OpenAiFront.roundRobin(prefill, decode);
+    return (request, extra) -> orchestrator.execute(request, pairs.apply(request));
+  }
+
   /** Stops a proxy started by {@link #call()} (tests). */
   void shutdown() {
-    ProxyServer s = running;
+    OpenAiFront s = running;
     if (s != null) {
-      s.stop(1);
+      s.shutdown(Duration.ofSeconds(1));
     }
     stop.countDown();
   }

@@ -61,12 +61,15 @@ class CliErrorsTest {
                 "--admin-token-file",
                 shortToken.toString()))
         .isEqualTo(2);
-    assertOneLine("kvroute gateway: --admin-token-file: needs a bearer token of 16 or more");
+    assertOneLine("kvroute gateway: admin.tokenFile " + shortToken);
+    assertThat(errLines()).contains("shorter than 16 characters");
     assertThat(errLines()).doesNotContain("secret");
-    if (System.getenv(GatewayCommand.ADMIN_TOKEN_ENV) == null) {
+    if (System.getenv(FrontConfig.Admin.DEFAULT_TOKEN_ENV) == null) {
       err.getBuffer().setLength(0);
       assertThat(run("gateway", "--config", cfg.toString(), "--admin")).isEqualTo(2);
-      assertOneLine("kvroute gateway: --admin: needs a bearer token");
+      assertOneLine(
+          "kvroute gateway: admin.tokenEnv $KVROUTE_ADMIN_TOKEN gives no token; the admin listener"
+              + " does not start without one");
     }
   }
 

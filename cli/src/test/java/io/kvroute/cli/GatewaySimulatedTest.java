@@ -120,6 +120,7 @@ class GatewaySimulatedTest {
       StringBuilder yaml =
           new StringBuilder(
               "listen: { host: 127.0.0.1, port: 0 }\n"
+                  + "admin: { port: 0 }\n"
                   + "observabilityHeaders: true\n"
                   + "defaultConnector: { type: nixl, retry: { maxAttempts: 3, backoffBase: \"1ms\" } }\n"
                   + "index: { blockSize: 16 }\n"
@@ -142,13 +143,7 @@ class GatewaySimulatedTest {
       cl.setErr(new PrintWriter(err));
       CompletableFuture<Integer> exit =
           CompletableFuture.supplyAsync(
-              () ->
-                  cl.execute(
-                      "--config",
-                      cfg.toString(),
-                      "--admin",
-                      "--admin-token-file",
-                      token.toString()));
+              () -> cl.execute("--config", cfg.toString(), "--admin-token-file", token.toString()));
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
       while (cmd.running == null) {
         assertThat(exit).as("gateway exited: " + err).isNotDone();
@@ -156,6 +151,7 @@ class GatewaySimulatedTest {
         TimeUnit.MILLISECONDS.sleep(10);
       }
       String base = "http://127.0.0.1:" + cmd.running.port();
+      String admin = "http://127.0.0.1:" + cmd.running.adminPort();
       try {
         ConcurrentLinkedQueue<String> outcomes = new ConcurrentLinkedQueue<>();
         AtomicInteger next = new AtomicInteger();
@@ -175,10 +171,10 @@ class GatewaySimulatedTest {
                         sick.faults().failNext(3, 503).closeMidStream(1, 2);
                       }
                       if (i == 60) {
-                        post(base + "/admin/endpoints", endpointYaml(extra, "decode"));
+                        post(admin + "/admin/endpoints", endpointYaml(extra, "decode"));
                       }
                       if (i == 80) {
-                        delete(base + "/admin/endpoints/" + cluster.decodePods().get(2).name());
+                        delete(admin + "/admin/endpoints/" + cluster.decodePods().get(2).name());
                       }
                     }
                   },
@@ -202,7 +198,7 @@ class GatewaySimulatedTest {
                 f ->
                     assertThat(f)
                         .matches("stream without \\[DONE\\]|connection broken: .*|bad body"));
-        String listed = get(base + "/admin/endpoints");
+        String listed = get(admin + "/admin/endpoints");
         assertThat(listed)
             .contains("decode-extra")
             .doesNotContain(cluster.decodePods().get(2).name());
@@ -210,7 +206,7 @@ class GatewaySimulatedTest {
         // cross-site text/plain POST (no CORS preflight) is refused even with it.
         for (String auth : new String[] {null, "Bearer wrong-token-0123456789", TOKEN}) {
           HttpRequest.Builder rb =
-              HttpRequest.newBuilder(URI.create(base + "/admin/endpoints"))
+              HttpRequest.newBuilder(URI.create(admin + "/admin/endpoints"))
                   .header("Content-Type", "text/plain")
                   .POST(
                       HttpRequest.BodyPublishers.ofString(
@@ -224,11 +220,24 @@ class GatewaySimulatedTest {
         assertThat(
                 client
                     .send(
-                        HttpRequest.newBuilder(URI.create(base + "/admin/endpoints")).GET().build(),
+                        HttpRequest.newBuilder(URI.create(admin + "/admin/endpoints"))
+                            .GET()
+                            .build(),
                         HttpResponse.BodyHandlers.ofString())
                     .statusCode())
             .isEqualTo(401);
-        assertThat(get(base + "/admin/endpoints")).doesNotContain("evil");
+        assertThat(get(admin + "/admin/endpoints")).doesNotContain("evil");
+        // The traffic listener does not serve the admin API at all.
+        assertThat(
+                client
+                    .send(
+                        HttpRequest.newBuilder(URI.create(base + "/admin/endpoints"))
+                            .header("Authorization", "Bearer " + TOKEN)
+                            .GET()
+                            .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                    .statusCode())
+            .isEqualTo(404);
         String metrics = get(base + "/metrics");
         assertThat(metrics).contains("kvroute_connector_prefill_seconds_count");
         assertThat(cluster.prefillPods().get(0).stats().requests()).as("PD ran").isPositive();

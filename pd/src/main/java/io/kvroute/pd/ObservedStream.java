@@ -15,7 +15,8 @@ import java.util.function.LongSupplier;
  * Observes a decode response: subscribes at once, waits for the first body chunk (so a failure
  * before any byte can still be retried on another pair), then hands out a response that replays
  * that chunk and relays the rest with the subscriber's demand, reporting chunk timing to the
- * listener.
+ * listener. An SSE stream that ends without {@code data: [DONE]} ends with an {@link
+ * UpstreamException} instead of completing.
  *
  * <p>Thread-safe; the demand and cancellation plumbing is a {@link FlowRelay}.
  */
@@ -30,6 +31,17 @@ final class ObservedStream {
   private final FlowRelay<ByteBuffer> relay;
   private final StreamingResponse response;
   private volatile long lastChunkNanos;
+
+  /** Whether the body is an SSE stream, which must end with {@code data: [DONE]}. */
+  private final boolean sse;
+
+  /** The last bytes of the body so far (signals are serial, so no lock is needed). */
+  private final byte[] tail = new byte[TAIL];
+
+  private int tailLength;
+
+  private static final int TAIL = 32;
+  private static final byte[] DONE = "[DONE]".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
   private ObservedStream(
       StreamingResponse upstream,
@@ -56,6 +68,74 @@ final class ObservedStream {
               onEnd.accept(error);
             });
     this.response = StreamingResponse.relayed(upstream, relay);
+    this.sse = upstream.contentType().map(t -> t.startsWith("text/event-stream")).orElse(false);
+  }
+
+  /** Keeps the last {@value #TAIL} bytes of the body, without moving {@code item}'s position. */
+  private void remember(ByteBuffer item) {
+    int n = item.remaining();
+    int from = item.position();
+    if (n >= TAIL) {
+      for (int i = 0; i < TAIL; i++) {
+        tail[i] = item.get(from + n - TAIL + i);
+      }
+      tailLength = TAIL;
+      return;
+    }
+    int keep = Math.min(tailLength, TAIL - n);
+    System.arraycopy(tail, tailLength - keep, tail, 0, keep);
+    for (int i = 0; i < n; i++) {
+      tail[keep + i] = item.get(from + i);
+    }
+    tailLength = keep + n;
+  }
+
+  /** Whether the body so far ends with an SSE {@code data: [DONE]} event. */
+  private boolean endedWithDone() {
+    int end = tailLength;
+    while (end > 0 && (tail[end - 1] == '\n' || tail[end - 1] == '\r' || tail[end - 1] == ' ')) {
+      end--;
+    }
+    int start = end - DONE.length;
+    if (start < 0) {
+      return false;
+    }
+    for (int i = 0; i < DONE.length; i++) {
+      if (tail[start + i] != DONE[i]) {
+        return false;
+      }
+    }
+    int p = start;
+    while (p > 0 && tail[p - 1] == ' ') {
+      p--;
+    }
+    return p >= 5
+        && tail[p - 1] == ':'
+        && tail[p - 2] == 'a'
+        && tail[p - 3] == 't'
+        && tail[p - 4] == 'a'
+        && tail[p - 5] == 'd';
+  }
+
+  /**
+   * The end of a delivered stream: an SSE stream without its {@code data: [DONE]} was cut short
+   * (the engine died or a proxy dropped it), which is an upstream failure, not a success.
+   */
+  private void complete() {
+    if (sse && !endedWithDone()) {
+      relay.onError(
+          new UpstreamException(
+              Leg.DECODE,
+              endpointId,
+              UpstreamException.Kind.PROTOCOL,
+              0,
+              null,
+              null,
+              "decode stream from " + endpointId + " ended without data: [DONE]",
+              null));
+      return;
+    }
+    relay.onComplete();
   }
 
   /**
@@ -101,6 +181,7 @@ final class ObservedStream {
       if (!ready.isDone()) {
         lastChunkNanos = now;
         listener.decodeFirstByte(connectorType, endpointId, now - startNanos);
+        remember(item);
         relay.buffered(item);
         relay.onSubscribe(subscription);
         ready.complete(response);
@@ -108,6 +189,7 @@ final class ObservedStream {
       }
       listener.decodeChunk(connectorType, now - lastChunkNanos);
       lastChunkNanos = now;
+      remember(item);
       relay.onNext(item);
     }
 
@@ -131,6 +213,10 @@ final class ObservedStream {
 
     @Override
     public void onComplete() {
+      if (!ready.isDone() && sse) {
+        onError(new java.io.EOFException("the SSE stream ended without an event"));
+        return;
+      }
       if (!ready.isDone()) {
         listener.decodeFirstByte(connectorType, endpointId, nanoClock.getAsLong() - startNanos);
         relay.onSubscribe(subscription);
@@ -138,7 +224,7 @@ final class ObservedStream {
         ready.complete(response);
         return;
       }
-      relay.onComplete();
+      complete();
     }
   }
 }

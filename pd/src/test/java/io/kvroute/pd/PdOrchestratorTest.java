@@ -378,6 +378,47 @@ class PdOrchestratorTest {
   }
 
   @Test
+  void anSseStreamThatEndsWithoutDoneIsAnUpstreamFailure() throws Exception {
+    Endpoint d = pod("d", Endpoint.Role.DECODE);
+    server(d).enqueue(sse("data: {\"x\":1}\n\n"));
+    StreamingResponse r =
+        orchestrator()
+            .build()
+            .execute(request(), List.of(Pair.decodeOnly(d)))
+            .get(20, TimeUnit.SECONDS);
+    Throwable err = failure(r.readAll(1 << 20));
+    assertThat(err)
+        .isInstanceOf(UpstreamException.class)
+        .hasMessageContaining("ended without data: [DONE]");
+    assertThat(((UpstreamException) err).kind()).isEqualTo(UpstreamException.Kind.PROTOCOL);
+  }
+
+  @Test
+  void anSseStreamEndingWithDoneCompletesEvenWhenDoneIsSplitAcrossChunks() throws Exception {
+    Endpoint d = pod("d", Endpoint.Role.DECODE);
+    String events = "data: {\"x\":1}\n\ndata: [DO";
+    server(d)
+        .enqueue(
+            new MockResponse.Builder()
+                .addHeader("Content-Type", "text/event-stream")
+                .chunkedBody(events + "NE]\n\n", 3)
+                .build());
+    StreamingResponse r =
+        orchestrator()
+            .build()
+            .execute(request(), List.of(Pair.decodeOnly(d)))
+            .get(20, TimeUnit.SECONDS);
+    assertThat(body(r)).isEqualTo(events + "NE]\n\n");
+  }
+
+  private static MockResponse sse(String body) {
+    return new MockResponse.Builder()
+        .addHeader("Content-Type", "text/event-stream")
+        .body(body)
+        .build();
+  }
+
+  @Test
   void aStreamThatBreaksBeforeItsFirstByteIsRetried() throws Exception {
     Endpoint d2 = pod("d2", Endpoint.Role.DECODE);
     server(d2).enqueue(ok("{\"second\":true}"));
