@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The HTTP layer alone: the edge (NIO and epoll transports) next to kvindex-service's
-# NioHttpServer, each answering a 400-byte JSON body from one event loop pinned to core 0, loaded
+# The HTTP layer alone: the edge's NIO and epoll transports (kvindex-service's hand-written
+# NioHttpServer, measured here before, was replaced by the edge), each answering a 400-byte JSON body from one event loop pinned to core 0, loaded
 # by wrk pinned to core 1, interleaved rounds, medians. Needs wrk and a built benchmarks jar
 # (mvn -B -q -DskipTests -pl benchmarks -am package).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 JAR=${JAR:-$ROOT/benchmarks/target/benchmarks.jar}
-KINDS=${KINDS:-"edge-nio edge-epoll legacy-nio"}
+KINDS=${KINDS:-"edge-nio edge-epoll"}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-10s}
 CONCS=${CONCS:-"1 32"}

@@ -5,6 +5,7 @@ module io.kvroute.service {
   requires transitive micrometer.core;
   requires transitive micrometer.registry.prometheus;
   requires transitive io.kvroute.config;
+  requires io.kvroute.edge;
   requires com.fasterxml.jackson.databind;
   requires org.slf4j;
 

@@ -1,5 +1,6 @@
 package io.kvroute.cli;
 
+import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.FlowRelay;
@@ -145,6 +146,11 @@ final class OpenAiFront implements AutoCloseable {
   /** The admin listener's port, or -1. */
   int adminPort() {
     return server.adminPort();
+  }
+
+  /** Connections, buffered body bytes and paused connections now. */
+  io.kvroute.edge.EdgeStats stats() {
+    return server.stats();
   }
 
   /** Requests being served now. */
@@ -306,6 +312,11 @@ final class OpenAiFront implements AutoCloseable {
    */
   static Mapped map(Throwable cause) {
     String message = message(cause);
+    if (cause instanceof AllAttemptsFailedException all && !all.attempts().isEmpty()) {
+      // Answered as its last attempt failed, with every attempt in the message.
+      Mapped last = map(all.attempts().get(all.attempts().size() - 1).cause());
+      return new Mapped(last.status, last.type, message, last.body, last.retryAfterSeconds);
+    }
     if (cause instanceof ConnectorException.InvalidRequestException e) {
       return new Mapped(e.httpStatus(), ErrorRenderer.INVALID_REQUEST, message, null, 0);
     }

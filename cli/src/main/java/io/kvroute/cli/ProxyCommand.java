@@ -129,7 +129,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     }
     config = connectorConfig();
     FrontConfig.Listen front =
-        GatewayConfig.BINDER.convert(listen, FrontConfig.Listen.class, "--listen");
+        GatewayConfig.BINDER.convert(scalars(listen), FrontConfig.Listen.class, "--listen");
     for (String k : List.of("host", "port", "tls")) {
       if (listen.containsKey(k)) {
         throw new ConfigException(
@@ -157,20 +157,20 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               t.setDaemon(true);
               return t;
             });
+    MicrometerConnectorListener listener = new MicrometerConnectorListener(meters);
     try (OkHttpTransport transport = OkHttpTransport.create()) {
       KVConnector kv;
       try {
         kv =
             registry.create(
-                KVConnectorProvider.Context.builder(config, transport, scheduler).build());
+                KVConnectorProvider.Context.builder(config, transport, scheduler)
+                    .listener(listener)
+                    .build());
       } catch (ConnectorConfigException e) {
         throw option(e);
       }
       PdOrchestrator orchestrator =
-          PdOrchestrator.builder(kv, scheduler)
-              .retry(config.retry())
-              .listener(new MicrometerConnectorListener(meters))
-              .build();
+          PdOrchestrator.builder(kv, scheduler).retry(config.retry()).listener(listener).build();
       OpenAiFront server =
           OpenAiFront.builder("proxy", handler(orchestrator, prefillEndpoints, decodeEndpoints))
               .listen(host, port)
@@ -220,6 +220,22 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
 
   private static final byte[] READY =
       "ready\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+  /** {@code KEY=VALUE} options as YAML would read them: numbers as numbers, the rest as text. */
+  static java.util.Map<String, Object> scalars(java.util.Map<String, String> options) {
+    java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
+    options.forEach(
+        (k, v) -> {
+          Object value = v;
+          if (v != null && v.matches("-?[0-9]{1,9}")) {
+            value = Integer.parseInt(v);
+          } else if (v != null && v.matches("-?[0-9]{10,18}")) {
+            value = Long.parseLong(v);
+          }
+          out.put(k, value);
+        });
+    return out;
+  }
 
   /** Runs each request over round-robin (prefill, decode) pairs. */
   static OpenAiFront.Handler handler(

@@ -6,7 +6,6 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.service.ServiceConfig.PodSpec;
 import io.kvroute.service.internal.HttpApi;
-import io.kvroute.service.internal.NioHttpServer;
 import io.kvroute.service.internal.PodTracker;
 import io.kvroute.service.internal.RemoteTokenizer;
 import io.kvroute.service.internal.TrackingBlockIndex;
@@ -68,7 +67,7 @@ public final class KvIndexService implements AutoCloseable {
   private final PodTracker tracker;
   private final TrackingBlockIndex index;
   private final ZmqEventFeed feed;
-  private final NioHttpServer server;
+  private final io.kvroute.edge.EdgeServer server;
   private final ScheduledExecutorService scheduler;
   private final Object podsLock = new Object();
   private Map<String, PodSpec> currentPods = new LinkedHashMap<>();
@@ -140,19 +139,23 @@ public final class KvIndexService implements AutoCloseable {
             registry);
     try {
       this.server =
-          new NioHttpServer(
-              new NioHttpServer.Options(
-                  config.host(),
-                  config.port(),
-                  Math.max(1, config.threads()),
-                  config.maxConnections(),
-                  16 << 10,
-                  config.maxBodyBytes(),
-                  config.requestTimeout(),
-                  config.idleTimeout(),
-                  "kvservice-http-"),
-              api,
-              registry);
+          io.kvroute.edge.EdgeServer.builder()
+              .listen(config.host(), config.port())
+              .ioThreads(Math.max(1, config.threads()))
+              .threadName("kvservice-http")
+              .limits(
+                  io.kvroute.edge.EdgeLimits.builder()
+                      .maxConnections(config.maxConnections())
+                      .maxBodyBytes(config.maxBodyBytes())
+                      .headerTimeout(config.requestTimeout())
+                      .bodyTimeout(config.requestTimeout())
+                      .idleTimeout(config.idleTimeout())
+                      .build())
+              .meterRegistry(registry)
+              .errorRenderer(
+                  (status, type, param, message) -> HttpApi.errorBody(status, param, message))
+              .route("*", "/*", api)
+              .build();
     } catch (RuntimeException e) {
       feed.close();
       scheduler.shutdownNow();
@@ -168,7 +171,12 @@ public final class KvIndexService implements AutoCloseable {
       }
       applyPods();
     }
-    server.start();
+    try {
+      server.start();
+    } catch (io.kvroute.edge.EdgeBindException e) {
+      throw new UncheckedIOException(
+          "http: " + e.getMessage(), new java.net.BindException(e.getMessage()));
+    }
     scheduler.scheduleAtFixedRate(this::sample, 0, 1, TimeUnit.SECONDS);
     if (config.podsFile().isPresent()) {
       long ms = config.podsFilePoll().toMillis();

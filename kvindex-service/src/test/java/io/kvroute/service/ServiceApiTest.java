@@ -203,12 +203,45 @@ class ServiceApiTest {
     assertThat(get("/metrics").statusCode()).isEqualTo(200);
   }
 
+  /**
+   * Issue 14: a connection that never sends a byte is closed at the request timeout, not kept for
+   * the idle timeout, so silent sockets cannot lock other clients out.
+   */
+  @Test
+  void silentConnectionsAreClosedAtTheRequestTimeout() throws Exception {
+    service.close();
+    start(
+        baseConfig()
+            .maxConnections(32)
+            .requestTimeout(Duration.ofSeconds(1))
+            .idleTimeout(Duration.ofSeconds(300))
+            .build());
+    List<java.net.Socket> silent = new java.util.ArrayList<>();
+    try {
+      for (int i = 0; i < 32; i++) {
+        java.net.Socket s = new java.net.Socket("127.0.0.1", service.port());
+        s.setSoTimeout(60_000);
+        silent.add(s);
+      }
+      for (java.net.Socket s : silent) {
+        byte[] rest = s.getInputStream().readAllBytes();
+        String answer = new String(rest, java.nio.charset.StandardCharsets.ISO_8859_1);
+        assertThat(answer.isEmpty() || answer.startsWith("HTTP/1.1 408")).as(answer).isTrue();
+      }
+      assertThat(get("/healthz").statusCode()).isEqualTo(200);
+    } finally {
+      for (java.net.Socket s : silent) {
+        s.close();
+      }
+    }
+  }
+
   @Test
   void aBusyPortFailsCleanly() {
     ServiceConfig taken = baseConfig().port(service.port()).build();
     assertThatThrownBy(() -> KvIndexService.builder(taken).withoutEventFeed().start())
         .isInstanceOf(java.io.UncheckedIOException.class)
-        .hasMessageContaining("http: cannot bind 127.0.0.1:" + service.port());
+        .hasMessageContaining("http: cannot listen on 127.0.0.1:" + service.port());
   }
 
   @Test

@@ -1,21 +1,17 @@
 package io.kvroute.benchmarks.edge;
 
 import io.kvroute.edge.EdgeServer;
-import io.kvroute.service.internal.NioHttpServer;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 
 /**
  * A server that answers every request with the same 400-byte JSON body, on the HTTP edge (NIO or
- * epoll transport) or on kvindex-service's {@code NioHttpServer}, with one event loop: the HTTP
- * layer's own cost, measured with wrk by {@code benchmarks/edge_vs_nio.sh} (which pins this JVM to
- * one core and wrk to the other).
+ * epoll transport), with one event loop: the HTTP layer's own cost, measured with wrk by {@code
+ * benchmarks/edge_vs_nio.sh} (which pins this JVM to one core and wrk to the other).
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.edge.EdgeEchoServer \
- *     edge-nio|edge-epoll|legacy-nio PORT
+ *     edge-nio|edge-epoll PORT
  * </pre>
  */
 public final class EdgeEchoServer {
@@ -43,26 +39,8 @@ public final class EdgeEchoServer {
                 .build()
                 .start();
         break;
-      case "legacy-nio":
-        NioHttpServer nio =
-            new NioHttpServer(
-                new NioHttpServer.Options(
-                    "127.0.0.1",
-                    port,
-                    1,
-                    16384,
-                    16 << 10,
-                    16 << 20,
-                    Duration.ofSeconds(10),
-                    Duration.ofSeconds(60),
-                    "legacy-http-"),
-                ex -> ex.respond(200, "application/json", body),
-                new SimpleMeterRegistry());
-        nio.start();
-        server = nio;
-        break;
       default:
-        throw new IllegalArgumentException("edge-nio, edge-epoll or legacy-nio, not " + kind);
+        throw new IllegalArgumentException("edge-nio or edge-epoll, not " + kind);
     }
     System.out.println("ready " + kind + " on " + port);
     Runtime.getRuntime()

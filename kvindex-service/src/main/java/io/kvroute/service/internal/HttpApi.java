@@ -1,13 +1,13 @@
 package io.kvroute.service.internal;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvroute.edge.Exchange;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.service.CacheState;
 import io.kvroute.service.PodState;
 import io.kvroute.service.ServiceConfig;
-import io.kvroute.service.internal.NioHttpServer.Exchange;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.io.IOException;
@@ -25,16 +25,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The service's HTTP routes on {@link NioHttpServer}: the score, state and pod APIs, health,
- * readiness, Prometheus metrics and the dashboard.
+ * The service's HTTP routes on kvroute's Netty edge ({@code io.kvroute.edge.EdgeServer}): the
+ * score, state and pod APIs, health, readiness, Prometheus metrics and the dashboard.
  *
  * <p>Thread-safe: handlers run on the server's event loops; per-thread buffers (parsed request,
- * request keys, lookup result, response bytes) are reused through thread-locals, and the request
- * body is read in place from the connection's buffer, so a score request over token ids or block
- * keys allocates little. Requests with {@code prompt} text complete on the tokenizer's HTTP client
- * thread.
+ * request keys, lookup result, response bytes) are reused through thread-locals, so a score request
+ * over token ids or block keys allocates little. Requests with {@code prompt} text complete on the
+ * tokenizer's HTTP client thread.
  */
-public final class HttpApi implements NioHttpServer.Handler {
+public final class HttpApi implements io.kvroute.edge.Handler {
   private static final Logger log = LoggerFactory.getLogger(HttpApi.class);
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final String JSON_TYPE = "application/json";
@@ -240,7 +239,7 @@ public final class HttpApi implements NioHttpServer.Handler {
     ScoreCodec.Parsed req = b.parsed;
     ScoreCodec.parse(
         ex.body(),
-        ex.bodyOffset(),
+        0,
         ex.bodyLength(),
         req,
         config.maxTokens(),
@@ -398,7 +397,7 @@ public final class HttpApi implements NioHttpServer.Handler {
     if (status == 413) {
       ex.closeAfterResponse();
     }
-    return send(ex, status, JSON_TYPE, NioHttpServer.errorBody(status, field, message));
+    return send(ex, status, JSON_TYPE, errorBody(status, field, message));
   }
 
   private static int send(Exchange ex, int status, String type, byte[] body) {
@@ -407,7 +406,21 @@ public final class HttpApi implements NioHttpServer.Handler {
   }
 
   private static int send(Exchange ex, int status, String type, byte[] body, int len) {
-    ex.respond(status, type, body, 0, len);
+    ex.respond(status, type, java.util.Arrays.copyOf(body, len));
     return status;
+  }
+
+  /**
+   * The service's error body, {@code {"error":"…","field":"…","status":N}}; the edge's own refusals
+   * (413, 408, 431, …) use it too.
+   */
+  public static byte[] errorBody(int status, String field, String message) {
+    ScoreCodec.Bytes b = new ScoreCodec.Bytes(128 + message.length());
+    b.ascii("{\"error\":").jsonString(message);
+    if (field != null) {
+      b.ascii(",\"field\":").jsonString(field);
+    }
+    b.ascii(",\"status\":").number(status).ascii("}");
+    return java.util.Arrays.copyOf(b.buf, b.size);
   }
 }
