@@ -7,7 +7,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -95,7 +94,6 @@ public class KvRouteAutoConfiguration {
   static class Health {
     @Bean
     @ConditionalOnMissingBean(name = "kvrouteHealthIndicator")
-    @ConditionalOnBean(KvRouter.class)
     KvRouteHealthIndicator kvrouteHealthIndicator(
         KvRouter router, KvRouteProperties properties, ObjectProvider<EventFreshness> freshness) {
       return new KvRouteHealthIndicator(

@@ -1,7 +1,9 @@
 package io.kvroute.spring.gateway;
 
 import io.kvroute.config.ConfigException;
+import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.KVConnectors;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.zmq.KvEventListener;
@@ -53,11 +55,14 @@ final class RouterFactory {
         p.getEndpoints().stream()
             .anyMatch(e -> KvRouteProperties.role(e.getRole()) == Endpoint.Role.PREFILL);
     sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(p, meters, loader));
+    KVConnectors connectors = KVConnectors.discover(loader);
     KvRouter.Builder b =
         KvRouter.builder()
+            .connectors(connectors)
             .defaultConnector(
-                ConnectorConfigs.bind(
-                    KvRouteProperties.connectorSection(p.getDefaultConnector()),
+                connector(
+                    connectors,
+                    p.getDefaultConnector(),
                     KvRouteProperties.PREFIX + ".default-connector"))
             .observabilityHeaders(p.isObservabilityHeaders())
             .listener(new MicrometerConnectorListener(meters))
@@ -91,8 +96,9 @@ final class RouterFactory {
               if (m != null && m.getKvConnector() != null && !m.getKvConnector().isEmpty()) {
                 b.model(
                     name,
-                    ConnectorConfigs.bind(
-                        KvRouteProperties.connectorSection(m.getKvConnector()),
+                    connector(
+                        connectors,
+                        m.getKvConnector(),
                         KvRouteProperties.PREFIX + ".models[" + name + "].kv-connector"));
               }
             });
@@ -100,6 +106,20 @@ final class RouterFactory {
       b.scrapeMetrics(p.getScrapeMetrics());
     }
     return b.build();
+  }
+
+  /** A connector section whose type has a provider on the class path. */
+  private static ConnectorConfig connector(
+      KVConnectors connectors, Map<String, Object> section, String at) {
+    ConnectorConfig c = ConnectorConfigs.bind(KvRouteProperties.connectorSection(section), at);
+    if (!connectors.types().contains(c.type())) {
+      throw ConfigException.unknown(
+          at + ".type",
+          "connector type (no KVConnectorProvider on the class path)",
+          c.type(),
+          connectors.types());
+    }
+    return c;
   }
 
   /** The scheduler the properties name: the file, or kvroute's default profiles. */
