@@ -280,6 +280,10 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
       ServerWebExchange exchange, GatewayFilterChain chain, RouteDecision d, byte[] body) {
     long start = nanoClock.getAsLong();
     AtomicLong firstByte = new AtomicLong(-1);
+    List<Endpoint> decodes = new ArrayList<>();
+    decodes.add(d.decode());
+    decodes.addAll(d.fallbacks());
+    Endpoint[] served = {d.decode()};
     ServerHttpRequest original = exchange.getRequest();
     ServerHttpRequest withHeaders =
         original
@@ -322,13 +326,9 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
         .getResponse()
         .beforeCommit(
             () -> {
-              d.responseHeaders().forEach(routed.getResponse().getHeaders()::set);
+              responseHeaders(d, served[0]).forEach(routed.getResponse().getHeaders()::set);
               return Mono.empty();
             });
-    List<Endpoint> decodes = new ArrayList<>();
-    decodes.add(d.decode());
-    decodes.addAll(d.fallbacks());
-    Endpoint[] served = {d.decode()};
     return attempt(routed, chain, decodes, 0, served)
         .onErrorResume(
             t -> {
@@ -354,6 +354,28 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
                   Duration.ofNanos(end - start),
                   ttft);
             });
+  }
+
+  /**
+   * The decision's response headers for the endpoint that finally served the request: a fallback
+   * gets its own scheduler headers (a session token, say) and observability values.
+   */
+  static Map<String, String> responseHeaders(RouteDecision d, Endpoint served) {
+    Map<String, String> primary = d.responseHeaders();
+    if (served.equals(d.decode())) {
+      return primary;
+    }
+    Endpoint prefill = d.prefill().orElse(null);
+    Map<String, String> out = new LinkedHashMap<>(primary);
+    d.scheduling().responseHeaders().keySet().forEach(out::remove);
+    out.putAll(d.scheduling().responseHeaders(served, prefill));
+    if (out.containsKey("x-kvroute-decode")) {
+      out.put("x-kvroute-decode", served.id());
+      out.put(
+          "x-kvroute-cached-tokens",
+          Long.toString(d.scheduling().prefixMatch(served).cachedTokens()));
+    }
+    return out;
   }
 
   /** Sends the request to {@code decodes[i]}; a failure before any response tries the next one. */
