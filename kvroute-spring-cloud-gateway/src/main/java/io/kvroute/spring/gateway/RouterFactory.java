@@ -113,11 +113,7 @@ final class RouterFactory {
       KVConnectors connectors, Map<String, Object> section, String at) {
     ConnectorConfig c = ConnectorConfigs.bind(KvRouteProperties.connectorSection(section), at);
     if (!connectors.types().contains(c.type())) {
-      throw ConfigException.unknown(
-          at + ".type",
-          "connector type (no KVConnectorProvider on the class path)",
-          c.type(),
-          connectors.types());
+      throw ConfigException.unknown(at + ".type", "connector type", c.type(), connectors.types());
     }
     return c;
   }

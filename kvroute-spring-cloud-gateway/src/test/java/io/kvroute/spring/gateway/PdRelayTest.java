@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -150,7 +151,7 @@ class PdRelayTest {
     Http.await("the request is no longer in flight", () -> router.inFlight() == 0);
   }
 
-  @Test
+  @RepeatedTest(3)
   void aClientThatGoesAwayCancelsTheUpstreamStream() throws Exception {
     // 5000 tokens at 10 ms each: the stream would run for 50 s; the client leaves after one event
     byte[] body = Http.chat(MODEL, "cancel " + PROMPT, true, 5000).getBytes(StandardCharsets.UTF_8);
