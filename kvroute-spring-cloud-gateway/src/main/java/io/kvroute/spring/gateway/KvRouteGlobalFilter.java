@@ -48,6 +48,7 @@ import reactor.adapter.JdkFlowAdapter;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Routes requests to the OpenAI paths ({@code POST /v1/completions}, {@code POST
@@ -188,6 +189,7 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
   private Mono<Void> relay(ServerWebExchange exchange, InferenceRequest request) {
     ServerWebExchangeUtils.setAlreadyRouted(exchange);
     return Mono.fromFuture(() -> router.route(request))
+        .subscribeOn(Schedulers.parallel()) // parsing, hashing, local tokenizing: off the loop
         .flatMap(resp -> write(exchange.getResponse(), resp))
         .onErrorResume(t -> failed(exchange, t));
   }
@@ -272,6 +274,7 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
                                   d.complete(
                                       RouteDecision.Outcome.CANCELLED, Duration.ZERO, null)));
             })
+        .subscribeOn(Schedulers.parallel()) // parsing, hashing, local tokenizing: off the loop
         .onErrorResume(t -> failed(exchange, t).then(Mono.empty()))
         .flatMap(decision -> proxy(exchange, chain, decision, body));
   }
