@@ -39,6 +39,8 @@ class PropertiesValidationTest {
           tokenizer path     | kvroute.models[llama].tokenizer.revision=main              | kvroute.models[llama].tokenizer.path: is required
           missing tokenizer  | kvroute.models[llama].tokenizer.path=/nowhere/at/all        | kvroute.models[llama].tokenizer.path
           missing scheduler  | kvroute.scheduler=/nowhere/picker.yaml                     | /nowhere/picker.yaml
+          bad mode           | kvroute.mode=proxy                                         | kvroute.mode
+          zero body limit    | kvroute.max-request-size=0                                 | kvroute.max-request-size: must be in [1B, 2GB)
           """)
   void aBadPropertyIsNamed(String name, String properties, String message) {
     runner
