@@ -38,6 +38,7 @@ final class Modules {
     ROOTS.put("io.kvroute.edge", "http-edge");
     ROOTS.put("io.kvroute.config", "config");
     ROOTS.put("io.kvroute.envoy", "kvroute-envoy");
+    ROOTS.put("io.kvroute.spring", "kvroute-spring-cloud-gateway");
     ROOTS.put("io.kvroute.cli", "cli");
     ROOTS.put("io.kvroute.examples", "examples");
   }
@@ -68,6 +69,16 @@ final class Modules {
           Map.entry("testkit", Set.of("kvindex")),
           Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
+          Map.entry(
+              "kvroute-spring-cloud-gateway",
+              Set.of(
+                  "kvconnector-api",
+                  "pd",
+                  "kvindex",
+                  "scoring",
+                  "router",
+                  "config",
+                  "kvroute-tokenizer-hf")),
           Map.entry("http-edge", Set.of()),
           Map.entry(
               "cli",

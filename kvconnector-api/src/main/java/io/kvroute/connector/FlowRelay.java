@@ -128,11 +128,17 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
     }
     cancelled = true;
     Flow.Subscription s = upstream.get();
-    if (s != null) {
-      s.cancel();
+    try {
+      if (s != null) {
+        s.cancel();
+      }
+    } catch (RuntimeException e) {
+      // An upstream whose cancel throws breaks rule 3.15; the end is still reported (the
+      // accounting of whoever waits for it must not leak) and cancel returns normally.
+    } finally {
+      reportEnd(new CancellationException("stream cancelled"));
+      drain();
     }
-    reportEnd(new CancellationException("stream cancelled"));
-    drain();
   }
 
   // ---------------------------------------------------------------- downstream

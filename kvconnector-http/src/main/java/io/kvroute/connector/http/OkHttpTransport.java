@@ -304,7 +304,12 @@ public final class OkHttpTransport implements HttpTransport {
         if (cancel) {
           call.cancel();
         }
-        response.close();
+        try {
+          response.close();
+        } catch (RuntimeException e) {
+          // Closing while the reader thread is inside read() can throw in okio ("Unbalanced
+          // enter/exit"); the call is cancelled, the reader ends on its own.
+        }
       }
     }
 
