@@ -48,9 +48,14 @@ class KvRouterSharedRedisTest {
 
   @AfterEach
   void stop() {
+    // After a skipped start (no redis-server) nothing was started.
     routers.forEach(KvRouter::close);
-    cluster.close();
-    redis.close();
+    if (cluster != null) {
+      cluster.close();
+    }
+    if (redis != null) {
+      redis.close();
+    }
   }
 
   private KvRouter router(String replica, boolean subscribe) {
