@@ -77,7 +77,9 @@ final class EppCommand implements Callable<Integer> {
     Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     io.kvroute.edge.EdgeServer metrics = null;
-    try (KvRouter router = GatewayCommand.router(cfg, scheduler, config.toPath(), meters)) {
+    java.util.List<AutoCloseable> resources = new java.util.ArrayList<>();
+    try (KvRouter router =
+        GatewayCommand.router(cfg, scheduler, config.toPath(), meters, resources)) {
       EndpointPicker picker =
           EndpointPicker.builder(router)
               .requestBodyMode(requestBodyMode)
@@ -132,6 +134,8 @@ final class EppCommand implements Callable<Integer> {
           metrics.close();
         }
       }
+    } finally {
+      GatewayCommand.closeAll(resources);
     }
     return 0;
   }

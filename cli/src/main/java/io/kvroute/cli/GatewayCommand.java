@@ -8,6 +8,8 @@ import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.redis.RedisBlockIndex;
+import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.pd.MicrometerConnectorListener;
 import io.kvroute.router.KvEventFeeds;
 import io.kvroute.router.KvRouter;
@@ -140,9 +142,11 @@ final class GatewayCommand implements Callable<Integer> {
     Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     KvRouter built;
+    List<AutoCloseable> resources = new ArrayList<>();
     try {
-      built = router(cfg, scheduler, config.toPath(), meters);
+      built = router(cfg, scheduler, config.toPath(), meters, resources);
     } catch (ConfigException e) {
+      closeAll(resources);
       throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
     try (KvRouter router = built) {
@@ -210,8 +214,22 @@ final class GatewayCommand implements Callable<Integer> {
         // already shutting down
       }
       server.close();
+    } finally {
+      closeAll(resources);
     }
     return 0;
+  }
+
+  /** Closes what the router does not own (a Redis index's client), quietly. */
+  static void closeAll(List<AutoCloseable> resources) {
+    for (AutoCloseable r : resources) {
+      try {
+        r.close();
+      } catch (Exception e) {
+        log.warn("closing {} failed", r, e);
+      }
+    }
+    resources.clear();
   }
 
   private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
@@ -285,16 +303,23 @@ final class GatewayCommand implements Callable<Integer> {
 
   /** The router the configuration describes. */
   static KvRouter router(
-      GatewayConfig cfg, Scheduler.Builder sb, Path configFile, PrometheusMeterRegistry meters)
+      GatewayConfig cfg,
+      Scheduler.Builder sb,
+      Path configFile,
+      PrometheusMeterRegistry meters,
+      List<AutoCloseable> resources)
       throws IOException {
     BlockIndex index = null;
     if (cfg.index() != null) {
-      index =
-          BlockIndex.inMemory(
-              IndexConfig.builder()
-                  .blockSize(cfg.index().blockSize())
-                  .meterRegistry(meters)
-                  .build());
+      IndexConfig ic =
+          IndexConfig.builder().blockSize(cfg.index().blockSize()).meterRegistry(meters).build();
+      if (cfg.index().redis() != null) {
+        RedisBlockIndex shared = redisIndex(ic, cfg.index().redis(), meters);
+        resources.add(shared);
+        index = shared;
+      } else {
+        index = BlockIndex.inMemory(ic);
+      }
     }
     boolean pd =
         cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL);
@@ -317,6 +342,38 @@ final class GatewayCommand implements Callable<Integer> {
       b.scrapeMetrics(cfg.scrapeMetrics());
     }
     return b.build();
+  }
+
+  /** The shared index on Redis or Valkey that {@code index.redis} describes. */
+  static RedisBlockIndex redisIndex(
+      IndexConfig ic, GatewayConfig.Redis r, PrometheusMeterRegistry meters) {
+    RedisIndexConfig.Builder b =
+        RedisIndexConfig.builder()
+            .url(r.url())
+            .ingestMode(
+                r.ingestMode().equals("leased")
+                    ? RedisIndexConfig.IngestMode.LEASED
+                    : RedisIndexConfig.IngestMode.ALL_REPLICAS)
+            .meterRegistry(meters);
+    if (r.keyPrefix() != null) {
+      b.keyPrefix(r.keyPrefix());
+    }
+    if (r.entryTtl() != null) {
+      b.entryTtl(r.entryTtl());
+    }
+    if (r.lookupTimeout() != null) {
+      b.lookupTimeout(r.lookupTimeout());
+    }
+    if (r.replicaId() != null) {
+      b.replicaId(r.replicaId());
+    }
+    RedisIndexConfig rc;
+    try {
+      rc = b.build();
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("index.redis", e.getMessage(), e);
+    }
+    return RedisBlockIndex.create(ic, rc);
   }
 
   /**

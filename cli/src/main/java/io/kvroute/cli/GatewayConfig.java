@@ -187,11 +187,63 @@ record GatewayConfig(
    * {@code index}.
    *
    * @param blockSize tokens per block, as the engines' {@code --block-size} (default 16)
+   * @param backend {@code memory} (each replica its own index, the default) or {@code redis} (one
+   *     index shared by every replica on Redis or Valkey)
+   * @param redis the Redis backend's settings (with {@code backend: redis})
    */
-  record Index(Integer blockSize) {
+  record Index(Integer blockSize, String backend, Redis redis) {
     Index {
       blockSize = blockSize == null ? 16 : blockSize;
       Checks.range("blockSize", blockSize, 1, Integer.MAX_VALUE);
+      backend = backend == null ? "memory" : backend;
+      if (!backend.equals("memory") && !backend.equals("redis")) {
+        throw new ConfigException("backend", "must be memory or redis, was \"" + backend + "\"");
+      }
+      if (redis != null && backend.equals("memory")) {
+        throw new ConfigException("redis", "is set but backend is memory (add backend: redis)");
+      }
+      if (backend.equals("redis") && redis == null) {
+        redis = new Redis(null, null, null, null, null, null);
+      }
+    }
+  }
+
+  /**
+   * {@code index.redis}: the shared index on Redis or Valkey ({@code kvindex-redis}).
+   *
+   * @param url the server, {@code redis://[user:password@]host:port[/db]} or {@code rediss://}
+   *     (default {@code redis://127.0.0.1:6379})
+   * @param keyPrefix the first part of every key's hash tag (default {@code kvroute})
+   * @param ingestMode {@code leased} (one replica writes a pod's events, the default) or {@code
+   *     all-replicas} (every replica writes them, idempotently)
+   * @param entryTtl time to live of a cached block's entry, refreshed by stores and hits (default
+   *     6h; 0s: none)
+   * @param lookupTimeout a lookup slower than this answers "no cache information" (default 100ms)
+   * @param replicaId this replica's name in pod leases (default: random)
+   */
+  record Redis(
+      String url,
+      String keyPrefix,
+      String ingestMode,
+      Duration entryTtl,
+      Duration lookupTimeout,
+      String replicaId) {
+    Redis {
+      url = url == null ? "redis://127.0.0.1:6379" : url;
+      if (!url.startsWith("redis://") && !url.startsWith("rediss://")) {
+        throw new ConfigException("url", "not a redis:// or rediss:// URL: \"" + url + "\"");
+      }
+      ingestMode = ingestMode == null ? "leased" : ingestMode;
+      if (!ingestMode.equals("leased") && !ingestMode.equals("all-replicas")) {
+        throw new ConfigException(
+            "ingestMode", "must be leased or all-replicas, was \"" + ingestMode + "\"");
+      }
+      if (entryTtl != null && entryTtl.isNegative()) {
+        throw new ConfigException("entryTtl", "must be >= 0, was " + entryTtl);
+      }
+      if (lookupTimeout != null && (lookupTimeout.isNegative() || lookupTimeout.isZero())) {
+        throw new ConfigException("lookupTimeout", "must be > 0, was " + lookupTimeout);
+      }
     }
   }
 

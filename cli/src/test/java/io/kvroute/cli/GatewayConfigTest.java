@@ -67,6 +67,12 @@ class GatewayConfigTest {
           tokenizer without path | 'models: {llama: {tokenizer: {revision: main}}}\\nendpoints: [D0]' | models.llama.tokenizer.path: is required (the directory of the model's tokenizer files)
           tokenizer that cannot load | 'models: {llama: {tokenizer: {path: nowhere}}}\\nendpoints: [D0]' | models.llama.tokenizer.path:
           index block size | 'index: {blockSize: 0}\\nendpoints: [D0]' | index.blockSize: must be >= 1, was 0
+          unknown index backend | 'index: {backend: valkey}\\nendpoints: [D0]' | index.backend: must be memory or redis, was "valkey"
+          redis settings without the backend | 'index: {redis: {url: "redis://x:6379"}}\\nendpoints: [D0]' | index.redis: is set but backend is memory (add backend: redis)
+          redis URL | 'index: {backend: redis, redis: {url: "http://x:6379"}}\\nendpoints: [D0]' | index.redis.url: not a redis:// or rediss:// URL: "http://x:6379"
+          redis ingest mode | 'index: {backend: redis, redis: {ingestMode: everyone}}\\nendpoints: [D0]' | index.redis.ingestMode: must be leased or all-replicas, was "everyone"
+          listen timeout | 'listen: {headerTimeout: 0s}\\nendpoints: [D0]' | listen.headerTimeout: must be > 0, was PT0S
+          admin token sources | 'admin: {tokenFile: a, tokenEnv: B}\\nendpoints: [D0]' | admin.tokenEnv: set only one of tokenFile and tokenEnv
           inline scheduler | 'scheduler: {plugins: [{type: queue-scorer}, {type: foo}]}\\nendpoints: [D0]' | scheduler.plugins[1].type: unknown plugin "foo"; known:
           scheduler as a list | 'scheduler: [a]\\nendpoints: [D0]' | scheduler: must be a file name or an EndpointPickerConfig mapping
           two documents | 'endpoints: [D0]\\n---\\nendpoints: [D0]' | only one document is allowed; found more after it (line 3)

@@ -1,0 +1,145 @@
+package io.kvroute.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvroute.kvindex.redis.RedisServer;
+import io.kvroute.testkit.LatencyModel;
+import io.kvroute.testkit.SimulatedCluster;
+import io.kvroute.testkit.VllmSimulator;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * {@code kvroute gateway} with {@code index: {backend: redis}} against a real {@code redis-server}
+ * and simulated pods: one replica's index, filled from the pods' KV events, is the other's; a
+ * replica that starts against the warm Redis routes precisely from its first request; Redis going
+ * away costs precision, not requests.
+ */
+class GatewayRedisTest {
+  private final HttpClient client =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  /** A started gateway and how to stop it. */
+  private record Gateway(GatewayCommand cmd, CompletableFuture<Integer> exit, String base) {}
+
+  private static Gateway start(Path cfg) throws Exception {
+    GatewayCommand cmd = new GatewayCommand();
+    CommandLine cl = new CommandLine(cmd);
+    StringWriter err = new StringWriter();
+    cl.setOut(new PrintWriter(new StringWriter()));
+    cl.setErr(new PrintWriter(err, true));
+    CompletableFuture<Integer> exit =
+        CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString()));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (cmd.running == null) {
+      assertThat(exit).as(() -> "gateway exited: " + err).isNotDone();
+      assertThat(System.nanoTime()).isLessThan(deadline);
+      TimeUnit.MILLISECONDS.sleep(10);
+    }
+    return new Gateway(cmd, exit, "http://127.0.0.1:" + cmd.running.port());
+  }
+
+  private HttpResponse<String> post(String base, String body) throws Exception {
+    return client.send(
+        HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+            .timeout(Duration.ofSeconds(30))
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static long cached(HttpResponse<String> r) {
+    return Long.parseLong(r.headers().firstValue("x-kvroute-cached-tokens").orElse("0"));
+  }
+
+  @Test
+  void replicasShareOneIndexOnRedis(@TempDir Path dir) throws Exception {
+    try (RedisServer redis = RedisServer.start();
+        SimulatedCluster cluster =
+            SimulatedCluster.builder()
+                .both(3)
+                .model("sim")
+                .configure(b -> b.blockSize(16).gpuBlocks(1024).latency(LatencyModel.ZERO))
+                .build()
+                .start()) {
+      StringBuilder yaml =
+          new StringBuilder(
+              "listen: { port: 0 }\n"
+                  + "observabilityHeaders: true\n"
+                  + "index: { blockSize: 16, backend: redis, redis: { url: \""
+                  + redis.url()
+                  + "\", ingestMode: all-replicas, lookupTimeout: \"5s\" } }\n"
+                  + "endpoints:\n");
+      for (VllmSimulator p : cluster.pods()) {
+        yaml.append("  - id: ")
+            .append(p.name())
+            .append("\n    url: \"")
+            .append(p.baseUrl())
+            .append("\"\n    kvEvents: { publisher: \"")
+            .append(p.eventsEndpoint())
+            .append("\", replay: \"")
+            .append(p.replayEndpoint())
+            .append("\" }\n");
+      }
+      Path cfg = dir.resolve("gateway.yaml");
+      Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
+      String body =
+          "{\"model\":\"sim\",\"max_tokens\":2,\"prompt\":\""
+              + "a long shared prefix that several requests repeat ".repeat(20)
+              + "\"}";
+      Gateway a = start(cfg);
+      Gateway b = null;
+      try {
+        HttpResponse<String> first = post(a.base(), body);
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
+        String pod = first.headers().firstValue("x-kvroute-decode").orElseThrow();
+        // The pod's events reach Redis asynchronously: repeat until replica A sees them there.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        HttpResponse<String> again = first;
+        while (cached(again) == 0) {
+          assertThat(System.nanoTime()).as("no cached tokens reported").isLessThan(deadline);
+          TimeUnit.MILLISECONDS.sleep(20);
+          again = post(a.base(), body);
+          assertThat(again.statusCode()).isEqualTo(200);
+        }
+        assertThat(again.headers().firstValue("x-kvroute-decode")).contains(pod);
+
+        // A second replica starts against the warm Redis: precise from its first request.
+        b = start(cfg);
+        HttpResponse<String> fromB = post(b.base(), body);
+        assertThat(fromB.statusCode()).isEqualTo(200);
+        assertThat(cached(fromB)).isGreaterThanOrEqualTo(16 * 10);
+        assertThat(fromB.headers().firstValue("x-kvroute-decode")).contains(pod);
+
+        // Redis goes away: requests still succeed (the index answers "no cache information";
+        // the router's own approximate prefix history may still predict the pod).
+        redis.stop();
+        for (int i = 0; i < 3; i++) {
+          HttpResponse<String> withoutRedis = post(b.base(), body);
+          assertThat(withoutRedis.statusCode()).as(withoutRedis.body()).isEqualTo(200);
+        }
+      } finally {
+        a.cmd().shutdown();
+        assertThat(a.exit().get(30, TimeUnit.SECONDS)).isZero();
+        if (b != null) {
+          b.cmd().shutdown();
+          assertThat(b.exit().get(30, TimeUnit.SECONDS)).isZero();
+        }
+      }
+    }
+  }
+}
