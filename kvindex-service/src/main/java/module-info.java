@@ -6,6 +6,7 @@ module io.kvroute.service {
   requires transitive micrometer.registry.prometheus;
   requires transitive io.kvroute.config;
   requires io.kvroute.edge;
+  requires io.kvroute.scoring;
   requires com.fasterxml.jackson.databind;
   requires org.slf4j;
 

@@ -67,7 +67,9 @@ final class Modules {
           Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
           Map.entry("testkit", Set.of("kvindex")),
-          Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge", "config")),
+          Map.entry(
+              "kvindex-service",
+              Set.of("kvconnector-api", "kvindex", "scoring", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
           Map.entry(
               "kvroute-spring-cloud-gateway",

@@ -96,14 +96,7 @@ final class EppCommand implements Callable<Integer> {
                   .ioThreads(1)
                   .threadName("kvroute-epp-metrics")
                   .meterRegistry(meters)
-                  .route(
-                      "GET",
-                      "/metrics",
-                      ex ->
-                          ex.respond(
-                              200,
-                              "text/plain; version=0.0.4; charset=utf-8",
-                              meters.scrape().getBytes(StandardCharsets.UTF_8)))
+                  .route("GET", "/metrics", OpenAiFront.prometheus(meters))
                   .route(
                       "GET",
                       "/healthz",

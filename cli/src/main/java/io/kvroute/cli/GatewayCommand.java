@@ -165,10 +165,7 @@ final class GatewayCommand implements Callable<Integer> {
               .limits(cfg.listen().limits())
               .tls(tls)
               .meterRegistry(meters)
-              .route(
-                  "GET",
-                  "/metrics",
-                  ex -> ex.respond(200, PROMETHEUS_TEXT, meters.scrape().getBytes(UTF_8)))
+              .route("GET", "/metrics", OpenAiFront.prometheus(meters))
               .route(
                   "GET",
                   "/readyz",
@@ -231,8 +228,6 @@ final class GatewayCommand implements Callable<Integer> {
     }
     resources.clear();
   }
-
-  private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
   /**
    * The admin listener: the configuration's {@code admin} section, or with {@code --admin} one on

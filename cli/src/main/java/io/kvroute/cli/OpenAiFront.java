@@ -395,6 +395,16 @@ final class OpenAiFront implements AutoCloseable {
     };
   }
 
+  /** {@code GET /metrics}: the registry in Prometheus's text format. */
+  static io.kvroute.edge.Handler prometheus(
+      io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters) {
+    return ex ->
+        ex.respond(
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            meters.scrape().getBytes(StandardCharsets.UTF_8));
+  }
+
   /** A route beside the OpenAI ones. */
   private record Route(String method, String path, io.kvroute.edge.Handler handler) {}
 

@@ -177,14 +177,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               .limits(front.limits())
               .tls(tls)
               .meterRegistry(meters)
-              .route(
-                  "GET",
-                  "/metrics",
-                  ex ->
-                      ex.respond(
-                          200,
-                          "text/plain; version=0.0.4; charset=utf-8",
-                          meters.scrape().getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+              .route("GET", "/metrics", OpenAiFront.prometheus(meters))
               .route("GET", "/readyz", ex -> ex.respond(200, "text/plain", READY))
               .build()
               .start();

@@ -1,52 +1,38 @@
 package io.kvroute.service.internal;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonGenerator;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.scoring.SchedulingRequest;
+import io.kvroute.scoring.Tokenizers;
 import io.kvroute.service.ServiceConfig.TokenizerSettings;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
 import java.net.URI;
-import java.util.Arrays;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
- * Tokenizes prompt text with vLLM's {@code POST /tokenize} ({@code {"model", "prompt"}} → {@code
- * {"tokens": [...]}}), with a per-call timeout and a bounded LRU cache keyed by model and prompt
- * (bounded both in entries and in total tokens).
+ * Tokenizes {@code kvroute serve}'s prompt text: an in-process tokenizer first (when configured),
+ * else vLLM's {@code POST /tokenize} through scoring's {@link Tokenizers.VllmTokenizer} (the same
+ * client the gateway uses: one wire format, one bounded cache keyed by model and prompt, bounded
+ * both in entries and in total tokens), on a fixed URL or on the pods' URLs in rotation. Failures
+ * become {@link TokenizerException}s carrying the status the service answers with.
  *
- * <p>Thread-safe: the cache is guarded by its own monitor, held only for map operations. Futures
- * complete on the transport's threads (or at once on a cache hit).
+ * <p>Thread-safe. Futures complete on the transport's threads (or at once on a cache hit).
  */
 public final class RemoteTokenizer {
-  private static final JsonFactory JSON = new JsonFactory();
-  private static final int MAX_RESPONSE_BYTES = 64 << 20;
-
   private final TokenizerSettings settings;
   private final Supplier<List<URI>> podUrls;
-  private final HttpTransport transport;
-  private final AtomicInteger rotation = new AtomicInteger();
-  private final LinkedHashMap<String, int[]> cache = new LinkedHashMap<>(64, 0.75f, true);
-  private long cachedTokens;
-  private final Counter hits;
-  private final Counter misses;
-  private final Counter failures;
+  private final Tokenizers.VllmTokenizer remote;
   private final java.util.function.Function<String, int[]> local;
   private final Counter localCalls;
+  private final Counter localFailures;
 
   /**
    * A tokenizer.
@@ -65,12 +51,26 @@ public final class RemoteTokenizer {
       java.util.function.Function<String, int[]> local) {
     this.settings = settings;
     this.local = local;
-    this.localCalls = Counter.builder("kvroute.service.tokenizer.local").register(registry);
     this.podUrls = podUrls;
-    this.transport = transport;
-    this.hits = Counter.builder("kvroute.service.tokenizer.cache.hits").register(registry);
-    this.misses = Counter.builder("kvroute.service.tokenizer.cache.misses").register(registry);
-    this.failures = Counter.builder("kvroute.service.tokenizer.failures").register(registry);
+    Tokenizers.VllmBuilder b =
+        Tokenizers.vllm()
+            .transport(transport)
+            .timeout(settings.timeout())
+            .cache(settings.cacheEntries(), settings.cacheMaxTokens());
+    settings.url().ifPresent(b::baseUrl);
+    this.remote = b.build();
+    this.localCalls = Counter.builder("kvroute.service.tokenizer.local").register(registry);
+    this.localFailures =
+        Counter.builder("kvroute.service.tokenizer.local.failures").register(registry);
+    FunctionCounter.builder(
+            "kvroute.service.tokenizer.cache.hits", remote, Tokenizers.VllmTokenizer::cacheHits)
+        .register(registry);
+    FunctionCounter.builder(
+            "kvroute.service.tokenizer.cache.misses", remote, Tokenizers.VllmTokenizer::cacheMisses)
+        .register(registry);
+    FunctionCounter.builder(
+            "kvroute.service.tokenizer.failures", remote, Tokenizers.VllmTokenizer::failures)
+        .register(registry);
     Gauge.builder("kvroute.service.tokenizer.cache.entries", this, t -> t.cacheSize())
         .register(registry);
   }
@@ -92,8 +92,8 @@ public final class RemoteTokenizer {
   }
 
   /** Cached prompts. */
-  public synchronized int cacheSize() {
-    return cache.size();
+  public int cacheSize() {
+    return remote.cacheSize();
   }
 
   /** The token ids of {@code prompt} for {@code model}. */
@@ -104,146 +104,57 @@ public final class RemoteTokenizer {
         localCalls.increment();
         return CompletableFuture.completedFuture(ids);
       } catch (RuntimeException e) {
-        failures.increment();
+        localFailures.increment();
         if (!settings.hasRemote()) {
           return CompletableFuture.failedFuture(
               new TokenizerException(502, "local tokenizer failed: " + e.getMessage()));
         }
       }
     }
-    String key = model + '\u0000' + prompt;
-    int[] hit = cached(key);
-    if (hit != null) {
-      hits.increment();
-      return CompletableFuture.completedFuture(hit);
-    }
-    misses.increment();
-    URI base;
+    SchedulingRequest.Builder r = SchedulingRequest.builder().model(model).prompt(prompt);
+    String target;
     if (settings.url().isPresent()) {
-      base = settings.url().get();
+      target = settings.url().get().resolve("/tokenize").toString();
     } else {
       List<URI> urls = podUrls.get();
       if (urls.isEmpty()) {
-        failures.increment();
         return CompletableFuture.failedFuture(
             new TokenizerException(502, "tokenizer: no configured pod has an http URL"));
       }
-      base = urls.get(Math.floorMod(rotation.getAndIncrement(), urls.size()));
-    }
-    byte[] body;
-    try {
-      ByteArrayOutputStream out = new ByteArrayOutputStream(prompt.length() + 64);
-      try (JsonGenerator g = JSON.createGenerator(out)) {
-        g.writeStartObject();
-        g.writeStringField("model", model);
-        g.writeStringField("prompt", prompt);
-        g.writeEndObject();
+      List<Endpoint> pods = new ArrayList<>(urls.size());
+      for (URI u : urls) {
+        pods.add(Endpoint.of(u.getScheme() + "://" + u.getRawAuthority(), Endpoint.Role.BOTH));
       }
-      body = out.toByteArray();
-    } catch (IOException e) {
-      return CompletableFuture.failedFuture(e);
+      r.candidates(pods);
+      target = "the pods' /tokenize";
     }
-    URI target = base.resolve("/tokenize");
-    Endpoint server =
-        Endpoint.of(base.getScheme() + "://" + base.getRawAuthority(), Endpoint.Role.BOTH);
-    return CancellableFutures.compose(
-            transport.send(
-                HttpTransport.Outbound.post(server, "/tokenize", body)
-                    .timeout(settings.timeout())
-                    .build()),
-            resp -> {
-              if (resp.status() != 200) {
-                resp.cancel();
-                throw new TokenizerException(
-                    502, "tokenizer: " + target + " answered HTTP " + resp.status());
-              }
-              return resp.readAll(MAX_RESPONSE_BYTES);
-            })
+    return remote
+        .tokenize(r.build())
+        .toCompletableFuture()
         .handle(
-            (bytes, err) -> {
-              if (err != null) {
-                failures.increment();
-                Throwable c = CancellableFutures.unwrap(err);
-                if (c instanceof TokenizerException te) {
-                  throw te;
-                }
-                if (c instanceof UpstreamException u
-                    && u.kind() == UpstreamException.Kind.TIMEOUT) {
-                  throw new TokenizerException(
-                      504,
-                      "tokenizer: "
-                          + target
-                          + " did not answer within "
-                          + settings.timeout().toMillis()
-                          + " ms");
-                }
+            (tokens, err) -> {
+              if (err == null) {
+                return tokens;
+              }
+              Throwable c = CancellableFutures.unwrap(err);
+              if (c instanceof UpstreamException u && u.kind() == UpstreamException.Kind.TIMEOUT) {
                 throw new TokenizerException(
-                    502,
+                    504,
                     "tokenizer: "
                         + target
-                        + " failed: "
-                        + c.getClass().getSimpleName()
-                        + (c.getMessage() == null ? "" : ": " + c.getMessage()));
+                        + " did not answer within "
+                        + settings.timeout().toMillis()
+                        + " ms");
               }
-              int[] tokens;
-              try {
-                tokens = parseTokens(bytes);
-              } catch (IOException | RuntimeException e) {
-                failures.increment();
-                throw new TokenizerException(
-                    502, "tokenizer: " + target + " answered without a \"tokens\" array");
-              }
-              store(key, tokens);
-              return tokens;
+              throw new TokenizerException(
+                  502,
+                  "tokenizer: "
+                      + target
+                      + " failed: "
+                      + (c instanceof Tokenizers.TokenizationException
+                          ? ""
+                          : c.getClass().getSimpleName() + ": ")
+                      + c.getMessage());
             });
-  }
-
-  static int[] parseTokens(byte[] body) throws IOException {
-    try (JsonParser p = JSON.createParser(body)) {
-      if (p.nextToken() != JsonToken.START_OBJECT) {
-        throw new IOException("not an object");
-      }
-      while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
-        JsonToken t = p.nextToken();
-        if (name.equals("tokens") && t == JsonToken.START_ARRAY) {
-          int[] out = new int[256];
-          int n = 0;
-          while (p.nextToken() == JsonToken.VALUE_NUMBER_INT) {
-            if (n == out.length) {
-              out = Arrays.copyOf(out, n * 2);
-            }
-            out[n++] = p.getIntValue();
-          }
-          if (p.currentToken() != JsonToken.END_ARRAY) {
-            throw new IOException("non-integer token");
-          }
-          return Arrays.copyOf(out, n);
-        }
-        p.skipChildren();
-      }
-    }
-    throw new IOException("no tokens");
-  }
-
-  private synchronized int[] cached(String key) {
-    return cache.get(key);
-  }
-
-  private synchronized void store(String key, int[] tokens) {
-    if (settings.cacheEntries() == 0 || tokens.length > settings.cacheMaxTokens()) {
-      return;
-    }
-    int[] old = cache.put(key, tokens);
-    if (old != null) {
-      cachedTokens -= old.length;
-    }
-    cachedTokens += tokens.length;
-    Iterator<Map.Entry<String, int[]>> it = cache.entrySet().iterator();
-    while ((cache.size() > settings.cacheEntries() || cachedTokens > settings.cacheMaxTokens())
-        && it.hasNext()) {
-      cachedTokens -= it.next().getValue().length;
-      it.remove();
-    }
   }
 }
