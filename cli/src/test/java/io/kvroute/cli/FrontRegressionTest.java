@@ -9,21 +9,16 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /**
  * Issue 14's findings against {@code kvroute proxy} on the Netty edge, over raw sockets: slow and
@@ -34,7 +29,7 @@ class FrontRegressionTest {
   private MockWebServer prefill;
   private MockWebServer decode;
   private ProxyCommand command;
-  private CompletableFuture<Integer> exit;
+  private RunningCommand<ProxyCommand> running;
   private final List<Socket> sockets = new ArrayList<>();
 
   @BeforeEach
@@ -44,28 +39,26 @@ class FrontRegressionTest {
     decode = new MockWebServer();
     decode.start();
     command = new ProxyCommand();
-    CommandLine cl = new CommandLine(command);
-    cl.setOut(new PrintWriter(new StringWriter()));
-    StringWriter err = new StringWriter();
-    cl.setErr(new PrintWriter(err, true));
-    exit =
-        CompletableFuture.supplyAsync(
-            () ->
-                cl.execute(
-                    "--connector", "http",
-                    "--prefill", "http://127.0.0.1:" + prefill.getPort(),
-                    "--decode", "http://127.0.0.1:" + decode.getPort(),
-                    "--port", "0",
-                    "--max-attempts", "1",
-                    "--listen", "headerTimeout=2s",
-                    "--listen", "bodyTimeout=2s",
-                    "--listen", "maxHeaderCount=100"));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (command.running == null) {
-      assertThat(System.nanoTime()).as("proxy started").isLessThan(deadline);
-      assertThat(exit).as(() -> "proxy exited early: " + err).isNotDone();
-      TimeUnit.MILLISECONDS.sleep(10);
-    }
+    running =
+        RunningCommand.start(
+            command,
+            () -> command.running,
+            "--connector",
+            "http",
+            "--prefill",
+            "http://127.0.0.1:" + prefill.getPort(),
+            "--decode",
+            "http://127.0.0.1:" + decode.getPort(),
+            "--port",
+            "0",
+            "--max-attempts",
+            "1",
+            "--listen",
+            "headerTimeout=2s",
+            "--listen",
+            "bodyTimeout=2s",
+            "--listen",
+            "maxHeaderCount=100");
   }
 
   @AfterEach
@@ -73,8 +66,7 @@ class FrontRegressionTest {
     for (Socket s : sockets) {
       s.close();
     }
-    command.shutdown();
-    assertThat(exit.get(30, TimeUnit.SECONDS)).isZero();
+    running.stop(command::shutdown);
     prefill.close();
     decode.close();
   }

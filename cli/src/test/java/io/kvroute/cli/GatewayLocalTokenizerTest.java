@@ -8,8 +8,6 @@ import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
 import io.kvroute.tokenizer.hf.HfTokenizer;
 import io.kvroute.tokenizer.hf.ReferenceTokenizers;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -18,11 +16,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * The gateway with {@code models.<name>.tokenizer.path}: simulated pods tokenize with the real
@@ -73,18 +69,9 @@ class GatewayLocalTokenizerTest {
       Path cfg = dir.resolve("gateway.yaml");
       Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
       GatewayCommand cmd = new GatewayCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter err = new StringWriter();
-      cl.setOut(new PrintWriter(new StringWriter()));
-      cl.setErr(new PrintWriter(err));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString()));
+      RunningCommand<GatewayCommand> gateway =
+          RunningCommand.start(cmd, () -> cmd.running, "--config", cfg.toString());
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (cmd.running == null) {
-        assertThat(exit).as("gateway exited: " + err).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
       String base = "http://127.0.0.1:" + cmd.running.port();
       try {
         String body =
@@ -116,8 +103,7 @@ class GatewayLocalTokenizerTest {
             .contains("kvroute_tokenizer_requests_total{outcome=\"success\",source=\"local\"}")
             .doesNotContain("source=\"remote\"} 1");
       } finally {
-        cmd.shutdown();
-        exit.get(30, TimeUnit.SECONDS);
+        gateway.stop(cmd::shutdown);
       }
     }
   }

@@ -6,8 +6,6 @@ import io.kvroute.kvindex.redis.RedisServer;
 import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -16,11 +14,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code kvroute gateway} with {@code index: {backend: redis}} against a real {@code redis-server}
@@ -32,24 +28,13 @@ class GatewayRedisTest {
   private final HttpClient client =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  /** A started gateway and how to stop it. */
-  private record Gateway(GatewayCommand cmd, CompletableFuture<Integer> exit, String base) {}
-
-  private static Gateway start(Path cfg) throws Exception {
+  private static RunningCommand<GatewayCommand> start(Path cfg) throws Exception {
     GatewayCommand cmd = new GatewayCommand();
-    CommandLine cl = new CommandLine(cmd);
-    StringWriter err = new StringWriter();
-    cl.setOut(new PrintWriter(new StringWriter()));
-    cl.setErr(new PrintWriter(err, true));
-    CompletableFuture<Integer> exit =
-        CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString()));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (cmd.running == null) {
-      assertThat(exit).as(() -> "gateway exited: " + err).isNotDone();
-      assertThat(System.nanoTime()).isLessThan(deadline);
-      TimeUnit.MILLISECONDS.sleep(10);
-    }
-    return new Gateway(cmd, exit, "http://127.0.0.1:" + cmd.running.port());
+    return RunningCommand.start(cmd, () -> cmd.running, "--config", cfg.toString());
+  }
+
+  private static String base(RunningCommand<GatewayCommand> g) {
+    return "http://127.0.0.1:" + g.command.running.port();
   }
 
   private HttpResponse<String> post(String base, String body) throws Exception {
@@ -101,10 +86,10 @@ class GatewayRedisTest {
           "{\"model\":\"sim\",\"max_tokens\":2,\"prompt\":\""
               + "a long shared prefix that several requests repeat ".repeat(20)
               + "\"}";
-      Gateway a = start(cfg);
-      Gateway b = null;
+      RunningCommand<GatewayCommand> a = start(cfg);
+      RunningCommand<GatewayCommand> b = null;
       try {
-        HttpResponse<String> first = post(a.base(), body);
+        HttpResponse<String> first = post(base(a), body);
         assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
         String pod = first.headers().firstValue("x-kvroute-decode").orElseThrow();
         // The pod's events reach Redis asynchronously: repeat until replica A sees them there.
@@ -113,14 +98,14 @@ class GatewayRedisTest {
         while (cached(again) == 0) {
           assertThat(System.nanoTime()).as("no cached tokens reported").isLessThan(deadline);
           TimeUnit.MILLISECONDS.sleep(20);
-          again = post(a.base(), body);
+          again = post(base(a), body);
           assertThat(again.statusCode()).isEqualTo(200);
         }
         assertThat(again.headers().firstValue("x-kvroute-decode")).contains(pod);
 
         // A second replica starts against the warm Redis: precise from its first request.
         b = start(cfg);
-        HttpResponse<String> fromB = post(b.base(), body);
+        HttpResponse<String> fromB = post(base(b), body);
         assertThat(fromB.statusCode()).isEqualTo(200);
         assertThat(cached(fromB)).isGreaterThanOrEqualTo(16 * 10);
         assertThat(fromB.headers().firstValue("x-kvroute-decode")).contains(pod);
@@ -129,15 +114,13 @@ class GatewayRedisTest {
         // the router's own approximate prefix history may still predict the pod).
         redis.stop();
         for (int i = 0; i < 3; i++) {
-          HttpResponse<String> withoutRedis = post(b.base(), body);
+          HttpResponse<String> withoutRedis = post(base(b), body);
           assertThat(withoutRedis.statusCode()).as(withoutRedis.body()).isEqualTo(200);
         }
       } finally {
-        a.cmd().shutdown();
-        assertThat(a.exit().get(30, TimeUnit.SECONDS)).isZero();
+        a.stop(a.command::shutdown);
         if (b != null) {
-          b.cmd().shutdown();
-          assertThat(b.exit().get(30, TimeUnit.SECONDS)).isZero();
+          b.stop(b.command::shutdown);
         }
       }
     }

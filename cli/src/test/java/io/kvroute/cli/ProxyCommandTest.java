@@ -3,14 +3,11 @@ package io.kvroute.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
@@ -18,14 +15,13 @@ import mockwebserver3.RecordedRequest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** {@code kvroute proxy --connector http} between real HTTP servers. */
 class ProxyCommandTest {
   private MockWebServer prefill;
   private MockWebServer decode;
   private ProxyCommand command;
-  private CompletableFuture<Integer> exit;
+  private RunningCommand<ProxyCommand> running;
   private final HttpClient client = HttpClient.newHttpClient();
 
   @BeforeEach
@@ -35,29 +31,25 @@ class ProxyCommandTest {
     decode = new MockWebServer();
     decode.start();
     command = new ProxyCommand();
-    CommandLine cl = new CommandLine(command);
-    cl.setOut(new PrintWriter(new StringWriter()));
-    exit =
-        CompletableFuture.supplyAsync(
-            () ->
-                cl.execute(
-                    "--connector", "http",
-                    "--prefill", "http://127.0.0.1:" + prefill.getPort(),
-                    "--decode", "http://127.0.0.1:" + decode.getPort(),
-                    "--port", "0",
-                    "--max-attempts", "1"));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (command.running == null) {
-      assertThat(System.nanoTime()).as("proxy started").isLessThan(deadline);
-      assertThat(exit).as("proxy exited early").isNotDone();
-      TimeUnit.MILLISECONDS.sleep(10);
-    }
+    running =
+        RunningCommand.start(
+            command,
+            () -> command.running,
+            "--connector",
+            "http",
+            "--prefill",
+            "http://127.0.0.1:" + prefill.getPort(),
+            "--decode",
+            "http://127.0.0.1:" + decode.getPort(),
+            "--port",
+            "0",
+            "--max-attempts",
+            "1");
   }
 
   @AfterEach
   void stop() throws Exception {
-    command.shutdown();
-    assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+    running.stop(command::shutdown);
     prefill.close();
     decode.close();
   }
