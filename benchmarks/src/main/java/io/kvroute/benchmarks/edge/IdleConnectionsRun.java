@@ -109,11 +109,40 @@ public final class IdleConnectionsRun {
     return new double[] {ms[count / 2], ms[count * 99 / 100]};
   }
 
-  /** One request and its Content-Length-framed answer. */
+  /** One request and its answer, framed by Content-Length or chunked. */
   static void exchange(Socket s, byte[] request) throws IOException {
     s.getOutputStream().write(request);
     InputStream in = s.getInputStream();
     int length = -1;
+    boolean chunked = false;
+    while (true) {
+      String l = line(in);
+      if (l.isEmpty()) {
+        break;
+      }
+      if (l.regionMatches(true, 0, "content-length:", 0, 15)) {
+        length = Integer.parseInt(l.substring(15).trim());
+      } else if (l.regionMatches(true, 0, "transfer-encoding:", 0, 18)) {
+        chunked = l.substring(18).trim().equalsIgnoreCase("chunked");
+      }
+    }
+    if (chunked) {
+      while (true) {
+        int size = Integer.parseInt(line(in), 16);
+        in.readNBytes(size);
+        line(in); // the CRLF after the chunk (or after the last, empty one)
+        if (size == 0) {
+          return;
+        }
+      }
+    }
+    if (length < 0) {
+      throw new IOException("neither Content-Length nor chunked");
+    }
+    in.readNBytes(length);
+  }
+
+  private static String line(InputStream in) throws IOException {
     StringBuilder line = new StringBuilder();
     while (true) {
       int c = in.read();
@@ -121,22 +150,10 @@ public final class IdleConnectionsRun {
         throw new IOException("closed");
       }
       if (c == '\n') {
-        String l = line.toString().trim();
-        line.setLength(0);
-        if (l.isEmpty()) {
-          break;
-        }
-        if (l.regionMatches(true, 0, "content-length:", 0, 15)) {
-          length = Integer.parseInt(l.substring(15).trim());
-        }
-      } else {
-        line.append((char) c);
+        return line.toString().trim();
       }
+      line.append((char) c);
     }
-    if (length < 0) {
-      throw new IOException("no Content-Length");
-    }
-    in.readNBytes(length);
   }
 
   private static long rss(long pid) throws IOException {
