@@ -73,6 +73,24 @@ public final class OkHttpTransport implements HttpTransport {
           "expect");
 
   private final OkHttpClient client;
+
+  /**
+   * Clients derived from {@link #client} per (streaming, timeout): an {@code OkHttpClient} built
+   * per call costs more than the call's own bookkeeping, and legs use a handful of timeouts.
+   * Bounded: past {@value #MAX_DERIVED} distinct timeouts a client is derived per call again.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<Duration, OkHttpClient> streamingClients =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private final java.util.concurrent.ConcurrentHashMap<Duration, OkHttpClient> wholeClients =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** Parsed request URLs (endpoint base + path), bounded by {@value #MAX_URLS}. */
+  private final java.util.concurrent.ConcurrentHashMap<String, okhttp3.HttpUrl> urls =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static final int MAX_DERIVED = 64;
+  private static final int MAX_URLS = 4096;
   private final ExecutorService readers;
   private final int chunkSize;
   private final AtomicInteger openResponses = new AtomicInteger();
@@ -130,9 +148,39 @@ public final class OkHttpTransport implements HttpTransport {
     };
   }
 
+  private okhttp3.HttpUrl url(String url) {
+    okhttp3.HttpUrl u = urls.get(url);
+    if (u == null) {
+      u = okhttp3.HttpUrl.get(url);
+      if (urls.size() < MAX_URLS) {
+        urls.put(url, u);
+      }
+    }
+    return u;
+  }
+
+  private OkHttpClient clientFor(boolean streaming, Duration timeout) {
+    java.util.concurrent.ConcurrentHashMap<Duration, OkHttpClient> cache =
+        streaming ? streamingClients : wholeClients;
+    OkHttpClient c = cache.get(timeout);
+    if (c == null) {
+      c =
+          streaming
+              ? client.newBuilder().readTimeout(timeout).build()
+              : client.newBuilder().callTimeout(timeout).readTimeout(timeout).build();
+      if (cache.size() < MAX_DERIVED) {
+        OkHttpClient prior = cache.putIfAbsent(timeout, c);
+        if (prior != null) {
+          c = prior;
+        }
+      }
+    }
+    return c;
+  }
+
   @Override
   public CompletableFuture<StreamingResponse> send(Outbound out) {
-    Request.Builder rb = new Request.Builder().url(out.url());
+    Request.Builder rb = new Request.Builder().url(url(out.url()));
     if (out.method() == Method.POST) {
       rb.post(RequestBody.create(out.body(), JSON));
     } else {
@@ -153,10 +201,7 @@ public final class OkHttpTransport implements HttpTransport {
     if (out.streaming()) {
       rb.header("Accept", "text/event-stream, application/json");
     }
-    OkHttpClient c =
-        out.streaming()
-            ? client.newBuilder().readTimeout(out.timeout()).build()
-            : client.newBuilder().callTimeout(out.timeout()).readTimeout(out.timeout()).build();
+    OkHttpClient c = clientFor(out.streaming(), out.timeout());
     Call call = c.newCall(rb.build());
     CompletableFuture<StreamingResponse> future = new CompletableFuture<>();
     future.whenComplete(
