@@ -233,12 +233,19 @@ public final class ScaleModelRun {
     var osb =
         (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
     for (Replica rep : replicas) {
+      System.out.printf(
+          Locale.ROOT,
+          "after warm-up r%d: %d batches applied, problems %s%n",
+          rep.n,
+          rep.batches.sum(),
+          rep.problems.sum() == 0 ? "none" : rep.problems.sum() + " (" + rep.problemKinds + ")");
       rep.resetWindow();
     }
     publishers.resetWindow();
     long redisCpu0 = redis == null ? 0 : procCpuNanos(redis.pid());
     long proc0 = osb.getProcessCpuTime();
     long pubCpu0 = cpu(tmx, pubThreads);
+    java.util.Map<Long, Long> perThread0 = perThread(tmx, replicas);
     long[] repCpu0 = new long[replicas.size()];
     long[] lookCpu0 = new long[replicas.size()];
     for (int r = 0; r < replicas.size(); r++) {
@@ -258,12 +265,29 @@ public final class ScaleModelRun {
       repCores[r] = (cpu(tmx, replicas.get(r).threads) - repCpu0[r]) / 1e9 / wall;
       lookCores[r] = (replicas.get(r).lookupCpu(tmx) - lookCpu0[r]) / 1e9 / wall;
     }
+    java.util.Map<String, Double> byName = new java.util.TreeMap<>();
+    perThread(tmx, replicas)
+        .forEach(
+            (id, t) -> {
+              var info = tmx.getThreadInfo(id);
+              if (info != null) {
+                String name = info.getThreadName().replaceAll("[0-9]+", "#");
+                byName.merge(name, (t - perThread0.getOrDefault(id, 0L)) / 1e9 / wall, Double::sum);
+              }
+            });
     Publishers.Window pw = publishers.window(wall);
     List<Replica.Window> rw = new ArrayList<>();
     for (Replica rep : replicas) {
       rw.add(rep.window(wall));
     }
     String loadEnd = loadAverage();
+    StringBuilder threadLine = new StringBuilder("replica threads (all replicas, cores):");
+    byName.forEach(
+        (name, c) -> {
+          if (c >= 0.005) {
+            threadLine.append(String.format(Locale.ROOT, " %s %.3f;", name, c));
+          }
+        });
     publishers.stop();
     for (Replica rep : replicas) {
       rep.stopLookups();
@@ -339,6 +363,7 @@ public final class ScaleModelRun {
         pubCores,
         repSum,
         proc - pubCores - repSum);
+    System.out.println(threadLine);
     for (int r = 0; r < stats.size(); r++) {
       IndexStats s = stats.get(r);
       System.out.printf(
@@ -410,6 +435,16 @@ public final class ScaleModelRun {
       }
     }
     return sum;
+  }
+
+  static java.util.Map<Long, Long> perThread(ThreadMXBean tmx, List<Replica> replicas) {
+    java.util.Map<Long, Long> out = new java.util.HashMap<>();
+    for (Replica r : replicas) {
+      for (long id : r.threads) {
+        out.put(id, Math.max(0, tmx.getThreadCpuTime(id)));
+      }
+    }
+    return out;
   }
 
   static long heapAfterGc() {
@@ -794,28 +829,31 @@ public final class ScaleModelRun {
       while (!go && running) {
         LockSupport.parkNanos(10_000_000L);
       }
+      // pods in phase order, a cursor walks them cycle after cycle: O(1) per batch
       long stepNanos = TimeUnit.MILLISECONDS.toNanos(o.stepMs);
-      long start = System.nanoTime();
       for (Pod p : mine) {
-        p.nextStepNanos = start + p.rnd.nextLong(stepNanos);
+        p.nextStepNanos = p.rnd.nextLong(stepNanos); // the phase
         p.newRequest(w);
       }
-      while (running) {
+      mine.sort((a, b) -> Long.compare(a.nextStepNanos, b.nextStepNanos));
+      long start = System.nanoTime();
+      long cycle = 0;
+      int i = 0;
+      while (running && !mine.isEmpty()) {
+        Pod p = mine.get(i);
+        long due = start + cycle * stepNanos + p.nextStepNanos;
         long now = System.nanoTime();
-        long next = Long.MAX_VALUE;
-        for (Pod p : mine) {
-          if (now - p.nextStepNanos >= 0) {
-            step(p);
-            p.nextStepNanos += stepNanos;
-            if (now - p.nextStepNanos > stepNanos) { // fell behind: skip steps, do not burst
-              p.nextStepNanos = now + stepNanos;
-            }
-          }
-          next = Math.min(next, p.nextStepNanos);
+        if (due - now > 0) {
+          LockSupport.parkNanos(due - now);
+          continue;
         }
-        long wait = next - System.nanoTime();
-        if (wait > 0) {
-          LockSupport.parkNanos(wait);
+        if (now - due > stepNanos) { // fell a whole step behind: skip, do not burst
+          cycle = (now - start) / stepNanos;
+        }
+        step(p);
+        if (++i == mine.size()) {
+          i = 0;
+          cycle++;
         }
       }
       for (Pod p : mine) {
@@ -1008,6 +1046,14 @@ public final class ScaleModelRun {
     }
 
     private void problem(String kind) {
+      if (problems.sum() == 0) {
+        System.out.printf(
+            Locale.ROOT,
+            "r%d: first problem (%s) %.1f s after start%n",
+            n,
+            kind,
+            (System.nanoTime() - NANO_BASE) / 1e9);
+      }
       problems.increment();
       if (problemKinds.length() < 200 && problemKinds.indexOf(kind) < 0) {
         problemKinds.append(problemKinds.length() == 0 ? "" : ",").append(kind);
