@@ -212,6 +212,9 @@ public final class ScaleModelRun {
     RedisProcess redis =
         o.backend.equals("redis") ? RedisProcess.start("--maxmemory", "8gb") : null;
     ZContext shared = o.transport.equals("inproc") ? new ZContext(1) : null;
+    if (shared != null) { // JeroMQ's default is 1,024 sockets per context
+      shared.getContext().setMaxSockets(4 * o.pods * (o.replicas + 1) + 64);
+    }
     Set<Long> before = threadIds();
     Publishers publishers = new Publishers(o, workload, shared);
     Set<Long> pubThreads = newThreads(before);
