@@ -1,0 +1,317 @@
+package io.kvroute.benchmarks.scale;
+
+import io.kvroute.benchmarks.redis.RedisProcess;
+import io.kvroute.kvindex.BlockIndex;
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.IndexStats;
+import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.event.KvEventBatch;
+import io.kvroute.kvindex.redis.RedisBlockIndex;
+import io.kvroute.kvindex.redis.RedisIndexConfig;
+import io.kvroute.kvindex.zmq.KvEventListener;
+import io.kvroute.kvindex.zmq.KvEventSubscriber;
+import io.kvroute.kvindex.zmq.PodEndpoint;
+import java.lang.management.ThreadMXBean;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import org.zeromq.ZContext;
+
+/**
+ * The gateway replicas of {@link ScaleModelRun}: each subscribes to every pod and applies the
+ * events to its index, timing the lag; and the histogram the run reports from.
+ */
+final class ScaleReplicas {
+  private ScaleReplicas() {}
+
+  /** A lock-free log-linear histogram of microsecond values (32 sub-buckets per power of 2). */
+  static final class Histogram {
+    private static final int SUB = 32;
+    private final AtomicLongArray counts = new AtomicLongArray(64 * SUB);
+
+    void record(long micros) {
+      long v = Math.max(0, micros);
+      int idx;
+      if (v < SUB) {
+        idx = (int) v;
+      } else {
+        int exp = 63 - Long.numberOfLeadingZeros(v); // >= 5
+        int sub = (int) ((v >>> (exp - 5)) & (SUB - 1));
+        idx = (exp - 4) * SUB + sub;
+      }
+      counts.incrementAndGet(Math.min(idx, counts.length() - 1));
+    }
+
+    long count() {
+      long n = 0;
+      for (int i = 0; i < counts.length(); i++) {
+        n += counts.get(i);
+      }
+      return n;
+    }
+
+    /** The value at quantile {@code q} (bucket midpoint), NaN if empty. */
+    double percentile(double q) {
+      long n = count();
+      if (n == 0) {
+        return Double.NaN;
+      }
+      long rank = (long) Math.ceil(q * n);
+      long seen = 0;
+      for (int i = 0; i < counts.length(); i++) {
+        seen += counts.get(i);
+        if (seen >= Math.max(1, rank)) {
+          if (i < SUB) {
+            return i;
+          }
+          int exp = i / SUB + 4;
+          int sub = i % SUB;
+          double lo = (double) (SUB + sub) * (1L << (exp - 5));
+          double width = 1L << (exp - 5);
+          return lo + width / 2;
+        }
+      }
+      return Double.NaN;
+    }
+  }
+
+  /** One gateway replica: a subscriber to every pod, an index, a lookup thread. */
+  static final class Replica implements KvEventListener {
+    final int n;
+    final Options o;
+    final Workload w;
+    final BlockIndex index;
+    final RedisBlockIndex redisIndex;
+    final KvEventSubscriber subscriber;
+    final Set<Long> threads = ConcurrentHashMap.newKeySet();
+    final long[][] docKeys;
+    final List<String> podNames = new ArrayList<>();
+    volatile Histogram lag = new Histogram();
+    volatile Histogram lookup = new Histogram();
+    final LongAdder batches = new LongAdder();
+    final LongAdder problems = new LongAdder();
+    final StringBuffer problemKinds = new StringBuffer();
+    final AtomicLong matchedSum = new AtomicLong();
+    final AtomicLong lookups = new AtomicLong();
+    final ConcurrentLinkedQueue<long[]> pendingTs = new ConcurrentLinkedQueue<>();
+    final AtomicLong sampleCounter = new AtomicLong();
+    volatile boolean running = true;
+    Thread lookupThread;
+    Thread prober;
+    long batches0;
+
+    record Window(
+        Histogram lag,
+        Histogram lookup,
+        double batchesPerSecond,
+        double meanMatched,
+        String problems) {}
+
+    Replica(
+        int n, Options o, Workload w, List<String> endpoints, RedisProcess redis, ZContext ctx) {
+      this.n = n;
+      this.o = o;
+      this.w = w;
+      IndexConfig ic =
+          IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).maxPodsPerKey(2048).build();
+      if (redis != null) {
+        redisIndex =
+            RedisBlockIndex.create(
+                ic,
+                RedisIndexConfig.builder()
+                    .url(redis.url())
+                    .ingestMode(o.ingest)
+                    .replicaId("replica-" + n)
+                    .build());
+        index = redisIndex;
+      } else {
+        redisIndex = null;
+        index = BlockIndex.inMemory(ic);
+      }
+      KvEventSubscriber.Builder b =
+          KvEventSubscriber.builder()
+              .sink(index)
+              .listener(this)
+              .shards(o.shards)
+              .maxPods(Math.max(10_000, o.pods + 1));
+      if (ctx != null) {
+        b.context(ctx);
+      }
+      subscriber = b.build().start();
+      for (int i = 0; i < endpoints.size(); i++) {
+        podNames.add("pod-" + i);
+        subscriber.addPod(PodEndpoint.of("pod-" + i, endpoints.get(i))).join();
+      }
+      docKeys = new long[w.docTokens.length][];
+      for (int d = 0; d < docKeys.length; d++) {
+        docKeys[d] = index.requestKeys(w.docTokens[d], (String) null);
+      }
+    }
+
+    @Override
+    public void onBatch(String pod, String topic, long seq, KvEventBatch batch, boolean replayed) {
+      batches.increment();
+      long ts = (long) (batch.ts() * 1e6);
+      if (redisIndex == null) {
+        lag.record(nowMicros() - ts);
+      } else if (sampleCounter.incrementAndGet() % o.redisLagSample == 0) {
+        pendingTs.add(new long[] {ts, Long.parseLong(pod.substring(pod.indexOf('-') + 1))});
+      }
+    }
+
+    @Override
+    public void onGap(String pod, long expected, long received) {
+      problem("gap");
+    }
+
+    @Override
+    public void onResync(String pod, String reason) {
+      if (!reason.equals("joined_late")) {
+        problem("resync:" + reason);
+      }
+    }
+
+    @Override
+    public void onDropped(String pod, long seq, String reason, Exception cause) {
+      problem("dropped:" + reason);
+    }
+
+    private void problem(String kind) {
+      if (problems.sum() == 0) {
+        System.out.printf(
+            Locale.ROOT,
+            "r%d: first problem (%s) %.1f s after start%n",
+            n,
+            kind,
+            (System.nanoTime() - NANO_BASE) / 1e9);
+      }
+      problems.increment();
+      if (problemKinds.length() < 200 && problemKinds.indexOf(kind) < 0) {
+        problemKinds.append(problemKinds.length() == 0 ? "" : ",").append(kind);
+      }
+    }
+
+    void startLookups() {
+      lookupThread = new Thread(this::lookups, "scale-lookup-" + n);
+      lookupThread.setDaemon(true);
+      lookupThread.start();
+      if (redisIndex != null) {
+        prober = new Thread(this::probe, "scale-lag-prober-" + n);
+        prober.setDaemon(true);
+        prober.start();
+      }
+    }
+
+    long lookupCpu(ThreadMXBean tmx) {
+      long t = lookupThread == null ? 0 : tmx.getThreadCpuTime(lookupThread.getId());
+      long p = prober == null ? 0 : tmx.getThreadCpuTime(prober.getId());
+      return Math.max(0, t) + Math.max(0, p);
+    }
+
+    private void lookups() {
+      SplittableRandom rnd = new SplittableRandom(o.seed * 31 + n);
+      PrefixMatch into = new PrefixMatch();
+      List<String> chosen = new ArrayList<>(o.lookupPods);
+      long interval = TimeUnit.MILLISECONDS.toNanos(o.lookupIntervalMs);
+      long next = System.nanoTime();
+      while (running) {
+        chosen.clear();
+        int first = rnd.nextInt(podNames.size());
+        for (int i = 0; i < o.lookupPods; i++) { // a random window of pods
+          chosen.add(podNames.get((first + i) % podNames.size()));
+        }
+        long[] keys = docKeys[w.pickDoc(rnd)];
+        long t0 = System.nanoTime();
+        index.lookup(keys, keys.length, chosen, into);
+        lookup.record((System.nanoTime() - t0) / 1000);
+        matchedSum.addAndGet(into.maxMatchedBlocks());
+        lookups.incrementAndGet();
+        next += interval;
+        long wait = next - System.nanoTime();
+        if (wait > 0) {
+          LockSupport.parkNanos(wait);
+        } else {
+          next = System.nanoTime();
+        }
+      }
+    }
+
+    private void probe() {
+      List<long[]> taken = new ArrayList<>();
+      boolean[] owned = new boolean[podNames.size()];
+      long ownedAt = 0;
+      while (running) {
+        if (System.nanoTime() - ownedAt > 1_000_000_000L) { // pods whose writes this replica makes
+          Arrays.fill(owned, false);
+          for (String p : redisIndex.ownedPods()) {
+            owned[Integer.parseInt(p.substring(p.indexOf('-') + 1))] = true;
+          }
+          ownedAt = System.nanoTime();
+        }
+        long[] t;
+        while ((t = pendingTs.poll()) != null) {
+          taken.add(t);
+        }
+        if (taken.isEmpty()) {
+          LockSupport.parkNanos(1_000_000L);
+          continue;
+        }
+        redisIndex.flush();
+        long now = nowMicros();
+        for (long[] ts : taken) {
+          if (owned[(int) ts[1]]) {
+            lag.record(now - ts[0]);
+          }
+        }
+        taken.clear();
+      }
+    }
+
+    void resetWindow() {
+      lag = new Histogram();
+      lookup = new Histogram();
+      batches0 = batches.sum();
+      matchedSum.set(0);
+      lookups.set(0);
+    }
+
+    Window window(double seconds) {
+      long l = Math.max(1, lookups.get());
+      return new Window(
+          lag,
+          lookup,
+          (batches.sum() - batches0) / seconds,
+          matchedSum.get() / (double) l,
+          problems.sum() == 0 ? "none" : problems.sum() + " (" + problemKinds + ")");
+    }
+
+    void stopLookups() throws InterruptedException {
+      running = false;
+      lookupThread.join(5000);
+      if (prober != null) {
+        prober.join(15_000);
+      }
+    }
+
+    IndexStats stats() {
+      return index.stats();
+    }
+
+    void close() {
+      subscriber.close();
+      if (redisIndex != null) {
+        redisIndex.close();
+      }
+    }
+  }
+}
