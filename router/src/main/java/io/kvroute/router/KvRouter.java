@@ -93,6 +93,8 @@ public final class KvRouter implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Timer routeTimer;
   private final Counter routeErrors;
+  private final RouteListener routeListener;
+  private final PredictionMeters predictionMeters;
 
   /** A model's connector and the orchestrator that retries over pairs with it. */
   private record Pipeline(KVConnector connector, PdOrchestrator orchestrator) {}
@@ -160,6 +162,8 @@ public final class KvRouter implements AutoCloseable {
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
+    this.routeListener = b.routeListener;
+    this.predictionMeters = new PredictionMeters(registry);
     Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
     Gauge.builder("kvroute.endpoints", endpoints, Map::size).register(registry);
   }
@@ -356,48 +360,77 @@ public final class KvRouter implements AutoCloseable {
    */
   public CompletableFuture<RoutedResponse> route(InferenceRequest request) {
     long start = nanoClock.getAsLong();
-    return decideInternal(request, ANY_ENDPOINT)
-        .thenCompose(
-            rd -> {
-              Pipeline p = pipeline(rd.model());
-              PdOrchestrator.AttemptObserver observer =
-                  new PdOrchestrator.AttemptObserver() {
-                    @Override
-                    public void started(int attempt, PdOrchestrator.Pair pair) {
-                      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
-                      rd.served(pair.decode(), pair.prefill());
-                    }
+    RouteListener.RequestListener rl = startListener(request);
+    InferenceRequest upstream = request.withHeaders(upstreamHeaders(rl));
+    AtomicBoolean ended = new AtomicBoolean();
+    java.util.function.BiConsumer<RouteDecision, Throwable> end =
+        (rd, t) -> {
+          if (ended.compareAndSet(false, true)) {
+            listen(() -> rl.ended(rd, t));
+          }
+        };
+    CompletableFuture<RouteDecision> decided = decideInternal(upstream, ANY_ENDPOINT);
+    decided.whenComplete(
+        (rd, t) -> {
+          if (t != null) {
+            end.accept(null, CancellableFutures.unwrap(t));
+          }
+        });
+    return decided.thenCompose(
+        rd -> {
+          listen(() -> rl.decided(rd));
+          Pipeline p = pipeline(rd.model());
+          PdOrchestrator.AttemptObserver observer =
+              new PdOrchestrator.AttemptObserver() {
+                @Override
+                public void started(int attempt, PdOrchestrator.Pair pair) {
+                  scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+                  rd.served(pair.decode(), pair.prefill());
+                  listen(() -> rl.attemptStarted(attempt, pair));
+                }
 
-                    @Override
-                    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
-                      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
-                    }
-                  };
-              CompletableFuture<StreamingResponse> f =
-                  p.orchestrator().execute(request, rd.pairs(), observer);
-              CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
-              out.whenComplete(
-                  (r, t) -> {
-                    if (out.isCancelled()) {
-                      f.cancel(true);
-                    }
-                  });
-              f.whenComplete(
-                  (resp, t) -> {
-                    if (t != null) {
-                      routeErrors.increment();
-                      finishRoute(rd, start);
-                      out.completeExceptionally(t);
-                      return;
-                    }
-                    RoutedResponse routed =
-                        new RoutedResponse(resp, rd, () -> finishRoute(rd, start));
-                    if (!out.complete(routed)) {
-                      routed.cancel();
-                    }
-                  });
-              return out;
-            });
+                @Override
+                public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
+                  scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+                  listen(() -> rl.attemptEnded(attempt, pair, failure));
+                }
+              };
+          CompletableFuture<StreamingResponse> f =
+              p.orchestrator().execute(upstream, rd.pairs(), observer);
+          CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
+          out.whenComplete(
+              (r, t) -> {
+                if (out.isCancelled()) {
+                  f.cancel(true);
+                }
+              });
+          f.whenComplete(
+              (resp, t) -> {
+                if (t != null) {
+                  routeErrors.increment();
+                  finishRoute(rd, start);
+                  end.accept(rd, CancellableFutures.unwrap(t));
+                  out.completeExceptionally(t);
+                  return;
+                }
+                RoutedResponse routed =
+                    new RoutedResponse(
+                        resp,
+                        rd,
+                        (failure, usage) -> {
+                          if (usage != null) {
+                            predictionMeters.record(rd, usage.promptTokens(), usage.cachedTokens());
+                            listen(() -> rl.usage(usage.promptTokens(), usage.cachedTokens()));
+                          }
+                          finishRoute(rd, start);
+                          end.accept(rd, failure);
+                        });
+                if (!out.complete(routed)) {
+                  routed.cancel();
+                }
+              });
+          return out;
+        });
   }
 
   /**
@@ -455,6 +488,35 @@ public final class KvRouter implements AutoCloseable {
         f.thenAccept(RoutedResponse::cancel);
       }
     };
+  }
+
+  /** Runs a route-listener callback; a listener that throws is logged, never propagated. */
+  private static void listen(Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+    }
+  }
+
+  private RouteListener.RequestListener startListener(InferenceRequest request) {
+    try {
+      RouteListener.RequestListener rl = routeListener.requestStarted(request);
+      return rl == null ? RouteListener.RequestListener.NONE : rl;
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+      return RouteListener.RequestListener.NONE;
+    }
+  }
+
+  private static Map<String, String> upstreamHeaders(RouteListener.RequestListener rl) {
+    try {
+      Map<String, String> h = rl.upstreamHeaders();
+      return h == null ? Map.of() : h;
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+      return Map.of();
+    }
   }
 
   private void finishRoute(RouteDecision rd, long start) {
@@ -593,6 +655,7 @@ public final class KvRouter implements AutoCloseable {
     private Duration drainTimeout = Duration.ofSeconds(30);
     private int maxRequestBytes = 16 * 1024 * 1024;
     private MeterRegistry meterRegistry = new SimpleMeterRegistry();
+    private RouteListener routeListener = RouteListener.NONE;
     private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
 
     private Builder() {}
@@ -634,6 +697,15 @@ public final class KvRouter implements AutoCloseable {
     /** The connector listener (e.g. a {@code MicrometerConnectorListener}). */
     public Builder listener(ConnectorListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Observes every request {@link KvRouter#route} runs, from arrival to the end of its response
+     * (default {@link RouteListener#NONE}); {@code kvroute-opentelemetry} implements it.
+     */
+    public Builder routeListener(RouteListener listener) {
+      this.routeListener = Objects.requireNonNull(listener, "routeListener");
       return this;
     }
 
