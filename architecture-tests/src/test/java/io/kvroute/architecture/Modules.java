@@ -33,6 +33,7 @@ final class Modules {
     ROOTS.put("io.kvroute.scoring", "scoring");
     ROOTS.put("io.kvroute.tokenizer", "kvroute-tokenizer-hf");
     ROOTS.put("io.kvroute.router", "router");
+    ROOTS.put("io.kvroute.opentelemetry", "kvroute-opentelemetry");
     ROOTS.put("io.kvroute.testkit", "testkit");
     ROOTS.put("io.kvroute.service", "kvindex-service");
     ROOTS.put("io.kvroute.edge", "http-edge");
@@ -66,6 +67,8 @@ final class Modules {
           Map.entry("scoring", Set.of("kvconnector-api", "kvindex", "config")),
           Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
+          Map.entry(
+              "kvroute-opentelemetry", Set.of("kvconnector-api", "pd", "scoring", "kvindex", "router")),
           Map.entry("testkit", Set.of("kvindex")),
           Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
@@ -120,6 +123,7 @@ final class Modules {
           "scoring",
           "kvroute-tokenizer-hf",
           "router",
+          "kvroute-opentelemetry",
           "testkit",
           "kvindex-service",
           "config",

@@ -40,6 +40,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
@@ -77,6 +78,7 @@ public final class KvRouter implements AutoCloseable {
   private final ConnectorConfig defaultConnector;
   private final Map<String, ConnectorConfig> modelConnectors;
   private final HttpTransport transport;
+  private final PrefillUsageTap connectorTransport;
   private final boolean ownsTransport;
   private final ScheduledExecutorService executor;
   private final ConnectorListener listener;
@@ -132,6 +134,7 @@ public final class KvRouter implements AutoCloseable {
       if (ownsTransport) {
         undo.push(transport::close);
       }
+      this.connectorTransport = new PrefillUsageTap(transport);
       this.executor =
           Executors.newSingleThreadScheduledExecutor(
               r -> {
@@ -380,18 +383,29 @@ public final class KvRouter implements AutoCloseable {
         rd -> {
           listen(() -> rl.decided(rd));
           Pipeline p = pipeline(rd.model());
+          AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
           PdOrchestrator.AttemptObserver observer =
               new PdOrchestrator.AttemptObserver() {
                 @Override
                 public void started(int attempt, PdOrchestrator.Pair pair) {
                   scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
                   rd.served(pair.decode(), pair.prefill());
+                  if (pair.prefill() != null) {
+                    String id = PdOrchestrator.attemptRequestId(upstream.requestId(), attempt);
+                    prefillWatch.set(new PrefillWatch(id, connectorTransport.watch(id)));
+                  } else {
+                    prefillWatch.set(null);
+                  }
                   listen(() -> rl.attemptStarted(attempt, pair));
                 }
 
                 @Override
                 public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
                   scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+                  PrefillWatch w = prefillWatch.get();
+                  if (w != null) {
+                    connectorTransport.unwatch(w.attemptRequestId(), w.usage());
+                  }
                   listen(() -> rl.attemptEnded(attempt, pair, failure));
                 }
               };
@@ -417,10 +431,9 @@ public final class KvRouter implements AutoCloseable {
                     new RoutedResponse(
                         resp,
                         rd,
-                        (failure, usage) -> {
-                          if (usage != null) {
-                            predictionMeters.record(rd, usage.promptTokens(), usage.cachedTokens());
-                            listen(() -> rl.usage(usage.promptTokens(), usage.cachedTokens()));
+                        (failure, decodeUsage) -> {
+                          if (decodeUsage != null) {
+                            measure(rd, rl, decodeUsage, prefillWatch.get());
                           }
                           finishRoute(rd, start);
                           end.accept(rd, failure);
@@ -490,6 +503,38 @@ public final class KvRouter implements AutoCloseable {
     };
   }
 
+  /** The prefill usage being watched for one attempt. */
+  private record PrefillWatch(String attemptRequestId, PrefillUsageTap.Usage usage) {}
+
+  /**
+   * Routing accuracy of a completed request: the usage of the engine that computed the prompt (the
+   * prefill engine's answer when disaggregated, else the decode response's) against the index's
+   * prediction; also reported to the route listener.
+   */
+  private void measure(
+      RouteDecision rd,
+      RouteListener.RequestListener rl,
+      UsageScanner decodeUsage,
+      PrefillWatch prefill) {
+    long prompt;
+    long cached;
+    if (rd.servedPrefill().isPresent()) {
+      if (prefill == null || prefill.usage() == null) {
+        return;
+      }
+      prompt = prefill.usage().promptTokens;
+      cached = prefill.usage().cachedTokens;
+    } else {
+      prompt = decodeUsage.promptTokens();
+      cached = decodeUsage.cachedTokens();
+    }
+    if (prompt <= 0 || cached < 0) {
+      return;
+    }
+    predictionMeters.record(rd, prompt, cached);
+    listen(() -> rl.usage(prompt, cached));
+  }
+
   /** Runs a route-listener callback; a listener that throws is logged, never propagated. */
   private static void listen(Runnable call) {
     try {
@@ -536,7 +581,7 @@ public final class KvRouter implements AutoCloseable {
         k -> {
           KVConnector c =
               connectors.create(
-                  KVConnectorProvider.Context.builder(config, transport, executor)
+                  KVConnectorProvider.Context.builder(config, connectorTransport, executor)
                       .listener(listener)
                       .nanoClock(nanoClock)
                       .build());

@@ -7,14 +7,13 @@ import io.micrometer.core.instrument.MeterRegistry;
 
 /**
  * Routing accuracy: whether the index predicted the engine's prefix-cache hits. For each routed
- * decode-only request whose response reported {@code usage.prompt_tokens_details.cached_tokens},
- * compares the tokens the index said the serving endpoint holds ({@link
- * RouteDecision#predictedCachedTokens}) with the tokens the engine reports it did not compute.
- *
- * <p>Disaggregated requests are not measured: the decode engine counts the KV it received from the
- * prefill engine as cached, and the prefill engine's own answer is consumed by the connector. The
- * prediction is capped at what vLLM can report (it never counts the prompt's last token as cached:
- * at most the full blocks before it). Thread-safe.
+ * request whose computing engine reported {@code usage.prompt_tokens_details.cached_tokens},
+ * compares the tokens the index said that engine holds ({@link
+ * RouteDecision#predictedCachedTokens}) with the tokens the engine says it did not compute. The
+ * computing engine is the prefill endpoint of a disaggregated request (its answer is scanned by
+ * {@link PrefillUsageTap}; the decode engine would count the transferred KV as cached) and the
+ * decode endpoint otherwise. The prediction is capped at what vLLM can report (it never counts the
+ * prompt's last token as cached: at most the full blocks before it). Thread-safe.
  */
 final class PredictionMeters {
   private final DistributionSummary predicted;
@@ -51,12 +50,12 @@ final class PredictionMeters {
         .register(registry);
   }
 
-  /** Records one response's usage against {@code rd}'s prediction (decode-only requests). */
+  /** Records the computing engine's usage against {@code rd}'s prediction. */
   void record(RouteDecision rd, long promptTokens, long cachedTokens) {
-    if (promptTokens <= 0 || cachedTokens < 0 || rd.servedPrefill().isPresent()) {
+    if (promptTokens <= 0 || cachedTokens < 0) {
       return;
     }
-    PrefixCacheMatch m = rd.scheduling().prefixMatch(rd.servedDecode());
+    PrefixCacheMatch m = rd.scheduling().prefixMatch(rd.servedPrefill().orElse(rd.servedDecode()));
     long p = rd.predictedCachedTokens();
     int block = m.blockSizeTokens();
     if (block > 0) {

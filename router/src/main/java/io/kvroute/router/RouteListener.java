@@ -60,10 +60,12 @@ public interface RouteListener {
     default void attemptEnded(int attempt, PdOrchestrator.Pair pair, Throwable failure) {}
 
     /**
-     * The engine's usage, as the decode response reported it ({@code usage.prompt_tokens} and
-     * {@code usage.prompt_tokens_details.cached_tokens}); not called when the response carried none
-     * (a stream without {@code stream_options.include_usage}, an engine without {@code
-     * --enable-prompt-tokens-details}).
+     * The usage reported by the engine that computed the prompt — the prefill engine's answer when
+     * the request was disaggregated, else the decode response — as {@code usage.prompt_tokens} and
+     * {@code usage.prompt_tokens_details.cached_tokens}; compare with {@link
+     * RouteDecision#predictedCachedTokens}. Not called when that answer carried none (a stream
+     * without {@code stream_options.include_usage}, an engine without {@code
+     * --enable-prompt-tokens-details}) or when the request failed.
      */
     default void usage(long promptTokens, long cachedTokens) {}
 

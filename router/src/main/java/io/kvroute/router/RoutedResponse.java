@@ -21,8 +21,8 @@ public final class RoutedResponse implements StreamingResponse {
   private final FlowRelay<ByteBuffer> relay;
 
   /**
-   * @param onEnd called once when the stream ends, with the failure (null on completion) and the
-   *     usage the body reported (null when none was found)
+   * @param onEnd called once when the stream ends, with the failure (null on completion) and, on
+   *     completion, the scan of the body's usage block
    */
   RoutedResponse(
       StreamingResponse delegate,
@@ -31,9 +31,7 @@ public final class RoutedResponse implements StreamingResponse {
     this.delegate = delegate;
     this.decision = decision;
     UsageScanner scanner = new UsageScanner();
-    this.relay =
-        FlowRelay.create(
-            t -> onEnd.accept(t, t == null && scanner.cachedTokens() >= 0 ? scanner : null));
+    this.relay = FlowRelay.create(t -> onEnd.accept(t, t == null ? scanner : null));
     delegate.subscribe(new Tap(relay, scanner));
   }
 
