@@ -103,7 +103,8 @@ final class Modules {
                   "http-edge",
                   "config",
                   "kvindex-redis",
-                  "kvroute-envoy")),
+                  "kvroute-envoy",
+                  "kvroute-opentelemetry")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));

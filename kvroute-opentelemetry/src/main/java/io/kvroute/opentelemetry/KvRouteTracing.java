@@ -25,10 +25,9 @@ import java.util.Objects;
  *
  * <pre>{@code
  * KvRouteTracing tracing = KvRouteTracing.create(openTelemetry);
- * HttpTransport transport = tracing.transport(HttpTransports.discover(classLoader));
  * KvRouter router = KvRouter.builder()
  *     .routeListener(tracing.routeListener())
- *     .transport(transport) // the router does not close a transport it was given
+ *     .transportDecorator(tracing::transport)
  *     ...
  *     .build();
  * }</pre>

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.HttpTransport;
-import io.kvroute.connector.HttpTransports;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.RoutedResponse;
@@ -44,7 +42,6 @@ class KvRouteTracingTest {
   private OpenTelemetrySdk otel;
   private VllmSimulator prefill;
   private VllmSimulator decode;
-  private HttpTransport transport;
   private KvRouter router;
 
   @BeforeEach
@@ -59,7 +56,6 @@ class KvRouteTracingTest {
     prefill = VllmSimulator.builder().name("p0").model("m").role(SimRole.PREFILL).build().start();
     decode = VllmSimulator.builder().name("d0").model("m").role(SimRole.DECODE).build().start();
     KvRouteTracing tracing = KvRouteTracing.create(otel);
-    transport = tracing.transport(HttpTransports.discover(getClass().getClassLoader()));
     Scheduler scheduler =
         Scheduler.builder()
             .profile(
@@ -79,7 +75,7 @@ class KvRouteTracingTest {
     router =
         KvRouter.builder()
             .scheduler(scheduler)
-            .transport(transport)
+            .transportDecorator(tracing::transport)
             .routeListener(tracing.routeListener())
             .defaultConnector(
                 ConnectorConfig.of("http")
@@ -93,7 +89,6 @@ class KvRouteTracingTest {
   @AfterEach
   void stop() {
     router.close();
-    transport.close();
     prefill.close();
     decode.close();
     otel.close();

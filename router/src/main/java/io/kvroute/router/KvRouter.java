@@ -127,10 +127,21 @@ public final class KvRouter implements AutoCloseable {
     Deque<Runnable> undo = new ArrayDeque<>();
     try {
       this.ownsTransport = b.transport == null;
-      this.transport =
+      HttpTransport base =
           b.transport != null
               ? b.transport
               : HttpTransports.discover(Thread.currentThread().getContextClassLoader());
+      if (b.transportDecorator != null) {
+        HttpTransport decorated = b.transportDecorator.apply(base);
+        if (decorated == null) {
+          if (ownsTransport) {
+            base.close();
+          }
+          throw new IllegalArgumentException("transportDecorator returned null");
+        }
+        base = decorated;
+      }
+      this.transport = base;
       if (ownsTransport) {
         undo.push(transport::close);
       }
@@ -692,6 +703,7 @@ public final class KvRouter implements AutoCloseable {
     private ConnectorConfig defaultConnector = ConnectorConfig.of(ConnectorConfig.DEFAULT_TYPE);
     private final Map<String, ConnectorConfig> modelConnectors = new LinkedHashMap<>();
     private HttpTransport transport;
+    private java.util.function.UnaryOperator<HttpTransport> transportDecorator;
     private ConnectorListener listener = ConnectorListener.NONE;
     private LongSupplier nanoClock = System::nanoTime;
     private KvEventFeed eventFeed;
@@ -736,6 +748,16 @@ public final class KvRouter implements AutoCloseable {
      */
     public Builder transport(HttpTransport transport) {
       this.transport = Objects.requireNonNull(transport, "transport");
+      return this;
+    }
+
+    /**
+     * Wraps the transport (the one given to {@link #transport}, or the discovered default) before
+     * anything uses it: a tracing decorator, an allowlist, per-leg TLS. When the router created the
+     * underlying transport, it closes the decorated one (which should close what it wraps).
+     */
+    public Builder transportDecorator(java.util.function.UnaryOperator<HttpTransport> decorator) {
+      this.transportDecorator = Objects.requireNonNull(decorator, "transportDecorator");
       return this;
     }
 
