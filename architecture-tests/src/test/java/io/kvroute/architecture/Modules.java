@@ -68,7 +68,8 @@ final class Modules {
           Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
           Map.entry(
-              "kvroute-opentelemetry", Set.of("kvconnector-api", "pd", "scoring", "kvindex", "router")),
+              "kvroute-opentelemetry",
+              Set.of("kvconnector-api", "pd", "scoring", "kvindex", "router")),
           Map.entry("testkit", Set.of("kvindex")),
           Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
