@@ -84,13 +84,15 @@ final class TracingTransport implements HttpTransport {
       end.end(e);
       throw e;
     }
+    sent.whenComplete(
+        (resp, t) -> {
+          if (t != null) {
+            end.end(t);
+          }
+        });
+    // compose over the delegate's own future, so cancelling the result cancels the call
     return CancellableFutures.compose(
-        sent.whenComplete(
-            (resp, t) -> {
-              if (t != null) {
-                end.end(t);
-              }
-            }),
+        sent,
         resp -> {
           span.setAttribute(STATUS, (long) resp.status());
           if (resp.status() >= 400) {

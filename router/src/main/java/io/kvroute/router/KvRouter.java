@@ -390,71 +390,80 @@ public final class KvRouter implements AutoCloseable {
             end.accept(null, CancellableFutures.unwrap(t));
           }
         });
-    return decided.thenCompose(
-        rd -> {
-          listen(() -> rl.decided(rd));
-          Pipeline p = pipeline(rd.model());
-          AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
-          PdOrchestrator.AttemptObserver observer =
-              new PdOrchestrator.AttemptObserver() {
-                @Override
-                public void started(int attempt, PdOrchestrator.Pair pair) {
-                  scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
-                  rd.served(pair.decode(), pair.prefill());
-                  if (pair.prefill() != null) {
-                    String id = PdOrchestrator.attemptRequestId(upstream.requestId(), attempt);
-                    prefillWatch.set(new PrefillWatch(id, connectorTransport.watch(id)));
-                  } else {
-                    prefillWatch.set(null);
-                  }
-                  listen(() -> rl.attemptStarted(attempt, pair));
-                }
+    CompletableFuture<RoutedResponse> result =
+        decided.thenCompose(
+            rd -> {
+              listen(() -> rl.decided(rd));
+              Pipeline p = pipeline(rd.model());
+              AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
+              PdOrchestrator.AttemptObserver observer =
+                  new PdOrchestrator.AttemptObserver() {
+                    @Override
+                    public void started(int attempt, PdOrchestrator.Pair pair) {
+                      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+                      rd.served(pair.decode(), pair.prefill());
+                      if (pair.prefill() != null) {
+                        String id = PdOrchestrator.attemptRequestId(upstream.requestId(), attempt);
+                        prefillWatch.set(new PrefillWatch(id, connectorTransport.watch(id)));
+                      } else {
+                        prefillWatch.set(null);
+                      }
+                      listen(() -> rl.attemptStarted(attempt, pair));
+                    }
 
-                @Override
-                public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
-                  scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
-                  PrefillWatch w = prefillWatch.get();
-                  if (w != null) {
-                    connectorTransport.unwatch(w.attemptRequestId(), w.usage());
-                  }
-                  listen(() -> rl.attemptEnded(attempt, pair, failure));
-                }
-              };
-          CompletableFuture<StreamingResponse> f =
-              p.orchestrator().execute(upstream, rd.pairs(), observer);
-          CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
-          out.whenComplete(
-              (r, t) -> {
-                if (out.isCancelled()) {
-                  f.cancel(true);
-                }
-              });
-          f.whenComplete(
-              (resp, t) -> {
-                if (t != null) {
-                  routeErrors.increment();
-                  finishRoute(rd, start);
-                  end.accept(rd, CancellableFutures.unwrap(t));
-                  out.completeExceptionally(t);
-                  return;
-                }
-                RoutedResponse routed =
-                    new RoutedResponse(
-                        resp,
-                        rd,
-                        (failure, decodeUsage) -> {
-                          if (decodeUsage != null) {
-                            measure(rd, rl, decodeUsage, prefillWatch.get());
-                          }
-                          finishRoute(rd, start);
-                          end.accept(rd, failure);
-                        });
-                if (!out.complete(routed)) {
-                  routed.cancel();
-                }
-              });
-          return out;
+                    @Override
+                    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
+                      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+                      PrefillWatch w = prefillWatch.get();
+                      if (w != null) {
+                        connectorTransport.unwatch(w.attemptRequestId(), w.usage());
+                      }
+                      listen(() -> rl.attemptEnded(attempt, pair, failure));
+                    }
+                  };
+              CompletableFuture<StreamingResponse> f =
+                  p.orchestrator().execute(upstream, rd.pairs(), observer);
+              CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
+              out.whenComplete(
+                  (r, t) -> {
+                    if (out.isCancelled()) {
+                      f.cancel(true);
+                    }
+                  });
+              f.whenComplete(
+                  (resp, t) -> {
+                    if (t != null) {
+                      routeErrors.increment();
+                      finishRoute(rd, start);
+                      end.accept(rd, CancellableFutures.unwrap(t));
+                      out.completeExceptionally(t);
+                      return;
+                    }
+                    RoutedResponse routed =
+                        new RoutedResponse(
+                            resp,
+                            rd,
+                            (failure, decodeUsage) -> {
+                              if (decodeUsage != null) {
+                                measure(rd, rl, decodeUsage, prefillWatch.get());
+                              }
+                              finishRoute(rd, start);
+                              end.accept(rd, failure);
+                            });
+                    if (!out.complete(routed)) {
+                      routed.cancel();
+                    }
+                  });
+              return out;
+            });
+    // Whatever else fails on the way (or the caller cancelling), the listener hears of it once.
+    result.whenComplete(
+        (r, t) -> {
+          if (t != null) {
+            end.accept(null, CancellableFutures.unwrap(t));
+          }
         });
+    return result;
   }
 
   /**
