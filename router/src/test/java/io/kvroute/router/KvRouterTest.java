@@ -137,6 +137,70 @@ class KvRouterTest {
   }
 
   @Test
+  void aDisaggregatedRequestIsMeasuredOnThePrefillEnginesAnswer() throws Exception {
+    Endpoint p = pod("p0", Endpoint.Role.PREFILL, Map.of());
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    // The prefill engine computed 48 of 64 tokens; the decode engine received the KV and counts
+    // all but the last token as cached, which says nothing about the prefill pick.
+    server(p)
+        .enqueue(
+            ok(
+                "{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"prompt_tokens\":64,"
+                    + "\"prompt_tokens_details\":{\"cached_tokens\":16}}}"));
+    server(d)
+        .enqueue(
+            ok(
+                "{\"choices\":[{\"text\":\"hi\"}],\"usage\":{\"prompt_tokens\":64,"
+                    + "\"prompt_tokens_details\":{\"cached_tokens\":63}}}"));
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    List<String> usage = java.util.Collections.synchronizedList(new ArrayList<>());
+    router =
+        KvRouter.builder()
+            .scheduler(
+                io.kvroute.scoring.Scheduler.builder()
+                    .profile(
+                        io.kvroute.scoring.Profile.builder(
+                                io.kvroute.scoring.Scheduler.DECODE_PROFILE)
+                            .filter(io.kvroute.scoring.Filters.decode())
+                            .picker(io.kvroute.scoring.Pickers.topN(1))
+                            .build())
+                    .profile(
+                        io.kvroute.scoring.Profile.builder(
+                                io.kvroute.scoring.Scheduler.PREFILL_PROFILE)
+                            .filter(io.kvroute.scoring.Filters.prefill())
+                            .picker(io.kvroute.scoring.Pickers.topN(1))
+                            .build())
+                    .pdEnabled(true)
+                    .pdDecider(io.kvroute.scoring.PdDecider.always())
+                    .prefillProfile(io.kvroute.scoring.Scheduler.PREFILL_PROFILE)
+                    .build())
+            .endpoints(List.of(p, d))
+            .meterRegistry(registry)
+            .routeListener(
+                request ->
+                    new RouteListener.RequestListener() {
+                      @Override
+                      public void usage(long promptTokens, long cachedTokens) {
+                        usage.add(promptTokens + "/" + cachedTokens);
+                      }
+                    })
+            .build();
+    RoutedResponse r =
+        router
+            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
+            .get(20, TimeUnit.SECONDS);
+    read(r);
+    assertThat(r.decision().servedPrefill()).contains(p);
+    assertThat(server(p).takeRequest().getHeaders().get("X-Request-Id")).isEqualTo("r-1");
+    assertThat(usage).containsExactly("64/16");
+    assertThat(registry.get("kvroute.routing.actual.cached.tokens").summary().totalAmount())
+        .isEqualTo(16);
+    assertThat(registry.get("kvroute.routing.prediction.error").summary().totalAmount())
+        .isEqualTo(0.25);
+  }
+
+  @Test
   void aRouteListenerHearsOfAFailedScheduling() throws Exception {
     List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
     router =
