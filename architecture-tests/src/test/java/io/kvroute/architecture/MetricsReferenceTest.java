@@ -73,6 +73,8 @@ class MetricsReferenceTest {
           .filter(p -> p.toString().endsWith(".java"))
           .filter(p -> p.toString().contains("/src/main/java/"))
           .filter(p -> !p.toString().contains("/target/"))
+          // Its "kvroute.*" literals are span names and attribute keys; it registers no meter.
+          .filter(p -> !p.toString().contains("/kvroute-opentelemetry/"))
           .forEach(
               p -> {
                 String text = read(p);

@@ -33,6 +33,7 @@ final class Modules {
     ROOTS.put("io.kvroute.scoring", "scoring");
     ROOTS.put("io.kvroute.tokenizer", "kvroute-tokenizer-hf");
     ROOTS.put("io.kvroute.router", "router");
+    ROOTS.put("io.kvroute.opentelemetry", "kvroute-opentelemetry");
     ROOTS.put("io.kvroute.testkit", "testkit");
     ROOTS.put("io.kvroute.service", "kvindex-service");
     ROOTS.put("io.kvroute.edge", "http-edge");
@@ -66,6 +67,9 @@ final class Modules {
           Map.entry("scoring", Set.of("kvconnector-api", "kvindex", "config")),
           Map.entry("kvroute-tokenizer-hf", Set.of("scoring", "kvconnector-api", "kvindex")),
           Map.entry("router", Set.of("kvconnector-api", "pd", "scoring", "kvindex")),
+          Map.entry(
+              "kvroute-opentelemetry",
+              Set.of("kvconnector-api", "pd", "scoring", "kvindex", "router")),
           Map.entry("testkit", Set.of("kvindex")),
           Map.entry(
               "kvindex-service",
@@ -102,7 +106,8 @@ final class Modules {
                   "http-edge",
                   "config",
                   "kvindex-redis",
-                  "kvroute-envoy")),
+                  "kvroute-envoy",
+                  "kvroute-opentelemetry")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
@@ -122,6 +127,7 @@ final class Modules {
           "scoring",
           "kvroute-tokenizer-hf",
           "router",
+          "kvroute-opentelemetry",
           "testkit",
           "kvindex-service",
           "config",

@@ -26,6 +26,10 @@ import io.kvroute.testkit.SimStats;
 import io.kvroute.testkit.SimTokenizer;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.InputStream;
 import java.io.PrintWriter;
 import java.net.URI;
@@ -214,9 +218,12 @@ final class DemoCommand implements Callable<Integer> {
             .start()) {
       List<KvRouter> routers = new ArrayList<>();
       List<OpenAiFront> gateways = new ArrayList<>();
+      List<MeterRegistry> meters = new ArrayList<>();
       try {
         for (int r = 0; r < replicas; r++) {
-          KvRouter router = router(strategy, type, cluster);
+          SimpleMeterRegistry registry = new SimpleMeterRegistry();
+          meters.add(registry);
+          KvRouter router = router(strategy, type, cluster, registry);
           routers.add(router);
           OpenAiFront gateway =
               OpenAiFront.builder("demo-gateway-" + r, (request, extra) -> router.route(request))
@@ -227,7 +234,7 @@ final class DemoCommand implements Callable<Integer> {
           gateways.add(gateway);
         }
         int[] ports = gateways.stream().mapToInt(OpenAiFront::port).toArray();
-        return drive(strategy, describe(strategy), workload, cluster, ports, err);
+        return drive(strategy, describe(strategy), workload, cluster, ports, err, meters);
       } finally {
         gateways.forEach(OpenAiFront::close);
         routers.forEach(KvRouter::close);
@@ -236,12 +243,14 @@ final class DemoCommand implements Callable<Integer> {
   }
 
   /** One gateway replica's router: its own scheduler state and, for precise, its own index. */
-  private KvRouter router(String strategy, String type, SimulatedCluster cluster) {
+  private KvRouter router(
+      String strategy, String type, SimulatedCluster cluster, MeterRegistry meters) {
     BlockIndex index =
         BlockIndex.inMemory(IndexConfig.builder().blockSize(blockSize).modelName(MODEL).build());
     KvRouter.Builder rb =
         KvRouter.builder()
             .scheduler(scheduler(strategy, index))
+            .meterRegistry(meters)
             .defaultConnector(
                 ConnectorConfig.of(type)
                     .withRetry(
@@ -276,7 +285,8 @@ final class DemoCommand implements Callable<Integer> {
       Workload workload,
       SimulatedCluster cluster,
       int[] ports,
-      PrintWriter err)
+      PrintWriter err,
+      List<MeterRegistry> meters)
       throws Exception {
     HttpClient client =
         HttpClient.newBuilder().executor(Executors.newFixedThreadPool(concurrency)).build();
@@ -364,7 +374,47 @@ final class DemoCommand implements Callable<Integer> {
         Math.max(0, clientPrompt - computed),
         t,
         seconds,
-        perPod);
+        perPod,
+        prediction(meters));
+  }
+
+  /** The routers' routing-accuracy meters, summed over the replicas. */
+  private static Report.Prediction prediction(List<MeterRegistry> registries) {
+    long n = 0;
+    double predicted = 0;
+    double actual = 0;
+    double error = 0;
+    for (MeterRegistry m : registries) {
+      DistributionSummary p = m.find("kvroute.routing.predicted.tokens").summary();
+      DistributionSummary a = m.find("kvroute.routing.actual.cached.tokens").summary();
+      DistributionSummary e = m.find("kvroute.routing.prediction.error").summary();
+      if (p != null && a != null && e != null) {
+        n += p.count();
+        predicted += p.totalAmount();
+        actual += a.totalAmount();
+        error += e.totalAmount();
+      }
+    }
+    if (n == 0) {
+      return Report.Prediction.NONE;
+    }
+    return new Report.Prediction(
+        n,
+        predicted / n,
+        actual / n,
+        error / n,
+        predictions(registries, "exact"),
+        predictions(registries, "over"),
+        predictions(registries, "under"));
+  }
+
+  private static long predictions(List<MeterRegistry> registries, String result) {
+    long total = 0;
+    for (MeterRegistry m : registries) {
+      Counter c = m.find("kvroute.routing.predictions").tag("result", result).counter();
+      total += c == null ? 0 : (long) c.count();
+    }
+    return total;
   }
 
   private static void progress(PrintWriter err, String strategy, int done, int total) {
@@ -386,6 +436,7 @@ final class DemoCommand implements Callable<Integer> {
     ObjectNode body = JsonNodeFactory.instance.objectNode();
     body.put("model", MODEL);
     body.put("stream", true);
+    body.putObject("stream_options").put("include_usage", true);
     body.put("max_tokens", 16);
     ArrayNode messages = body.putArray("messages");
     for (String[] m : turn.messages()) {

@@ -10,6 +10,7 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.redis.RedisIndexConfig;
+import io.kvroute.opentelemetry.KvRouteTracing;
 import io.kvroute.pd.MicrometerConnectorListener;
 import io.kvroute.router.KvEventFeeds;
 import io.kvroute.router.KvRouter;
@@ -23,6 +24,7 @@ import io.kvroute.tokenizer.hf.HfTokenizer;
 import io.kvroute.tokenizer.hf.TokenizerLoadException;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.opentelemetry.api.GlobalOpenTelemetry;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -58,6 +60,7 @@ import picocli.CommandLine.Option;
  *   Qwen/Qwen3-0.6B:                   # tokenize locally: no /tokenize calls to the engines
  *     tokenizer: { path: /models/hub/models--Qwen--Qwen3-0.6B, revision: main, fallback: true }
  * index: { blockSize: 16 }             # precise prefix scoring from KV events (optional)
+ * tracing: { enabled: true }           # OpenTelemetry spans via GlobalOpenTelemetry (optional)
  * scheduler: picker.yaml               # an EndpointPickerConfig file, or the mapping inline
  *                                      # (optional)
  * endpoints:
@@ -325,6 +328,10 @@ final class GatewayCommand implements Callable<Integer> {
             .observabilityHeaders(cfg.observabilityHeaders())
             .listener(new MicrometerConnectorListener(meters))
             .meterRegistry(meters);
+    if (cfg.tracing().enabled()) {
+      KvRouteTracing tracing = KvRouteTracing.create(GlobalOpenTelemetry.get());
+      b.routeListener(tracing.routeListener()).transportDecorator(tracing::transport);
+    }
     if (index != null) {
       sb.prefixCacheLookup(BlockIndexLookup.of(index));
       b.eventFeed(

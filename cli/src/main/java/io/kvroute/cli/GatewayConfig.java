@@ -26,6 +26,7 @@ import java.util.Map;
  *     (default: {@code type: http})
  * @param models per-model {@code kvConnector} sections
  * @param index precise prefix scoring from KV events (default: off)
+ * @param tracing OpenTelemetry traces of routed requests (default: off)
  * @param scheduler an {@code EndpointPickerConfig}: a file name (relative to this file) or the
  *     mapping itself (default: kvroute's default profiles)
  * @param endpoints the model servers
@@ -38,6 +39,7 @@ record GatewayConfig(
     Map<String, Object> defaultConnector,
     Map<String, Model> models,
     Index index,
+    Tracing tracing,
     Object scheduler,
     List<EndpointSpec> endpoints) {
 
@@ -47,6 +49,7 @@ record GatewayConfig(
   GatewayConfig {
     listen = (listen == null ? FrontConfig.Listen.loopback(8080) : listen).withDefaultPort(8080);
     observabilityHeaders = observabilityHeaders != null && observabilityHeaders;
+    tracing = tracing == null ? new Tracing(false) : tracing;
     if (scrapeMetrics != null && (scrapeMetrics.isNegative() || scrapeMetrics.isZero())) {
       throw new ConfigException("scrapeMetrics", "must be > 0, was " + scrapeMetrics);
     }
@@ -181,6 +184,19 @@ record GatewayConfig(
   static Path resolve(String path, Path dir) {
     Path p = Path.of(path);
     return p.isAbsolute() || dir == null ? p : dir.resolve(p);
+  }
+
+  /**
+   * {@code tracing}.
+   *
+   * @param enabled trace routed requests through {@code GlobalOpenTelemetry} (the OpenTelemetry
+   *     Java agent's, or whatever the process installed; a no-op without one) and send each leg's
+   *     {@code traceparent} to the engines (default false)
+   */
+  record Tracing(Boolean enabled) {
+    Tracing {
+      enabled = enabled != null && enabled;
+    }
   }
 
   /**

@@ -45,7 +45,7 @@ class GatewayConfigTest {
       delimiter = '|',
       textBlock =
           """
-          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics
+          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
           duplicate YAML keys | 'listen: {port: 1}\\nlisten: {port: 2}\\nendpoints: [D0]' | listen: duplicate key (line 2)
           duplicate nested keys | 'listen: {port: 1, port: 2}\\nendpoints: [D0]' | listen.port: duplicate key (line 1)
           duplicate endpoint ids | 'endpoints: [D0, {id: d0, url: "http://127.0.0.1:8003"}]' | endpoints[1].id: duplicate id "d0" (also endpoints[0])
@@ -113,6 +113,7 @@ class GatewayConfigTest {
         models:
           llama: { kvConnector: { type: nixl, timeouts: { prefill: "30s" } } }
         index: { blockSize: 16 }
+        tracing: { enabled: true }
         scheduler: picker.yaml
         endpoints:
           - { id: p0, url: "http://127.0.0.1:8001", role: prefill }
@@ -124,6 +125,7 @@ class GatewayConfigTest {
         """);
     GatewayConfig c = GatewayConfig.load(cfg);
     assertThat(c.listen().port()).isEqualTo(8080);
+    assertThat(c.tracing().enabled()).isTrue();
     assertThat(c.scrapeMetrics()).isEqualTo(Duration.ofSeconds(2));
     assertThat(c.modelConnectors().get("llama").type()).isEqualTo("nixl");
     assertThat(c.schedulerFile(cfg)).isEqualTo(dir.resolve("picker.yaml"));

@@ -69,6 +69,33 @@ public interface HttpTransport extends AutoCloseable {
       this.streaming = b.streaming;
     }
 
+    private Outbound(Outbound o, Map<String, List<String>> headers) {
+      this.method = o.method;
+      this.leg = o.leg;
+      this.endpoint = o.endpoint;
+      this.path = o.path;
+      this.headers = headers;
+      this.body = o.body;
+      this.timeout = o.timeout;
+      this.streaming = o.streaming;
+    }
+
+    /**
+     * A copy with {@code set} added to the headers, each replacing any value of the same name
+     * (case-insensitively), for transport decorators (a tracing decorator sets {@code
+     * traceparent}). The body is shared, not copied.
+     */
+    public Outbound withHeaders(Map<String, String> set) {
+      Objects.requireNonNull(set, "set");
+      Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      h.putAll(headers);
+      set.forEach(
+          (k, v) ->
+              h.put(
+                  Objects.requireNonNull(k, "header name"), List.of(Objects.requireNonNull(v, k))));
+      return new Outbound(this, java.util.Collections.unmodifiableMap(h));
+    }
+
     /** A {@code GET path} to {@code endpoint}. */
     public static Builder get(Endpoint endpoint, String path) {
       return new Builder(Method.GET, endpoint, path, EMPTY);

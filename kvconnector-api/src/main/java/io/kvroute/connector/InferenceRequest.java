@@ -187,6 +187,24 @@ public final class InferenceRequest {
     return new InferenceRequest(api, body, headers, id);
   }
 
+  /**
+   * A copy with {@code set} added to the headers, each replacing any value of the same name
+   * (case-insensitively): for example a {@code traceparent} a tracing listener wants every leg to
+   * carry. The request id is unchanged.
+   */
+  public InferenceRequest withHeaders(Map<String, String> set) {
+    Objects.requireNonNull(set, "set");
+    if (set.isEmpty()) {
+      return this;
+    }
+    Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    h.putAll(headers);
+    set.forEach(
+        (k, v) ->
+            h.put(Objects.requireNonNull(k, "header name"), List.of(Objects.requireNonNull(v, k))));
+    return new InferenceRequest(api, body, java.util.Collections.unmodifiableMap(h), requestId);
+  }
+
   /** A copy with another body. */
   public InferenceRequest withBody(byte[] newBody) {
     return new InferenceRequest(api, newBody.clone(), headers, requestId);

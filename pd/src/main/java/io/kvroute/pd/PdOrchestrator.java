@@ -392,7 +392,9 @@ public final class PdOrchestrator {
       Pair pair = pairs.get(i);
       int pairUsed = i;
       InferenceRequest attemptRequest =
-          attempt == 1 ? request : request.withRequestId(retryId(request.requestId(), attempt));
+          attempt == 1
+              ? request
+              : request.withRequestId(attemptRequestId(request.requestId(), attempt));
       PdRequest pd = new PdRequest(attemptRequest, pair.prefill(), pair.decode());
       long start = nanoClock.getAsLong();
       observer.started(attempt, pair);
@@ -540,7 +542,14 @@ public final class PdOrchestrator {
     return Math.min(Math.max(jittered, after), retry.backoffMax().toNanos());
   }
 
-  private static String retryId(String id, int attempt) {
+  /**
+   * The request id attempt {@code attempt} (1-based) of a request sends as {@code X-Request-Id}:
+   * {@code requestId} itself for the first, {@code requestId-rN} after (cut to 128 characters).
+   */
+  public static String attemptRequestId(String id, int attempt) {
+    if (attempt <= 1) {
+      return id;
+    }
     String suffix = "-r" + attempt;
     String base = id.length() + suffix.length() > 128 ? id.substring(0, 128 - suffix.length()) : id;
     return base + suffix;

@@ -40,6 +40,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
@@ -77,6 +78,7 @@ public final class KvRouter implements AutoCloseable {
   private final ConnectorConfig defaultConnector;
   private final Map<String, ConnectorConfig> modelConnectors;
   private final HttpTransport transport;
+  private final PrefillUsageTap connectorTransport;
   private final boolean ownsTransport;
   private final ScheduledExecutorService executor;
   private final ConnectorListener listener;
@@ -93,6 +95,8 @@ public final class KvRouter implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Timer routeTimer;
   private final Counter routeErrors;
+  private final RouteListener routeListener;
+  private final PredictionMeters predictionMeters;
 
   /** A model's connector and the orchestrator that retries over pairs with it. */
   private record Pipeline(KVConnector connector, PdOrchestrator orchestrator) {}
@@ -123,13 +127,25 @@ public final class KvRouter implements AutoCloseable {
     Deque<Runnable> undo = new ArrayDeque<>();
     try {
       this.ownsTransport = b.transport == null;
-      this.transport =
+      HttpTransport base =
           b.transport != null
               ? b.transport
               : HttpTransports.discover(Thread.currentThread().getContextClassLoader());
+      if (b.transportDecorator != null) {
+        HttpTransport decorated = b.transportDecorator.apply(base);
+        if (decorated == null) {
+          if (ownsTransport) {
+            base.close();
+          }
+          throw new IllegalArgumentException("transportDecorator returned null");
+        }
+        base = decorated;
+      }
+      this.transport = base;
       if (ownsTransport) {
         undo.push(transport::close);
       }
+      this.connectorTransport = new PrefillUsageTap(transport);
       this.executor =
           Executors.newSingleThreadScheduledExecutor(
               r -> {
@@ -160,6 +176,8 @@ public final class KvRouter implements AutoCloseable {
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
+    this.routeListener = b.routeListener;
+    this.predictionMeters = new PredictionMeters(registry);
     Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
     Gauge.builder("kvroute.endpoints", endpoints, Map::size).register(registry);
   }
@@ -356,25 +374,55 @@ public final class KvRouter implements AutoCloseable {
    */
   public CompletableFuture<RoutedResponse> route(InferenceRequest request) {
     long start = nanoClock.getAsLong();
-    return decideInternal(request, ANY_ENDPOINT)
-        .thenCompose(
+    RouteListener.RequestListener rl = startListener(request);
+    InferenceRequest upstream = request.withHeaders(upstreamHeaders(rl));
+    AtomicBoolean ended = new AtomicBoolean();
+    java.util.function.BiConsumer<RouteDecision, Throwable> end =
+        (rd, t) -> {
+          if (ended.compareAndSet(false, true)) {
+            listen(() -> rl.ended(rd, t));
+          }
+        };
+    CompletableFuture<RouteDecision> decided = decideInternal(upstream, ANY_ENDPOINT);
+    decided.whenComplete(
+        (rd, t) -> {
+          if (t != null) {
+            end.accept(null, CancellableFutures.unwrap(t));
+          }
+        });
+    CompletableFuture<RoutedResponse> result =
+        decided.thenCompose(
             rd -> {
+              listen(() -> rl.decided(rd));
               Pipeline p = pipeline(rd.model());
+              AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
               PdOrchestrator.AttemptObserver observer =
                   new PdOrchestrator.AttemptObserver() {
                     @Override
                     public void started(int attempt, PdOrchestrator.Pair pair) {
                       scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
                       rd.served(pair.decode(), pair.prefill());
+                      if (pair.prefill() != null) {
+                        String id = PdOrchestrator.attemptRequestId(upstream.requestId(), attempt);
+                        prefillWatch.set(new PrefillWatch(id, connectorTransport.watch(id)));
+                      } else {
+                        prefillWatch.set(null);
+                      }
+                      listen(() -> rl.attemptStarted(attempt, pair));
                     }
 
                     @Override
                     public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
                       scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+                      PrefillWatch w = prefillWatch.get();
+                      if (w != null) {
+                        connectorTransport.unwatch(w.attemptRequestId(), w.usage());
+                      }
+                      listen(() -> rl.attemptEnded(attempt, pair, failure));
                     }
                   };
               CompletableFuture<StreamingResponse> f =
-                  p.orchestrator().execute(request, rd.pairs(), observer);
+                  p.orchestrator().execute(upstream, rd.pairs(), observer);
               CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
               out.whenComplete(
                   (r, t) -> {
@@ -387,17 +435,35 @@ public final class KvRouter implements AutoCloseable {
                     if (t != null) {
                       routeErrors.increment();
                       finishRoute(rd, start);
+                      end.accept(rd, CancellableFutures.unwrap(t));
                       out.completeExceptionally(t);
                       return;
                     }
                     RoutedResponse routed =
-                        new RoutedResponse(resp, rd, () -> finishRoute(rd, start));
+                        new RoutedResponse(
+                            resp,
+                            rd,
+                            (failure, decodeUsage) -> {
+                              if (decodeUsage != null) {
+                                measure(rd, rl, decodeUsage, prefillWatch.get());
+                              }
+                              finishRoute(rd, start);
+                              end.accept(rd, failure);
+                            });
                     if (!out.complete(routed)) {
                       routed.cancel();
                     }
                   });
               return out;
             });
+    // Whatever else fails on the way (or the caller cancelling), the listener hears of it once.
+    result.whenComplete(
+        (r, t) -> {
+          if (t != null) {
+            end.accept(null, CancellableFutures.unwrap(t));
+          }
+        });
+    return result;
   }
 
   /**
@@ -457,6 +523,67 @@ public final class KvRouter implements AutoCloseable {
     };
   }
 
+  /** The prefill usage being watched for one attempt. */
+  private record PrefillWatch(String attemptRequestId, PrefillUsageTap.Usage usage) {}
+
+  /**
+   * Routing accuracy of a completed request: the usage of the engine that computed the prompt (the
+   * prefill engine's answer when disaggregated, else the decode response's) against the index's
+   * prediction; also reported to the route listener.
+   */
+  private void measure(
+      RouteDecision rd,
+      RouteListener.RequestListener rl,
+      UsageScanner decodeUsage,
+      PrefillWatch prefill) {
+    long prompt;
+    long cached;
+    if (rd.servedPrefill().isPresent()) {
+      if (prefill == null || prefill.usage() == null) {
+        return;
+      }
+      prompt = prefill.usage().promptTokens;
+      cached = prefill.usage().cachedTokens;
+    } else {
+      prompt = decodeUsage.promptTokens();
+      cached = decodeUsage.cachedTokens();
+    }
+    if (prompt <= 0 || cached < 0) {
+      return;
+    }
+    predictionMeters.record(rd, prompt, cached);
+    listen(() -> rl.usage(prompt, cached));
+  }
+
+  /** Runs a route-listener callback; a listener that throws is logged, never propagated. */
+  private static void listen(Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+    }
+  }
+
+  private RouteListener.RequestListener startListener(InferenceRequest request) {
+    try {
+      RouteListener.RequestListener rl = routeListener.requestStarted(request);
+      return rl == null ? RouteListener.RequestListener.NONE : rl;
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+      return RouteListener.RequestListener.NONE;
+    }
+  }
+
+  private static Map<String, String> upstreamHeaders(RouteListener.RequestListener rl) {
+    try {
+      Map<String, String> h = rl.upstreamHeaders();
+      return h == null ? Map.of() : h;
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+      return Map.of();
+    }
+  }
+
   private void finishRoute(RouteDecision rd, long start) {
     // Breakers and per-pair in-flight counts were kept by the orchestrator's observer; only the
     // router-level accounting remains.
@@ -474,7 +601,7 @@ public final class KvRouter implements AutoCloseable {
         k -> {
           KVConnector c =
               connectors.create(
-                  KVConnectorProvider.Context.builder(config, transport, executor)
+                  KVConnectorProvider.Context.builder(config, connectorTransport, executor)
                       .listener(listener)
                       .nanoClock(nanoClock)
                       .build());
@@ -585,6 +712,7 @@ public final class KvRouter implements AutoCloseable {
     private ConnectorConfig defaultConnector = ConnectorConfig.of(ConnectorConfig.DEFAULT_TYPE);
     private final Map<String, ConnectorConfig> modelConnectors = new LinkedHashMap<>();
     private HttpTransport transport;
+    private java.util.function.UnaryOperator<HttpTransport> transportDecorator;
     private ConnectorListener listener = ConnectorListener.NONE;
     private LongSupplier nanoClock = System::nanoTime;
     private KvEventFeed eventFeed;
@@ -593,6 +721,7 @@ public final class KvRouter implements AutoCloseable {
     private Duration drainTimeout = Duration.ofSeconds(30);
     private int maxRequestBytes = 16 * 1024 * 1024;
     private MeterRegistry meterRegistry = new SimpleMeterRegistry();
+    private RouteListener routeListener = RouteListener.NONE;
     private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
 
     private Builder() {}
@@ -631,9 +760,28 @@ public final class KvRouter implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Wraps the transport (the one given to {@link #transport}, or the discovered default) before
+     * anything uses it: a tracing decorator, an allowlist, per-leg TLS. When the router created the
+     * underlying transport, it closes the decorated one (which should close what it wraps).
+     */
+    public Builder transportDecorator(java.util.function.UnaryOperator<HttpTransport> decorator) {
+      this.transportDecorator = Objects.requireNonNull(decorator, "transportDecorator");
+      return this;
+    }
+
     /** The connector listener (e.g. a {@code MicrometerConnectorListener}). */
     public Builder listener(ConnectorListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Observes every request {@link KvRouter#route} runs, from arrival to the end of its response
+     * (default {@link RouteListener#NONE}); {@code kvroute-opentelemetry} implements it.
+     */
+    public Builder routeListener(RouteListener listener) {
+      this.routeListener = Objects.requireNonNull(listener, "routeListener");
       return this;
     }
 

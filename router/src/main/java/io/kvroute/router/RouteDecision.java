@@ -119,6 +119,30 @@ public final class RouteDecision {
     return Collections.unmodifiableMap(out);
   }
 
+  /**
+   * The decode endpoint serving the request: the primary until {@link KvRouter#route} moves to a
+   * fallback pair.
+   */
+  public Endpoint servedDecode() {
+    return servedDecode;
+  }
+
+  /** The prefill endpoint serving the request, when disaggregated (see {@link #servedDecode}). */
+  public Optional<Endpoint> servedPrefill() {
+    return Optional.ofNullable(servedPrefill);
+  }
+
+  /**
+   * Prompt tokens the index predicted the engine computing the prompt already holds: the prefill
+   * endpoint's prefix-cache match when the request is disaggregated, else the decode endpoint's
+   * (block-granular, from {@link Decision#prefixMatch}; 0 when the scheduler knew nothing).
+   */
+  public long predictedCachedTokens() {
+    Endpoint p = servedPrefill;
+    Endpoint e = p != null ? p : servedDecode;
+    return e == null ? 0 : router.cachedTokens(decision, e);
+  }
+
   /** The scheduler's decision, with per-scorer scores for debugging. */
   public Decision scheduling() {
     return decision;

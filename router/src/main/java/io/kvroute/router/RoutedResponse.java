@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Flow;
+import java.util.function.BiConsumer;
 
 /**
  * The decode stream of a routed request together with its {@link RouteDecision}. Subscribe to it
@@ -19,11 +20,19 @@ public final class RoutedResponse implements StreamingResponse {
   private final RouteDecision decision;
   private final FlowRelay<ByteBuffer> relay;
 
-  RoutedResponse(StreamingResponse delegate, RouteDecision decision, Runnable onEnd) {
+  /**
+   * @param onEnd called once when the stream ends, with the failure (null on completion) and, on
+   *     completion, the scan of the body's usage block
+   */
+  RoutedResponse(
+      StreamingResponse delegate,
+      RouteDecision decision,
+      BiConsumer<Throwable, UsageScanner> onEnd) {
     this.delegate = delegate;
     this.decision = decision;
-    this.relay = FlowRelay.create(t -> onEnd.run());
-    delegate.subscribe(relay);
+    UsageScanner scanner = new UsageScanner();
+    this.relay = FlowRelay.create(t -> onEnd.accept(t, t == null ? scanner : null));
+    delegate.subscribe(new Tap(relay, scanner));
   }
 
   /** The routing decision, with the endpoints that actually served the request. */
@@ -50,5 +59,37 @@ public final class RoutedResponse implements StreamingResponse {
   @Override
   public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
     relay.subscribe(subscriber);
+  }
+
+  /** Scans each chunk for the usage block on its way to the relay (serial signals). */
+  private static final class Tap implements Flow.Subscriber<ByteBuffer> {
+    private final FlowRelay<ByteBuffer> relay;
+    private final UsageScanner scanner;
+
+    Tap(FlowRelay<ByteBuffer> relay, UsageScanner scanner) {
+      this.relay = relay;
+      this.scanner = scanner;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      relay.onSubscribe(s);
+    }
+
+    @Override
+    public void onNext(ByteBuffer item) {
+      scanner.scan(item);
+      relay.onNext(item);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      relay.onError(t);
+    }
+
+    @Override
+    public void onComplete() {
+      relay.onComplete();
+    }
   }
 }

@@ -71,6 +71,157 @@ class KvRouterTest {
   }
 
   @Test
+  void aRouteListenerSeesTheRequestAndItsUpstreamHeadersReachTheEngine() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    server(d)
+        .enqueue(
+            ok(
+                "{\"choices\":[{\"text\":\"hi\"}],\"usage\":{\"prompt_tokens\":40,"
+                    + "\"prompt_tokens_details\":{\"cached_tokens\":16}}}"));
+    List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    router =
+        KvRouter.builder()
+            .endpoint(d)
+            .meterRegistry(registry)
+            .routeListener(
+                request ->
+                    new RouteListener.RequestListener() {
+                      @Override
+                      public Map<String, String> upstreamHeaders() {
+                        events.add("start " + request.requestId());
+                        return Map.of(
+                            "traceparent", "00-" + "1".repeat(32) + "-" + "2".repeat(16) + "-01");
+                      }
+
+                      @Override
+                      public void decided(RouteDecision decision) {
+                        events.add("decided " + decision.decode().id());
+                      }
+
+                      @Override
+                      public void attemptStarted(
+                          int attempt, io.kvroute.pd.PdOrchestrator.Pair pair) {
+                        events.add("attempt " + attempt);
+                      }
+
+                      @Override
+                      public void usage(long promptTokens, long cachedTokens) {
+                        events.add("usage " + promptTokens + "/" + cachedTokens);
+                      }
+
+                      @Override
+                      public void ended(RouteDecision decision, Throwable failure) {
+                        events.add("ended " + failure);
+                      }
+                    })
+            .build();
+    RoutedResponse r =
+        router
+            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
+            .get(20, TimeUnit.SECONDS);
+    read(r);
+    assertThat(server(d).takeRequest().getHeaders().get("traceparent"))
+        .isEqualTo("00-" + "1".repeat(32) + "-" + "2".repeat(16) + "-01");
+    assertThat(events)
+        .containsExactly("start r-1", "decided d0", "attempt 1", "usage 40/16", "ended null");
+    // The approximate index knew nothing of "hello": predicted 0, the engine reported 16.
+    assertThat(registry.get("kvroute.routing.actual.cached.tokens").summary().totalAmount())
+        .isEqualTo(16);
+    assertThat(registry.get("kvroute.routing.predicted.tokens").summary().count()).isEqualTo(1);
+    assertThat(registry.get("kvroute.routing.prediction.error").summary().totalAmount())
+        .isEqualTo(0.4);
+    assertThat(registry.get("kvroute.routing.predictions").tag("result", "under").counter().count())
+        .isEqualTo(1);
+  }
+
+  @Test
+  void aDisaggregatedRequestIsMeasuredOnThePrefillEnginesAnswer() throws Exception {
+    Endpoint p = pod("p0", Endpoint.Role.PREFILL, Map.of());
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    // The prefill engine computed 48 of 64 tokens; the decode engine received the KV and counts
+    // all but the last token as cached, which says nothing about the prefill pick.
+    server(p)
+        .enqueue(
+            ok(
+                "{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"prompt_tokens\":64,"
+                    + "\"prompt_tokens_details\":{\"cached_tokens\":16}}}"));
+    server(d)
+        .enqueue(
+            ok(
+                "{\"choices\":[{\"text\":\"hi\"}],\"usage\":{\"prompt_tokens\":64,"
+                    + "\"prompt_tokens_details\":{\"cached_tokens\":63}}}"));
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    List<String> usage = java.util.Collections.synchronizedList(new ArrayList<>());
+    router =
+        KvRouter.builder()
+            .scheduler(
+                io.kvroute.scoring.Scheduler.builder()
+                    .profile(
+                        io.kvroute.scoring.Profile.builder(
+                                io.kvroute.scoring.Scheduler.DECODE_PROFILE)
+                            .filter(io.kvroute.scoring.Filters.decode())
+                            .picker(io.kvroute.scoring.Pickers.topN(1))
+                            .build())
+                    .profile(
+                        io.kvroute.scoring.Profile.builder(
+                                io.kvroute.scoring.Scheduler.PREFILL_PROFILE)
+                            .filter(io.kvroute.scoring.Filters.prefill())
+                            .picker(io.kvroute.scoring.Pickers.topN(1))
+                            .build())
+                    .pdEnabled(true)
+                    .pdDecider(io.kvroute.scoring.PdDecider.always())
+                    .prefillProfile(io.kvroute.scoring.Scheduler.PREFILL_PROFILE)
+                    .build())
+            .endpoints(List.of(p, d))
+            .meterRegistry(registry)
+            .routeListener(
+                request ->
+                    new RouteListener.RequestListener() {
+                      @Override
+                      public void usage(long promptTokens, long cachedTokens) {
+                        usage.add(promptTokens + "/" + cachedTokens);
+                      }
+                    })
+            .build();
+    RoutedResponse r =
+        router
+            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
+            .get(20, TimeUnit.SECONDS);
+    read(r);
+    assertThat(r.decision().servedPrefill()).contains(p);
+    assertThat(server(p).takeRequest().getHeaders().get("X-Request-Id")).isEqualTo("r-1");
+    assertThat(usage).containsExactly("64/16");
+    assertThat(registry.get("kvroute.routing.actual.cached.tokens").summary().totalAmount())
+        .isEqualTo(16);
+    assertThat(registry.get("kvroute.routing.prediction.error").summary().totalAmount())
+        .isEqualTo(0.25);
+  }
+
+  @Test
+  void aRouteListenerHearsOfAFailedScheduling() throws Exception {
+    List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+    router =
+        KvRouter.builder()
+            .routeListener(
+                request ->
+                    new RouteListener.RequestListener() {
+                      @Override
+                      public void ended(RouteDecision decision, Throwable failure) {
+                        events.add(decision + " " + failure.getClass().getSimpleName());
+                      }
+                    })
+            .build();
+    CompletableFuture<RoutedResponse> f =
+        router.route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    assertThatThrownBy(() -> f.get(20, TimeUnit.SECONDS))
+        .hasCauseInstanceOf(ConnectorException.class);
+    assertThat(events).containsExactly("null NoAvailableEndpointException");
+  }
+
+  @Test
   void decideCountsInFlightUntilComplete() throws Exception {
     Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
     router = KvRouter.builder().endpoint(d).observabilityHeaders(true).build();

@@ -14,13 +14,13 @@ public class RoutedResponseTckTest extends FlowPublisherVerification<ByteBuffer>
 
   @Override
   public Flow.Publisher<ByteBuffer> createFlowPublisher(long elements) {
-    return new RoutedResponse(TckSupport.response(elements), null, () -> {});
+    return new RoutedResponse(TckSupport.response(elements), null, (t, u) -> {});
   }
 
   @Override
   public Flow.Publisher<ByteBuffer> createFailedFlowPublisher() {
     return new RoutedResponse(
-        TckSupport.failing(new RuntimeException("failed on purpose")), null, () -> {});
+        TckSupport.failing(new RuntimeException("failed on purpose")), null, (t, u) -> {});
   }
 
   @Override

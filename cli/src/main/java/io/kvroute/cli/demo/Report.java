@@ -19,7 +19,8 @@ public final class Report {
       long cachedTokens,
       double[] ttftMillis,
       double seconds,
-      List<String> perPod) {
+      List<String> perPod,
+      Prediction prediction) {
 
     /** Cached prompt tokens / prompt tokens, in [0, 1]. */
     public double hitRatio() {
@@ -40,6 +41,42 @@ public final class Report {
     /** Completed requests per second. */
     public double throughput() {
       return seconds <= 0 ? 0 : (requests - errors) / seconds;
+    }
+  }
+
+  /**
+   * Routing accuracy of one strategy, from the routers' {@code kvroute.routing.*} meters: the
+   * requests measured, the mean cached tokens the index predicted and the engines reported, the
+   * mean |predicted − actual| / prompt, and how many predictions were exact, over or under.
+   */
+  public record Prediction(
+      long measured,
+      double predictedMean,
+      double actualMean,
+      double errorMean,
+      long exact,
+      long over,
+      long under) {
+
+    /** Nothing measured. */
+    public static final Prediction NONE = new Prediction(0, 0, 0, 0, 0, 0, 0);
+
+    /** One line for the report. */
+    public String line() {
+      if (measured == 0) {
+        return "index vs engines: nothing measured (no usage reported)";
+      }
+      return String.format(
+          Locale.ROOT,
+          "index vs engines: predicted %.0f cached tokens per request, engines reported %.0f"
+              + " (%d requests; mean error %.1f%% of the prompt; exact %d, over %d, under %d)",
+          predictedMean,
+          actualMean,
+          measured,
+          100 * errorMean,
+          exact,
+          over,
+          under);
     }
   }
 
@@ -90,9 +127,13 @@ public final class Report {
     out.println(
         "cache hits: share of the clients' prompt tokens no pod had to compute (prefix-cache hits"
             + " and KV transfers); TTFT: measured by the clients through the gateway.");
+    out.println(
+        "index vs engines: cached prompt tokens the router's index predicted on the pod that"
+            + " computed the prompt, against what that pod reported (usage.cached_tokens).");
     out.println();
     for (Result r : results) {
       out.println(r.strategy() + ": " + r.description());
+      out.println("    " + r.prediction().line());
       for (String line : r.perPod()) {
         out.println("    " + line);
       }
@@ -138,7 +179,9 @@ public final class Report {
           .append(escape(r.strategy()))
           .append("</h3><p>")
           .append(escape(r.description()))
-          .append("</p><pre>");
+          .append("</p><pre>")
+          .append(escape(r.prediction().line()))
+          .append('\n');
       for (String line : r.perPod()) {
         sb.append(escape(line)).append('\n');
       }

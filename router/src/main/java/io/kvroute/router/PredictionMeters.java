@@ -1,0 +1,77 @@
+package io.kvroute.router;
+
+import io.kvroute.scoring.PrefixCacheMatch;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+
+/**
+ * Routing accuracy: whether the index predicted the engine's prefix-cache hits. For each routed
+ * request whose computing engine reported {@code usage.prompt_tokens_details.cached_tokens},
+ * compares the tokens the index said that engine holds ({@link
+ * RouteDecision#predictedCachedTokens}) with the tokens the engine says it did not compute. The
+ * computing engine is the prefill endpoint of a disaggregated request (its answer is scanned by
+ * {@link PrefillUsageTap}; the decode engine would count the transferred KV as cached) and the
+ * decode endpoint otherwise. The prediction is capped at what vLLM can report (it never counts the
+ * prompt's last token as cached: at most the full blocks before it). Thread-safe.
+ */
+final class PredictionMeters {
+  private final DistributionSummary predicted;
+  private final DistributionSummary actual;
+  private final DistributionSummary error;
+  private final Counter exact;
+  private final Counter over;
+  private final Counter under;
+
+  PredictionMeters(MeterRegistry registry) {
+    this.predicted =
+        DistributionSummary.builder("kvroute.routing.predicted.tokens")
+            .description("Prompt tokens the index predicted the serving engine holds")
+            .baseUnit("tokens")
+            .register(registry);
+    this.actual =
+        DistributionSummary.builder("kvroute.routing.actual.cached.tokens")
+            .description("Prompt tokens the serving engine reported as cached")
+            .baseUnit("tokens")
+            .register(registry);
+    this.error =
+        DistributionSummary.builder("kvroute.routing.prediction.error")
+            .description("|predicted - actual| cached tokens / prompt tokens")
+            .register(registry);
+    this.exact = predictions(registry, "exact");
+    this.over = predictions(registry, "over");
+    this.under = predictions(registry, "under");
+  }
+
+  private static Counter predictions(MeterRegistry registry, String result) {
+    return Counter.builder("kvroute.routing.predictions")
+        .description("Measured cache-hit predictions: exact, over or under the engine's report")
+        .tag("result", result)
+        .register(registry);
+  }
+
+  /** Records the computing engine's usage against {@code rd}'s prediction. */
+  void record(RouteDecision rd, long promptTokens, long cachedTokens) {
+    if (promptTokens <= 0 || cachedTokens < 0) {
+      return;
+    }
+    PrefixCacheMatch m = rd.scheduling().prefixMatch(rd.servedPrefill().orElse(rd.servedDecode()));
+    long p = rd.predictedCachedTokens();
+    int block = m.blockSizeTokens();
+    if (block > 0) {
+      // vLLM never reports the prompt's last token as cached: at most the full blocks before it.
+      p = Math.min(p, (promptTokens - 1) / block * block);
+    }
+    predicted.record(p);
+    actual.record(cachedTokens);
+    long diff = Math.abs(p - cachedTokens);
+    error.record(Math.min(1.0, (double) diff / promptTokens));
+    if (diff == 0) {
+      exact.increment();
+    } else if (p > cachedTokens) {
+      over.increment();
+    } else {
+      under.increment();
+    }
+  }
+}

@@ -1,0 +1,114 @@
+package io.kvroute.router;
+
+import java.nio.ByteBuffer;
+
+/**
+ * Finds an OpenAI usage block's {@code "prompt_tokens"} and {@code "cached_tokens"} (vLLM's {@code
+ * usage.prompt_tokens_details.cached_tokens}) in a response body as it streams by, without
+ * buffering it: a few ints of state, one pass over each chunk, chunk boundaries anywhere. The last
+ * value seen wins (an SSE stream carries its usage in its last data event; with {@code
+ * continuous_usage_stats} every event carries one). Keys inside JSON strings are escaped ({@code
+ * \"}) and so never match.
+ *
+ * <p>Not thread-safe: feed it the chunks of one stream in order (Flow signals are serial).
+ */
+final class UsageScanner {
+  private static final byte[][] KEYS = {
+    "\"prompt_tokens\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII),
+    "\"cached_tokens\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+  };
+  private static final int PROMPT = 0;
+  private static final int CACHED = 1;
+  private static final int SCANNING = 0;
+  private static final int BEFORE_COLON = 1;
+  private static final int BEFORE_VALUE = 2;
+  private static final int IN_VALUE = 3;
+
+  private final int[] matched = new int[KEYS.length];
+  private final long[] values = {-1, -1};
+  private int phase = SCANNING;
+  private int key;
+  private long number;
+  private int digits;
+
+  /** Scans {@code chunk}'s remaining bytes without moving its position. */
+  void scan(ByteBuffer chunk) {
+    int end = chunk.limit();
+    for (int i = chunk.position(); i < end; i++) {
+      accept(chunk.get(i));
+    }
+  }
+
+  private void accept(byte b) {
+    switch (phase) {
+      case BEFORE_COLON:
+        if (b == ':') {
+          phase = BEFORE_VALUE;
+        } else if (!whitespace(b)) {
+          restart(b);
+        }
+        return;
+      case BEFORE_VALUE:
+        if (b >= '0' && b <= '9') {
+          phase = IN_VALUE;
+          number = b - '0';
+          digits = 1;
+        } else if (!whitespace(b)) {
+          restart(b);
+        }
+        return;
+      case IN_VALUE:
+        if (b >= '0' && b <= '9' && digits < 18) {
+          number = number * 10 + (b - '0');
+          digits++;
+          return;
+        }
+        values[key] = number;
+        restart(b);
+        return;
+      default:
+        match(b);
+    }
+  }
+
+  private void restart(byte b) {
+    phase = SCANNING;
+    matched[PROMPT] = 0;
+    matched[CACHED] = 0;
+    match(b);
+  }
+
+  private void match(byte b) {
+    for (int k = 0; k < KEYS.length; k++) {
+      byte[] kb = KEYS[k];
+      int m = matched[k];
+      if (kb[m] == b) {
+        m++;
+      } else {
+        m = b == '"' ? 1 : 0;
+      }
+      if (m == kb.length) {
+        key = k;
+        phase = BEFORE_COLON;
+        matched[PROMPT] = 0;
+        matched[CACHED] = 0;
+        return;
+      }
+      matched[k] = m;
+    }
+  }
+
+  private static boolean whitespace(byte b) {
+    return b == ' ' || b == '\t' || b == '\r' || b == '\n';
+  }
+
+  /** The last {@code prompt_tokens} value seen, or -1. */
+  long promptTokens() {
+    return values[PROMPT];
+  }
+
+  /** The last {@code cached_tokens} value seen, or -1. */
+  long cachedTokens() {
+    return values[CACHED];
+  }
+}
