@@ -52,7 +52,11 @@ class GatewayTracingTest {
       Scheduler.defaultProfiles(false).forEach(sb::profile);
       try (KvRouter router =
           GatewayCommand.router(
-              c, sb, cfg, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT))) {
+              c,
+              sb,
+              cfg,
+              new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
+              new java.util.ArrayList<>())) {
         InferenceRequest request =
             InferenceRequest.of(
                 InferenceRequest.Api.COMPLETIONS,
