@@ -120,7 +120,10 @@ public final class KubernetesDiscovery implements AutoCloseable {
   private SharedIndexInformer<GenericKubernetesResource> poolInformer;
   private volatile View view;
 
-  /** The pods followed now: their informer, the selector, the ports of each rank. */
+  /**
+   * The pods followed now: their informer, the selector (null: none, as when the pool is missing),
+   * the ports of each rank.
+   */
   private record View(
       SharedIndexInformer<Pod> informer, Map<String, String> selector, List<Integer> ports) {}
 
@@ -303,7 +306,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
     View current = view;
     InferencePools.Spec spec = null;
     if (pool == null) {
-      if (current == null || current.informer() != null) {
+      if (current == null || current.selector() != null) {
         log.warn("kvroute-kubernetes: InferencePool {}/{} not found", namespace, poolName);
       }
     } else {
@@ -314,22 +317,17 @@ public final class KubernetesDiscovery implements AutoCloseable {
             "kvroute-kubernetes: InferencePool {}/{}: {}", namespace, poolName, e.getMessage());
       }
     }
+    // One informer over the namespace's pods, filtered by the pool's selector here: a change of
+    // the selector moves pods in and out without a new list (as the inference extension's EPP).
+    SharedIndexInformer<Pod> informer =
+        current != null ? current.informer() : podInformer(Map.of());
     if (spec == null) {
-      if (current != null && current.informer() != null) {
-        current.informer().stop();
-      }
-      view = new View(null, Map.of(), ports(List.of()));
-    } else if (current == null
-        || current.informer() == null
-        || !current.selector().equals(spec.selector())) {
-      if (current != null && current.informer() != null) {
-        current.informer().stop();
-      }
-      log.info("kvroute-kubernetes: InferencePool {} selects {}", poolName, spec.selector());
-      view = new View(podInformer(spec.selector()), spec.selector(), ports(spec.ports()));
-      return; // reconciled when the new informer has synced
+      view = new View(informer, null, ports(List.of()));
     } else {
-      view = new View(current.informer(), current.selector(), ports(spec.ports()));
+      if (current == null || !spec.selector().equals(current.selector())) {
+        log.info("kvroute-kubernetes: InferencePool {} selects {}", poolName, spec.selector());
+      }
+      view = new View(informer, spec.selector(), ports(spec.ports()));
     }
     reconcile();
   }
@@ -406,7 +404,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
     }
     try {
       Map<String, Target> desired = new LinkedHashMap<>();
-      if (v.informer() != null) {
+      if (v.selector() != null) {
         if (!v.informer().hasSynced()) {
           return; // keep what is applied until the first list is in
         }
@@ -434,9 +432,9 @@ public final class KubernetesDiscovery implements AutoCloseable {
       apply(desired);
       if (loraAdapters != null) {
         List<String> keep = new ArrayList<>();
-        if (v.informer() != null) {
+        if (v.selector() != null) {
           for (Pod pod : v.informer().getStore().list()) {
-            if (PodEndpoints.ready(pod)) {
+            if (PodEndpoints.matches(pod, v.selector()) && PodEndpoints.ready(pod)) {
               PodEndpoints.targets(
                       pod, new PodEndpoints.Options(roleLabel, v.ports(), kvEventsPort))
                   .forEach(t -> keep.add(t.endpoint().baseUrl()));
@@ -505,7 +503,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
       poolInformer.stop();
     }
     View v = view;
-    if (v != null && v.informer() != null) {
+    if (v != null) {
       v.informer().stop();
     }
     if (ownsClient) {

@@ -6,9 +6,6 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
-import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kubernetes.internal.InferencePools;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -16,34 +13,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-@EnableKubernetesMockClient(crud = true)
-class KubernetesDiscoveryTest {
-  static final String NS = "llm";
-
-  KubernetesMockServer server;
-  KubernetesClient client;
-
+class KubernetesDiscoveryTest extends MockCluster {
   final RecordingSink sink = new RecordingSink();
-  final List<KubernetesDiscovery> started = new ArrayList<>();
-
-  @BeforeEach
-  void clean() {
-    client.pods().inNamespace(NS).delete();
-  }
-
-  @AfterEach
-  void stop() {
-    started.forEach(KubernetesDiscovery::close);
-  }
 
   KubernetesDiscovery start(KubernetesDiscovery.Builder b) {
-    KubernetesDiscovery d = b.client(client).namespace(NS).build().start();
-    started.add(d);
-    return d;
+    return closeLater(b.client(client).namespace(NS).build()).start();
   }
 
   static Pod pod(String name, String ip, boolean ready, Map<String, String> labels) {

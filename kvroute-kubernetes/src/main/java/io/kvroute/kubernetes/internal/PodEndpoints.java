@@ -8,7 +8,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,6 +20,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class PodEndpoints {
   private static final Logger log = LoggerFactory.getLogger(PodEndpoints.class);
+
+  /** Pod name and role value already warned about (bounded: cleared when it grows large). */
+  private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
 
   private PodEndpoints() {}
 
@@ -101,6 +106,12 @@ public final class PodEndpoints {
     try {
       return Endpoint.Role.parse(value);
     } catch (IllegalArgumentException e) {
+      if (WARNED.size() > 1000) {
+        WARNED.clear();
+      }
+      if (!WARNED.add(pod.getMetadata().getName() + "=" + value)) {
+        return Endpoint.Role.BOTH;
+      }
       log.warn(
           "kvroute-kubernetes: pod {} has {}={}, not prefill, decode or both; taken as both",
           pod.getMetadata().getName(),
