@@ -6,6 +6,7 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.router.KvEventFeed;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -96,15 +97,28 @@ public final class PodEndpoints {
     return true;
   }
 
-  /** The role the pod's label names; {@link Endpoint.Role#BOTH} when absent or not understood. */
+  /**
+   * The role the pod's label names ({@code prefill}, {@code decode}, {@code both}, {@code
+   * prefill-decode}, {@code encode-prefill}, {@code encode-prefill-decode}); {@link
+   * Endpoint.Role#BOTH} when absent or not understood (logged once per pod and value).
+   */
   public static Endpoint.Role role(Pod pod, String roleLabel) {
     Map<String, String> labels = pod.getMetadata().getLabels();
     String value = labels == null ? null : labels.get(roleLabel);
     if (value == null || value.isBlank()) {
       return Endpoint.Role.BOTH;
     }
+    String v = value.trim().toLowerCase(Locale.ROOT);
+    // llm-d's encode roles: what they can do of prefill and decode (as the scheduler's role
+    // filter).
+    if (v.equals("encode-prefill")) {
+      return Endpoint.Role.PREFILL;
+    }
+    if (v.equals("encode-prefill-decode")) {
+      return Endpoint.Role.BOTH;
+    }
     try {
-      return Endpoint.Role.parse(value);
+      return Endpoint.Role.parse(v);
     } catch (IllegalArgumentException e) {
       if (WARNED.size() > 1000) {
         WARNED.clear();
