@@ -38,6 +38,7 @@ final class Modules {
     ROOTS.put("io.kvroute.edge", "http-edge");
     ROOTS.put("io.kvroute.config", "config");
     ROOTS.put("io.kvroute.envoy", "kvroute-envoy");
+    ROOTS.put("io.kvroute.kubernetes", "kvroute-kubernetes");
     ROOTS.put("io.kvroute.spring", "kvroute-spring-cloud-gateway");
     ROOTS.put("io.kvroute.cli", "cli");
     ROOTS.put("io.kvroute.examples", "examples");
@@ -69,6 +70,7 @@ final class Modules {
           Map.entry("testkit", Set.of("kvindex")),
           Map.entry("kvindex-service", Set.of("kvconnector-api", "kvindex", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
+          Map.entry("kvroute-kubernetes", Set.of("kvconnector-api", "router")),
           Map.entry(
               "kvroute-spring-cloud-gateway",
               Set.of(
@@ -100,7 +102,8 @@ final class Modules {
                   "http-edge",
                   "config",
                   "kvindex-redis",
-                  "kvroute-envoy")),
+                  "kvroute-envoy",
+                  "kvroute-kubernetes")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
@@ -123,7 +126,8 @@ final class Modules {
           "testkit",
           "kvindex-service",
           "config",
-          "kvindex-redis");
+          "kvindex-redis",
+          "kvroute-kubernetes");
 
   private static JavaClasses classes;
 
