@@ -27,7 +27,7 @@ class ModulePathTest {
       Pattern.compile(
           ".*(junit|opentest4j|apiguardian|assertj|archunit|surefire|testng|jcommander|"
               + "kvroute-cli|kvroute-examples|picocli|test-classes|kvroute-tokenizer-hf|/ai/djl/|"
-              + "commons-compress|/net/java/dev/jna/|/com/google/code/gson/|http-edge|/io/netty/|"
+              + "commons-compress|/net/java/dev/jna/|/com/google/code/gson/|"
               + "kvroute-envoy|kvroute-spring-cloud-gateway|/io/grpc/|/io/envoyproxy/|/com/google/|/io/perfmark/|"
               + "/io/opencensus/|/javax/annotation/|/org/codehaus/mojo/).*");
 

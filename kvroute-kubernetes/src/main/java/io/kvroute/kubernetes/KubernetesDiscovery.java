@@ -106,6 +106,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
   private final Set<String> rejected = new HashSet<>();
   private final AtomicBoolean pending = new AtomicBoolean();
   private final AtomicBoolean started = new AtomicBoolean();
+  private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean closed;
   private final Counter added;
   private final Counter removed;
@@ -116,7 +117,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
   // Owned by the discovery thread (start() hands them over before the first task runs).
   private KubernetesClient client;
   private boolean ownsClient;
-  private String namespace;
+  private volatile String namespace;
   private SharedIndexInformer<GenericKubernetesResource> poolInformer;
   private volatile View view;
 
@@ -222,7 +223,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
   /** Stops watching; the sink keeps the endpoints it has. Idempotent. */
   @Override
   public void close() {
-    if (closed) {
+    if (!closing.compareAndSet(false, true)) {
       return;
     }
     closed = true;
@@ -244,6 +245,15 @@ public final class KubernetesDiscovery implements AutoCloseable {
   // ------------------------------------------------------------------ on the discovery thread
 
   private void startWatching() {
+    try {
+      watch();
+    } catch (RuntimeException e) {
+      watchErrors.increment();
+      log.error("kvroute-kubernetes: cannot watch namespace {}: {}", namespace, e.toString(), e);
+    }
+  }
+
+  private void watch() {
     if (closed) {
       return;
     }
@@ -294,6 +304,15 @@ public final class KubernetesDiscovery implements AutoCloseable {
   }
 
   private void poolChanged() {
+    try {
+      applyPool();
+    } catch (RuntimeException e) {
+      log.warn(
+          "kvroute-kubernetes: applying InferencePool {} failed: {}", poolName, e.toString(), e);
+    }
+  }
+
+  private void applyPool() {
     if (closed || poolInformer == null || !poolInformer.hasSynced()) {
       return;
     }
@@ -515,7 +534,7 @@ public final class KubernetesDiscovery implements AutoCloseable {
   public static final class Builder {
     private final EndpointSink sink;
     private KubernetesClient client;
-    private String namespace;
+    private volatile String namespace;
     private Map<String, String> selector;
     private String inferencePool;
     private String inferencePoolApiVersion;
