@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kubernetes.internal.InferencePools;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -239,6 +240,45 @@ class KubernetesDiscoveryTest extends MockCluster {
         .withName("qwen")
         .delete();
     sink.awaitIds();
+  }
+
+  @Test
+  void aPoolCreatedLaterIsFollowed() {
+    create(pod("a-0", "10.0.1.1", true, Map.of("pool", "a")));
+    start(KubernetesDiscovery.builder(sink).inferencePool("late"));
+    // the pool's API version was probed (v1 answers) and nothing is applied without the pool
+    put(poolV1("late", Map.of("pool", "a"), 8000));
+    sink.awaitIds("a-0");
+  }
+
+  @Test
+  void listFailuresAreCountedAndRetried() {
+    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    try (KubernetesClient unreachable =
+        new io.fabric8.kubernetes.client.KubernetesClientBuilder()
+            .withConfig(
+                new io.fabric8.kubernetes.client.ConfigBuilder()
+                    .withMasterUrl("http://127.0.0.1:1")
+                    .withRequestRetryBackoffLimit(0)
+                    .build())
+            .build()) {
+      KubernetesDiscovery d =
+          closeLater(
+              KubernetesDiscovery.builder(sink)
+                  .client(unreachable)
+                  .namespace(NS)
+                  .selector(VLLM)
+                  .meterRegistry(meters)
+                  .build());
+      d.start();
+      RecordingSink.await(
+          java.time.Duration.ofSeconds(20),
+          () ->
+              assertThat(meters.get("kvroute.kubernetes.watch.errors").counter().count())
+                  .isGreaterThanOrEqualTo(1.0));
+      assertThat(d.endpoints()).isEmpty();
+      d.close();
+    }
   }
 
   @Test
