@@ -73,8 +73,9 @@ import picocli.CommandLine.Option;
  *
  * <p>The file is bound strictly ({@link GatewayConfig}): an unknown or duplicate key, a value of
  * the wrong type, a malformed URL, a publisher that is not {@code tcp://} or {@code ipc://}, two
- * endpoints with one id, or no endpoint at all (without {@code --admin}) stops the gateway with one
- * line naming the field and exit code 2. {@code docs/configuration.md} lists every key.
+ * endpoints with one id, or no endpoint at all (without {@code --admin} or {@code discovery}) stops
+ * the gateway with one line naming the field and exit code 2. {@code docs/configuration.md} lists
+ * every key.
  *
  * <p>Prompts of a model with {@code tokenizer.path} are tokenized in process ({@code
  * kvroute-tokenizer-hf}: the model's {@code tokenizer.json} and chat template, as vLLM does);
