@@ -1,10 +1,15 @@
 package io.kvroute.architecture;
 
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransports;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnectors;
+import io.kvroute.kubernetes.EndpointSink;
+import io.kvroute.kubernetes.KubernetesDiscovery;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.RoutedResponse;
 import io.kvroute.testkit.KvTransferProtocol;
@@ -44,6 +49,25 @@ public final class ModulePathMain {
             .getName()
             .equals("io.kvroute.connector.http"),
         "default transport " + HttpTransports.shared().getClass());
+
+    // kvroute-kubernetes: its module, and fabric8 (automatic modules) finding its HTTP client
+    // through ServiceLoader; a client is created without contacting any server.
+    Module kubernetes = KubernetesDiscovery.class.getModule();
+    check(kubernetes.getName().equals("io.kvroute.kubernetes"), "kubernetes " + kubernetes);
+    check(
+        !kubernetes.isExported("io.kvroute.kubernetes.internal"),
+        "kubernetes.internal is exported");
+    try (KubernetesClient client =
+            new KubernetesClientBuilder()
+                .withConfig(new ConfigBuilder().withMasterUrl("http://127.0.0.1:9").build())
+                .build();
+        KvRouter empty = KvRouter.builder().build()) {
+      KubernetesDiscovery.builder(EndpointSink.of(empty))
+          .client(client)
+          .selector(Map.of("app", "vllm"))
+          .build()
+          .close();
+    }
 
     try (SimulatedCluster cluster =
         SimulatedCluster.builder()

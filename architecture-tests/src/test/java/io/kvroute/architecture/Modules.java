@@ -39,6 +39,7 @@ final class Modules {
     ROOTS.put("io.kvroute.edge", "http-edge");
     ROOTS.put("io.kvroute.config", "config");
     ROOTS.put("io.kvroute.envoy", "kvroute-envoy");
+    ROOTS.put("io.kvroute.kubernetes", "kvroute-kubernetes");
     ROOTS.put("io.kvroute.spring", "kvroute-spring-cloud-gateway");
     ROOTS.put("io.kvroute.cli", "cli");
     ROOTS.put("io.kvroute.examples", "examples");
@@ -75,6 +76,7 @@ final class Modules {
               "kvindex-service",
               Set.of("kvconnector-api", "kvindex", "scoring", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
+          Map.entry("kvroute-kubernetes", Set.of("kvconnector-api", "router")),
           Map.entry(
               "kvroute-spring-cloud-gateway",
               Set.of(
@@ -107,7 +109,8 @@ final class Modules {
                   "config",
                   "kvindex-redis",
                   "kvroute-envoy",
-                  "kvroute-opentelemetry")),
+                  "kvroute-opentelemetry",
+                  "kvroute-kubernetes")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
@@ -131,7 +134,8 @@ final class Modules {
           "testkit",
           "kvindex-service",
           "config",
-          "kvindex-redis");
+          "kvindex-redis",
+          "kvroute-kubernetes");
 
   private static JavaClasses classes;
 

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kubernetes.EndpointSink;
+import io.kvroute.kubernetes.KubernetesDiscovery;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
@@ -70,12 +72,15 @@ import picocli.CommandLine.Option;
  *     role: decode
  *     labels: { zone: a }
  *     kvEvents: { publisher: "tcp://127.0.0.1:5557", replay: "tcp://127.0.0.1:5558" }
+ * discovery:                           # and/or ready pods from the Kubernetes API (optional)
+ *   kubernetes: { namespace: llm, inferencePool: qwen-pool }
  * }</pre>
  *
  * <p>The file is bound strictly ({@link GatewayConfig}): an unknown or duplicate key, a value of
  * the wrong type, a malformed URL, a publisher that is not {@code tcp://} or {@code ipc://}, two
- * endpoints with one id, or no endpoint at all (without {@code --admin}) stops the gateway with one
- * line naming the field and exit code 2. {@code docs/configuration.md} lists every key.
+ * endpoints with one id, or no endpoint at all (without {@code --admin} or {@code discovery}) stops
+ * the gateway with one line naming the field and exit code 2. {@code docs/configuration.md} lists
+ * every key.
  *
  * <p>Prompts of a model with {@code tokenizer.path} are tokenized in process ({@code
  * kvroute-tokenizer-hf}: the model's {@code tokenizer.json} and chat template, as vLLM does);
@@ -152,7 +157,8 @@ final class GatewayCommand implements Callable<Integer> {
       closeAll(resources);
       throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
-    try (KvRouter router = built) {
+    try (KvRouter router = built;
+        KubernetesDiscovery discovery = discovery(cfg, router, meters)) {
       OpenAiFront.Builder fb =
           OpenAiFront.builder(
                   "gateway",
@@ -198,11 +204,14 @@ final class GatewayCommand implements Callable<Integer> {
       spec.commandLine()
           .getOut()
           .printf(
-              "kvroute gateway listening on %s://%s:%d with %d endpoints%s%n",
+              "kvroute gateway listening on %s://%s:%d with %d endpoints%s%s%n",
               tls == null ? "http" : "https",
               cfg.listen().host(),
               server.port(),
               router.endpoints().size(),
+              discovery == null
+                  ? ""
+                  : "; discovering pods in Kubernetes namespace " + discovery.namespace(),
               server.adminPort() < 0
                   ? ""
                   : "; admin API on " + adminSection.host() + ":" + server.adminPort())
@@ -268,11 +277,11 @@ final class GatewayCommand implements Callable<Integer> {
   static Loaded load(File file, boolean endpointsMayBeAdded) {
     try {
       GatewayConfig cfg = GatewayConfig.load(file.toPath());
-      if (cfg.endpoints().isEmpty() && !endpointsMayBeAdded) {
+      if (cfg.endpoints().isEmpty() && !endpointsMayBeAdded && cfg.discovery() == null) {
         throw new ConfigException(
             "endpoints",
-            "lists no endpoint; every request would fail (list the model servers, or start with"
-                + " --admin to add them at run time)");
+            "lists no endpoint; every request would fail (list the model servers, add a"
+                + " discovery section, or start with --admin to add them at run time)");
       }
       return new Loaded(cfg, scheduler(cfg, file.toPath()));
     } catch (ConfigException e) {
@@ -320,7 +329,8 @@ final class GatewayCommand implements Callable<Integer> {
       }
     }
     boolean pd =
-        cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL);
+        cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL)
+            || (cfg.discovery() != null && cfg.discovery().kubernetes().pdDisaggregation());
     sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(cfg, configFile, meters));
     KvRouter.Builder b =
         KvRouter.builder()
@@ -376,6 +386,25 @@ final class GatewayCommand implements Callable<Integer> {
       throw new ConfigException("index.redis", e.getMessage(), e);
     }
     return RedisBlockIndex.create(ic, rc);
+  }
+
+  /**
+   * Starts the configuration's endpoint discovery into {@code router}, or returns null without one.
+   * It runs in the background (list and watch failures are retried) and is closed with the gateway.
+   */
+  static KubernetesDiscovery discovery(
+      GatewayConfig cfg, KvRouter router, PrometheusMeterRegistry meters) {
+    if (cfg.discovery() == null) {
+      return null;
+    }
+    KubernetesDiscovery d =
+        cfg.discovery()
+            .kubernetes()
+            .builder(EndpointSink.of(router))
+            .meterRegistry(meters)
+            .build()
+            .start();
+    return d;
   }
 
   /**

@@ -5,6 +5,8 @@ import io.kvroute.config.ConfigBinder;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kubernetes.EndpointSink;
+import io.kvroute.kubernetes.KubernetesDiscovery;
 import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.router.KvEventFeed;
 import java.nio.file.Path;
@@ -30,6 +32,7 @@ import java.util.Map;
  * @param scheduler an {@code EndpointPickerConfig}: a file name (relative to this file) or the
  *     mapping itself (default: kvroute's default profiles)
  * @param endpoints the model servers
+ * @param discovery endpoints found at run time (default: none)
  */
 record GatewayConfig(
     FrontConfig.Listen listen,
@@ -41,7 +44,8 @@ record GatewayConfig(
     Index index,
     Tracing tracing,
     Object scheduler,
-    List<EndpointSpec> endpoints) {
+    List<EndpointSpec> endpoints,
+    Discovery discovery) {
 
   static final ConfigBinder BINDER = ConfigBinder.create();
 
@@ -327,6 +331,96 @@ record GatewayConfig(
       if (replay != null) {
         Checks.zmqEndpoint("replay", replay);
       }
+    }
+  }
+
+  /**
+   * {@code discovery}: endpoints found at run time, beside (or instead of) {@code endpoints}.
+   *
+   * @param kubernetes ready pods from the Kubernetes API ({@code kvroute-kubernetes})
+   */
+  record Discovery(Kubernetes kubernetes) {
+    Discovery {
+      Checks.required("kubernetes", kubernetes, "the kubernetes section");
+    }
+  }
+
+  /**
+   * {@code discovery.kubernetes}: see {@code docs/kubernetes.md}.
+   *
+   * @param namespace the pods' namespace (default: the service account's, else {@code default})
+   * @param selector follow the pods with these labels (or {@code inferencePool})
+   * @param inferencePool follow the pods this InferencePool selects, on its target ports
+   * @param roleLabel the pod label naming the role (default {@code llm-d.ai/role})
+   * @param port the pods' HTTP port (default 8000; an InferencePool's target port wins)
+   * @param kvEventsPort the pods' KV-event publisher port (default 5557; 0: no KV events)
+   * @param dataParallelSize data-parallel ranks per pod, at consecutive ports (default 1)
+   * @param loraAdapters read each pod's LoRA adapters from {@code /v1/models} (default false)
+   * @param pdDisaggregation turn prefill/decode disaggregation on (default false)
+   */
+  record Kubernetes(
+      String namespace,
+      Map<String, String> selector,
+      String inferencePool,
+      String roleLabel,
+      Integer port,
+      Integer kvEventsPort,
+      Integer dataParallelSize,
+      Boolean loraAdapters,
+      Boolean pdDisaggregation) {
+    Kubernetes {
+      selector = selector == null ? Map.of() : new LinkedHashMap<>(selector);
+      if (selector.isEmpty() == (inferencePool == null)) {
+        throw new ConfigException(
+            selector.isEmpty() ? "selector" : "inferencePool",
+            "give exactly one of selector (pod labels) and inferencePool");
+      }
+      if (namespace != null && namespace.isBlank()) {
+        throw new ConfigException("namespace", "must not be blank");
+      }
+      if (inferencePool != null && inferencePool.isBlank()) {
+        throw new ConfigException("inferencePool", "must not be blank");
+      }
+      roleLabel = roleLabel == null ? KubernetesDiscovery.DEFAULT_ROLE_LABEL : roleLabel;
+      if (roleLabel.isBlank()) {
+        throw new ConfigException("roleLabel", "must not be blank");
+      }
+      port = port == null ? KubernetesDiscovery.DEFAULT_PORT : port;
+      Checks.range("port", port, 1, 65535);
+      kvEventsPort =
+          kvEventsPort == null ? KubernetesDiscovery.DEFAULT_KV_EVENTS_PORT : kvEventsPort;
+      Checks.range("kvEventsPort", kvEventsPort, 0, 65535);
+      dataParallelSize = dataParallelSize == null ? 1 : dataParallelSize;
+      Checks.range("dataParallelSize", dataParallelSize, 1, 1024);
+      loraAdapters = loraAdapters != null && loraAdapters;
+      pdDisaggregation = pdDisaggregation != null && pdDisaggregation;
+      if (port + dataParallelSize - 1 > 65535) {
+        throw new ConfigException(
+            "dataParallelSize", "rank " + (dataParallelSize - 1) + " would be at a port > 65535");
+      }
+      if (kvEventsPort != 0 && kvEventsPort + dataParallelSize - 1 > 65535) {
+        throw new ConfigException(
+            "dataParallelSize",
+            "rank " + (dataParallelSize - 1) + " would publish KV events at a port > 65535");
+      }
+    }
+
+    /** A discovery applying the pods to {@code sink}, not started. */
+    KubernetesDiscovery.Builder builder(EndpointSink sink) {
+      KubernetesDiscovery.Builder b =
+          KubernetesDiscovery.builder(sink)
+              .namespace(namespace)
+              .roleLabel(roleLabel)
+              .port(port)
+              .kvEventsPort(kvEventsPort)
+              .dataParallelSize(dataParallelSize)
+              .loraAdapters(loraAdapters);
+      if (inferencePool != null) {
+        b.inferencePool(inferencePool);
+      } else {
+        b.selector(selector);
+      }
+      return b;
     }
   }
 }

@@ -45,7 +45,7 @@ class GatewayConfigTest {
       delimiter = '|',
       textBlock =
           """
-          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
+          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
           duplicate YAML keys | 'listen: {port: 1}\\nlisten: {port: 2}\\nendpoints: [D0]' | listen: duplicate key (line 2)
           duplicate nested keys | 'listen: {port: 1, port: 2}\\nendpoints: [D0]' | listen.port: duplicate key (line 1)
           duplicate endpoint ids | 'endpoints: [D0, {id: d0, url: "http://127.0.0.1:8003"}]' | endpoints[1].id: duplicate id "d0" (also endpoints[0])
@@ -59,7 +59,7 @@ class GatewayConfigTest {
           a string where a number goes | 'listen: {port: "80"}\\nendpoints: [D0]' | listen.port: must be an integer, was "80"
           port out of range | 'listen: {port: 70000}\\nendpoints: [D0]' | listen.port: must be in [0, 65535], was 70000
           label values are strings | 'endpoints: [{id: d1, url: "http://x:1", labels: {gpu: 80}}]' | endpoints[0].labels.gpu: must be a string, was 80 (quote it if you mean the text)
-          no endpoints | 'listen: {port: 0}' | endpoints: lists no endpoint; every request would fail (list the model servers, or start with --admin to add them at run time)
+          no endpoints | 'listen: {port: 0}' | endpoints: lists no endpoint; every request would fail (list the model servers, add a discovery section, or start with --admin to add them at run time)
           bad duration | 'scrapeMetrics: often\\nendpoints: [D0]' | scrapeMetrics: must be a duration such as "30s", "1m30s" or "250ms", was "often"
           connector section | 'defaultConnector: {type: http, retry: {maxAttempts: 0}}\\nendpoints: [D0]' | defaultConnector.retry.maxAttempts: must be >= 1, was 0
           model connector | 'models: {llama: {kvConnector: {timeouts: {prefill: soon}}}}\\nendpoints: [D0]' | models.llama.kvConnector.timeouts.prefill: must be a duration such as "30s", "1m30s" or "250ms", was "soon"
@@ -75,6 +75,14 @@ class GatewayConfigTest {
           admin token sources | 'admin: {tokenFile: a, tokenEnv: B}\\nendpoints: [D0]' | admin.tokenEnv: set only one of tokenFile and tokenEnv
           inline scheduler | 'scheduler: {plugins: [{type: queue-scorer}, {type: foo}]}\\nendpoints: [D0]' | scheduler.plugins[1].type: unknown plugin "foo"; known:
           scheduler as a list | 'scheduler: [a]\\nendpoints: [D0]' | scheduler: must be a file name or an EndpointPickerConfig mapping
+          discovery without a section | 'discovery: {}' | discovery.kubernetes: is required (the kubernetes section)
+          discovery with neither | 'discovery: {kubernetes: {namespace: llm}}' | discovery.kubernetes.selector: give exactly one of selector (pod labels) and inferencePool
+          discovery with both | 'discovery: {kubernetes: {selector: {app: vllm}, inferencePool: p}}' | discovery.kubernetes.inferencePool: give exactly one of selector (pod labels) and inferencePool
+          discovery key typo | 'discovery: {kubernetes: {inferencepool: p}}' | discovery.kubernetes.inferencepool: unknown key; did you mean "inferencePool"?
+          discovery port | 'discovery: {kubernetes: {inferencePool: p, port: 0}}' | discovery.kubernetes.port: must be in [1, 65535], was 0
+          discovery ranks | 'discovery: {kubernetes: {inferencePool: p, dataParallelSize: 0}}' | discovery.kubernetes.dataParallelSize: must be in [1, 1024], was 0
+          discovery ranks past the ports | 'discovery: {kubernetes: {inferencePool: p, port: 65535, dataParallelSize: 2}}' | discovery.kubernetes.dataParallelSize: rank 1 would be at a port > 65535
+          discovery KV-event port | 'discovery: {kubernetes: {inferencePool: p, kvEventsPort: -1}}' | discovery.kubernetes.kvEventsPort: must be in [0, 65535], was -1
           two documents | 'endpoints: [D0]\\n---\\nendpoints: [D0]' | only one document is allowed; found more after it (line 3)
           """)
   void mistakesStopTheGatewayWithOneLineNamingTheField(String name, String yaml, String message)
