@@ -384,6 +384,9 @@ public final class KvRouter implements AutoCloseable {
           }
         };
     CompletableFuture<RouteDecision> decided = decideInternal(upstream, ANY_ENDPOINT);
+    // Cancelling the returned future cancels whatever runs now: the decision, or both legs.
+    AtomicReference<CompletableFuture<RoutedResponse>> running = new AtomicReference<>();
+    AtomicBoolean cancelled = new AtomicBoolean();
     decided.whenComplete(
         (rd, t) -> {
           if (t != null) {
@@ -430,6 +433,10 @@ public final class KvRouter implements AutoCloseable {
                       f.cancel(true);
                     }
                   });
+              running.set(out);
+              if (cancelled.get()) {
+                out.cancel(true);
+              }
               f.whenComplete(
                   (resp, t) -> {
                     if (t != null) {
@@ -456,6 +463,20 @@ public final class KvRouter implements AutoCloseable {
                   });
               return out;
             });
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            cancelled.set(true);
+            decided.cancel(true);
+            CompletableFuture<RoutedResponse> o = running.get();
+            if (o != null && !o.cancel(true) && !o.isCompletedExceptionally()) {
+              RoutedResponse orphan = o.getNow(null);
+              if (orphan != null) {
+                orphan.cancel();
+              }
+            }
+          }
+        });
     // Whatever else fails on the way (or the caller cancelling), the listener hears of it once.
     result.whenComplete(
         (r, t) -> {

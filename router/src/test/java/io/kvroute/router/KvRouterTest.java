@@ -279,6 +279,31 @@ class KvRouterTest {
   }
 
   @Test
+  void cancellingTheRoutedFutureCancelsTheLegInFlight() throws Exception {
+    Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
+    server(d0)
+        .enqueue(
+            new MockResponse.Builder()
+                .onResponseStart(mockwebserver3.SocketEffect.Stall.INSTANCE)
+                .build());
+    router = KvRouter.builder().endpoints(List.of(d0)).build();
+    CompletableFuture<RoutedResponse> f =
+        router.route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (server(d0).getRequestCount() == 0) {
+      assertThat(System.nanoTime()).as("request reached the pod").isLessThan(deadline);
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    assertThat(router.inFlight()).isEqualTo(1);
+    f.cancel(true);
+    while (router.inFlight() > 0) {
+      assertThat(System.nanoTime()).as("the leg was cancelled").isLessThan(deadline);
+      TimeUnit.MILLISECONDS.sleep(5);
+    }
+    assertThat(router.scheduler().inFlight("d0")).isZero();
+  }
+
+  @Test
   void endpointsOfAnotherModelAreNotCandidates() throws Exception {
     Endpoint a = pod("a", Endpoint.Role.DECODE, Map.of(KvRouter.MODEL_LABEL, "model-a"));
     Endpoint b = pod("b", Endpoint.Role.DECODE, Map.of(KvRouter.MODEL_LABEL, "model-b"));
