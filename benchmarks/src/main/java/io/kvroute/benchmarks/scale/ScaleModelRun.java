@@ -71,11 +71,11 @@ import org.zeromq.ZContext;
  * instead (one shared context, no TCP).
  */
 public final class ScaleModelRun {
-  private static final int BLOCK = 16;
-  private static final int DOC_BLOCKS = 512;
-  private static final String MODEL = "scale-model";
+  static final int BLOCK = 16;
+  static final int DOC_BLOCKS = 512;
+  static final String MODEL = "scale-model";
   private static final long EPOCH_MICROS = System.currentTimeMillis() * 1000L;
-  private static final long NANO_BASE = System.nanoTime();
+  static final long NANO_BASE = System.nanoTime();
 
   private ScaleModelRun() {}
 
@@ -302,13 +302,13 @@ public final class ScaleModelRun {
             + " removed/s, %.1f stored + %.1f removed blocks/batch, %.0f bytes/batch (payload),"
             + " %.2f MB/s on the wire per replica (payload + 17-byte frames); publishers %.2f"
             + " cores%n",
-        pw.batches,
-        pw.stored,
-        pw.removed,
-        pw.stored / Math.max(1, pw.batches),
-        pw.removed / Math.max(1, pw.batches),
-        pw.bytes / Math.max(1, pw.batches),
-        (pw.bytes + 17 * pw.batches + 8 * pw.batches) / 1e6,
+        pw.batches(),
+        pw.stored(),
+        pw.removed(),
+        pw.stored() / Math.max(1, pw.batches()),
+        pw.removed() / Math.max(1, pw.batches()),
+        pw.bytes() / Math.max(1, pw.batches()),
+        (pw.bytes() + 17 * pw.batches() + 8 * pw.batches()) / 1e6,
         pubCores);
     System.out.printf(
         Locale.ROOT,
@@ -334,13 +334,13 @@ public final class ScaleModelRun {
           repCores[r],
           lookCores[r],
           heapPerReplica / 1e6,
-          micros(w.lag.percentile(0.50)),
-          micros(w.lag.percentile(0.99)),
-          micros(w.lookup.percentile(0.50)),
-          micros(w.lookup.percentile(0.99)),
-          w.batchesPerSecond,
-          w.meanMatched,
-          w.problems);
+          micros(w.lag().percentile(0.50)),
+          micros(w.lag().percentile(0.99)),
+          micros(w.lookup().percentile(0.50)),
+          micros(w.lookup().percentile(0.99)),
+          w.batchesPerSecond(),
+          w.meanMatched(),
+          w.problems());
     }
     double repSum = Arrays.stream(repCores).sum() + Arrays.stream(lookCores).sum();
     double proc = (proc1 - proc0) / 1e9 / wall;

@@ -1,5 +1,11 @@
 package io.kvroute.benchmarks.scale;
 
+import static io.kvroute.benchmarks.scale.ScaleModelRun.BLOCK;
+import static io.kvroute.benchmarks.scale.ScaleModelRun.DOC_BLOCKS;
+import static io.kvroute.benchmarks.scale.ScaleModelRun.MODEL;
+import static io.kvroute.benchmarks.scale.ScaleModelRun.nowMicros;
+
+import io.kvroute.benchmarks.scale.ScaleModelRun.Options;
 import io.kvroute.kvindex.event.EngineHashes;
 import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.event.KvEventBatch;
@@ -78,8 +84,8 @@ final class ScalePods {
 
   /** A set of non-zero longs: open addressing, linear probing, backward-shift deletion. */
   static final class LongSet {
-    private final long[] slots;
-    private final int mask;
+    final long[] slots;
+    final int mask;
 
     LongSet(int capacity) {
       int n = Integer.highestOneBit(Math.max(4, capacity * 2 - 1)) << 1;
@@ -87,7 +93,7 @@ final class ScalePods {
       mask = n - 1;
     }
 
-    private int slot(long v) {
+    int slot(long v) {
       long h = v * 0x9E3779B97F4A7C15L;
       return (int) (h ^ (h >>> 32)) & mask;
     }
@@ -270,7 +276,7 @@ final class ScalePods {
           (bytes.sum() - y0) / seconds);
     }
 
-    private void loop(int t, String[] eps, CountDownLatch bound) {
+    void loop(int t, String[] eps, CountDownLatch bound) {
       List<Pod> mine = new ArrayList<>();
       for (Pod p : pods) {
         if (p.id % o.publisherThreads == t) {
@@ -326,7 +332,7 @@ final class ScalePods {
     }
 
     /** One engine step of a pod: one batch. */
-    private void step(Pod p) {
+    void step(Pod p) {
       int k = o.blocksMin + p.rnd.nextInt(o.blocksMax - o.blocksMin + 1);
       List<KvEvent> events = new ArrayList<>(4);
       long[] evicted = new long[k];

@@ -1,6 +1,13 @@
 package io.kvroute.benchmarks.scale;
 
+import static io.kvroute.benchmarks.scale.ScaleModelRun.BLOCK;
+import static io.kvroute.benchmarks.scale.ScaleModelRun.MODEL;
+import static io.kvroute.benchmarks.scale.ScaleModelRun.NANO_BASE;
+import static io.kvroute.benchmarks.scale.ScaleModelRun.nowMicros;
+
 import io.kvroute.benchmarks.redis.RedisProcess;
+import io.kvroute.benchmarks.scale.ScaleModelRun.Options;
+import io.kvroute.benchmarks.scale.ScalePods.Workload;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
@@ -36,8 +43,8 @@ final class ScaleReplicas {
 
   /** A lock-free log-linear histogram of microsecond values (32 sub-buckets per power of 2). */
   static final class Histogram {
-    private static final int SUB = 32;
-    private final AtomicLongArray counts = new AtomicLongArray(64 * SUB);
+    static final int SUB = 32;
+    final AtomicLongArray counts = new AtomicLongArray(64 * SUB);
 
     void record(long micros) {
       long v = Math.max(0, micros);
@@ -186,7 +193,7 @@ final class ScaleReplicas {
       problem("dropped:" + reason);
     }
 
-    private void problem(String kind) {
+    void problem(String kind) {
       if (problems.sum() == 0) {
         System.out.printf(
             Locale.ROOT,
@@ -218,7 +225,7 @@ final class ScaleReplicas {
       return Math.max(0, t) + Math.max(0, p);
     }
 
-    private void lookups() {
+    void lookups() {
       SplittableRandom rnd = new SplittableRandom(o.seed * 31 + n);
       PrefixMatch into = new PrefixMatch();
       List<String> chosen = new ArrayList<>(o.lookupPods);
@@ -246,7 +253,7 @@ final class ScaleReplicas {
       }
     }
 
-    private void probe() {
+    void probe() {
       List<long[]> taken = new ArrayList<>();
       boolean[] owned = new boolean[podNames.size()];
       long ownedAt = 0;
