@@ -34,9 +34,42 @@ final class UsageScanner {
   /** Scans {@code chunk}'s remaining bytes without moving its position. */
   void scan(ByteBuffer chunk) {
     int end = chunk.limit();
-    for (int i = chunk.position(); i < end; i++) {
-      accept(chunk.get(i));
+    int i = chunk.position();
+    if (chunk.hasArray()) {
+      byte[] a = chunk.array();
+      int off = chunk.arrayOffset();
+      while (i < end) {
+        if (idle()) {
+          // Every key starts with a quote: nothing before the next one can start a match.
+          while (i < end && a[off + i] != '"') {
+            i++;
+          }
+          if (i == end) {
+            return;
+          }
+        }
+        accept(a[off + i]);
+        i++;
+      }
+      return;
     }
+    while (i < end) {
+      if (idle()) {
+        while (i < end && chunk.get(i) != '"') {
+          i++;
+        }
+        if (i == end) {
+          return;
+        }
+      }
+      accept(chunk.get(i));
+      i++;
+    }
+  }
+
+  /** Scanning with no partial match: only a quote can change the state. */
+  private boolean idle() {
+    return phase == SCANNING && matched[PROMPT] == 0 && matched[CACHED] == 0;
   }
 
   private void accept(byte b) {

@@ -12,7 +12,14 @@ class UsageScannerTest {
     UsageScanner s = new UsageScanner();
     byte[] b = body.getBytes(StandardCharsets.UTF_8);
     for (int i = 0; i < b.length; i += chunk) {
-      ByteBuffer buf = ByteBuffer.wrap(b, i, Math.min(chunk, b.length - i));
+      ByteBuffer wrapped = ByteBuffer.wrap(b, i, Math.min(chunk, b.length - i));
+      // Heap buffers, slices with an array offset, and buffers without an accessible array.
+      ByteBuffer buf =
+          switch ((i / chunk) % 3) {
+            case 0 -> wrapped;
+            case 1 -> wrapped.slice();
+            default -> wrapped.asReadOnlyBuffer();
+          };
       int before = buf.position();
       s.scan(buf);
       assertThat(buf.position()).isEqualTo(before);
