@@ -137,16 +137,23 @@ class KubernetesDiscoveryWiringTest extends MockCluster {
     models.set(
         "{\"object\":\"list\",\"data\":[{\"id\":\"Qwen/Qwen3-0.6B\",\"parent\":null},"
             + "{\"id\":\"sql-lora\",\"parent\":\"Qwen/Qwen3-0.6B\"}]}");
+    // A label change removes and re-adds the endpoint: it may be briefly absent.
     sink.await(
         s ->
-            assertThat(s.state().get("vllm-0").endpoint().label(KubernetesDiscovery.LORA_LABEL))
+            assertThat(s.state().get("vllm-0"))
+                .isNotNull()
+                .extracting(e -> e.endpoint().label(KubernetesDiscovery.LORA_LABEL))
                 .isEqualTo("sql-lora"));
 
     models.set("{\"object\":\"list\",\"data\":[{\"id\":\"Qwen/Qwen3-0.6B\"}]}");
     sink.await(
         s ->
-            assertThat(s.state().get("vllm-0").endpoint().labels())
-                .doesNotContainKey(KubernetesDiscovery.LORA_LABEL));
+            assertThat(s.state().get("vllm-0"))
+                .isNotNull()
+                .satisfies(
+                    e ->
+                        assertThat(e.endpoint().labels())
+                            .doesNotContainKey(KubernetesDiscovery.LORA_LABEL)));
   }
 
   @Test
