@@ -4,6 +4,7 @@
  * appears in its exported package.
  */
 module io.kvroute.edge {
+  requires transitive io.kvroute.connector;
   requires transitive micrometer.core;
   requires io.netty.buffer;
   requires io.netty.codec;

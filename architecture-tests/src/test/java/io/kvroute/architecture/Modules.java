@@ -87,7 +87,7 @@ final class Modules {
                   "router",
                   "config",
                   "kvroute-tokenizer-hf")),
-          Map.entry("http-edge", Set.of()),
+          Map.entry("http-edge", Set.of("kvconnector-api")),
           Map.entry(
               "cli",
               Set.of(

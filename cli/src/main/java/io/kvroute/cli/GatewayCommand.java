@@ -332,8 +332,12 @@ final class GatewayCommand implements Callable<Integer> {
         cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL)
             || (cfg.discovery() != null && cfg.discovery().kubernetes().pdDisaggregation());
     sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(cfg, configFile, meters));
+    // Upstream legs on Netty: a call made from the edge's event loop stays on that loop.
+    io.kvroute.edge.EdgeClient upstream = io.kvroute.edge.EdgeClient.create();
+    resources.add(upstream);
     KvRouter.Builder b =
         KvRouter.builder()
+            .transport(upstream)
             .defaultConnector(cfg.defaultConnectorConfig())
             .observabilityHeaders(cfg.observabilityHeaders())
             .listener(new MicrometerConnectorListener(meters))

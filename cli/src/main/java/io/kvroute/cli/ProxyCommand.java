@@ -9,7 +9,6 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
-import io.kvroute.connector.http.OkHttpTransport;
 import io.kvroute.pd.MicrometerConnectorListener;
 import io.kvroute.pd.PdOrchestrator;
 import java.time.Duration;
@@ -158,7 +157,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               return t;
             });
     MicrometerConnectorListener listener = new MicrometerConnectorListener(meters);
-    try (OkHttpTransport transport = OkHttpTransport.create()) {
+    try (io.kvroute.edge.EdgeClient transport = io.kvroute.edge.EdgeClient.create()) {
       KVConnector kv;
       try {
         kv =
