@@ -333,7 +333,8 @@ final class GatewayCommand implements Callable<Integer> {
             || (cfg.discovery() != null && cfg.discovery().kubernetes().pdDisaggregation());
     sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(cfg, configFile, meters));
     // Upstream legs on Netty: a call made from the edge's event loop stays on that loop.
-    io.kvroute.edge.EdgeClient upstream = io.kvroute.edge.EdgeClient.create();
+    io.kvroute.edge.EdgeClient upstream =
+        io.kvroute.edge.EdgeClient.builder().meterRegistry(meters).build();
     resources.add(upstream);
     KvRouter.Builder b =
         KvRouter.builder()

@@ -157,7 +157,8 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               return t;
             });
     MicrometerConnectorListener listener = new MicrometerConnectorListener(meters);
-    try (io.kvroute.edge.EdgeClient transport = io.kvroute.edge.EdgeClient.create()) {
+    try (io.kvroute.edge.EdgeClient transport =
+        io.kvroute.edge.EdgeClient.builder().meterRegistry(meters).build()) {
       KVConnector kv;
       try {
         kv =

@@ -94,8 +94,21 @@ public final class EdgeClient implements HttpTransport {
     private KeyStore trustStore;
     private boolean insecure;
     private EdgeServer.Transport transport = EdgeServer.Transport.AUTO;
+    private io.micrometer.core.instrument.MeterRegistry registry;
 
     private Builder() {}
+
+    /**
+     * Where to register the client's gauges: {@code kvroute.upstream.connections.idle} and {@code
+     * kvroute.upstream.responses.open} (default: none).
+     *
+     * @param registry the registry
+     * @return this builder
+     */
+    public Builder meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
+      this.registry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
 
     /**
      * TCP (and TLS) connect timeout (default 5 s).
@@ -195,17 +208,29 @@ public final class EdgeClient implements HttpTransport {
      * @return a new client (its own event loops start on first use)
      */
     public EdgeClient build() {
-      return new EdgeClient(
-          new NettyClient(
-              new NettyClient.Settings(
-                  connectTimeout,
-                  maxIdlePerUpstream,
-                  keepAlive,
-                  maxResponseHeaderBytes,
-                  ioThreads,
-                  transport.name().toLowerCase(java.util.Locale.ROOT),
-                  trustStore,
-                  insecure)));
+      EdgeClient c =
+          new EdgeClient(
+              new NettyClient(
+                  new NettyClient.Settings(
+                      connectTimeout,
+                      maxIdlePerUpstream,
+                      keepAlive,
+                      maxResponseHeaderBytes,
+                      ioThreads,
+                      transport.name().toLowerCase(java.util.Locale.ROOT),
+                      trustStore,
+                      insecure)));
+      if (registry != null) {
+        io.micrometer.core.instrument.Gauge.builder(
+                "kvroute.upstream.connections.idle", c, EdgeClient::idleConnections)
+            .description("Idle pooled upstream connections")
+            .register(registry);
+        io.micrometer.core.instrument.Gauge.builder(
+                "kvroute.upstream.responses.open", c, EdgeClient::openResponses)
+            .description("Upstream responses whose body is still open")
+            .register(registry);
+      }
+      return c;
     }
 
     private static Duration positive(Duration d, String name) {

@@ -656,7 +656,7 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     }
     connectionHeader(out, close);
     out.writeBytes(Wire.CRLF);
-    ctx.writeAndFlush(out);
+    ctx.write(out, ctx.voidPromise()); // flushed by the relay's first drain, with what came by then
     StreamRelay sr = new StreamRelay(this, ex, chunked, close, r.streamErrorTail(), noBody);
     relay = sr;
     try {

@@ -42,6 +42,9 @@ final class StreamRelay implements Flow.Subscriber<ByteBuffer> {
   private volatile boolean cancelled;
   private boolean done;
   private int owed;
+  // The response head was written, not flushed: the first drain flushes it, with whatever items
+  // arrived by then (a short answer leaves in one write).
+  private boolean headPending = true;
 
   StreamRelay(
       Http1Connection conn,
@@ -123,7 +126,8 @@ final class StreamRelay implements Flow.Subscriber<ByteBuffer> {
   private void drain() {
     scheduled.set(false);
     int wrote = 0;
-    boolean flush = false;
+    boolean flush = headPending;
+    headPending = false;
     Object o;
     while ((o = inbox.poll()) != null) {
       if (o instanceof ByteBuf) {
