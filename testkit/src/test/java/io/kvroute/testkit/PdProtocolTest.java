@@ -37,6 +37,10 @@ class PdProtocolTest {
     return TestSupport.json(r.body());
   }
 
+  private static int cachedTokens(JsonNode response) {
+    return response.at("/usage/prompt_tokens_details/cached_tokens").asInt();
+  }
+
   private static int promptTokens() {
     return SimTokenizer.get().encode(PROMPT).length;
   }
@@ -70,8 +74,7 @@ class PdProtocolTest {
       ObjectNode dec = body(4);
       dec.set("kv_transfer_params", ktp);
       JsonNode dr = post(d, dec);
-      assertThat(dr.at("/usage/prompt_tokens_details/cached_tokens").asInt())
-          .isEqualTo(promptTokens() - 1);
+      assertThat(cachedTokens(dr)).isEqualTo(promptTokens() - 1);
       assertThat(p.kvCacheUsage()).isZero(); // freed once pulled
       assertThat(d.stats().cachedTokens()).isEqualTo(promptTokens() - 1);
       assertThat(d.requests().get(0).field("kv_transfer_params").get("remote_request_id").asText())
@@ -101,7 +104,7 @@ class PdProtocolTest {
           .put("do_remote_prefill", true)
           .put("remote_engine_id", "x");
       JsonNode dr = post(d, dec);
-      assertThat(dr.at("/usage/prompt_tokens_details/cached_tokens").asInt()).isZero();
+      assertThat(cachedTokens(dr)).isZero();
     }
   }
 
@@ -123,7 +126,7 @@ class PdProtocolTest {
       k.put("remote_host", "localhost");
       k.put("remote_port", 5600);
       JsonNode dr = post(d, dec);
-      assertThat(dr.at("/usage/prompt_tokens_details/cached_tokens").asInt()).isZero();
+      assertThat(cachedTokens(dr)).isZero();
     }
   }
 
@@ -137,7 +140,7 @@ class PdProtocolTest {
       assertThat(c.sharedStore().orElseThrow().size()).isPositive();
       JsonNode dr = post(d, body(4));
       int expected = ((promptTokens() - 1) / 16) * 16;
-      assertThat(dr.at("/usage/prompt_tokens_details/cached_tokens").asInt()).isEqualTo(expected);
+      assertThat(cachedTokens(dr)).isEqualTo(expected);
     }
   }
 
@@ -174,8 +177,7 @@ class PdProtocolTest {
       pk.put("transfer_id", "xfer-1");
       JsonNode pr = post(p, pre);
       assertThat(pr.get("kv_transfer_params").isNull()).isTrue(); // Mooncake prefill returns none
-      assertThat(decode.get().at("/usage/prompt_tokens_details/cached_tokens").asInt())
-          .isEqualTo(promptTokens() - 1);
+      assertThat(cachedTokens(decode.get())).isEqualTo(promptTokens() - 1);
     }
   }
 
@@ -192,8 +194,7 @@ class PdProtocolTest {
       ObjectNode pre = both.deepCopy();
       pre.put("max_tokens", 1);
       post(p, pre);
-      assertThat(decode.get().at("/usage/prompt_tokens_details/cached_tokens").asInt())
-          .isEqualTo(promptTokens() - 1);
+      assertThat(cachedTokens(decode.get())).isEqualTo(promptTokens() - 1);
       assertThat(p.requests().get(0).field("bootstrap_room").asLong()).isEqualTo(1234567890123L);
     }
   }
@@ -234,7 +235,7 @@ class PdProtocolTest {
       // now the store has the prefix: the same threshold passes
       JsonNode ok = post(d, first);
       assertThat(ok.at("/choices/0/finish_reason").asText()).isEqualTo("length");
-      assertThat(ok.at("/usage/prompt_tokens_details/cached_tokens").asInt()).isPositive();
+      assertThat(cachedTokens(ok)).isPositive();
     }
   }
 }
