@@ -412,18 +412,11 @@ final class JinjaFilters {
 
   /** HTML escaping as markupsafe does it ({@code escape} filter). */
   private static String escape(String s) {
-    StringBuilder sb = new StringBuilder();
-    for (int k = 0; k < s.length(); k++) {
-      char c = s.charAt(k);
-      switch (c) {
-        case '&' -> sb.append("&amp;");
-        case '<' -> sb.append("&lt;");
-        case '>' -> sb.append("&gt;");
-        case '"' -> sb.append("&#34;");
-        case '\'' -> sb.append("&#39;");
-        default -> sb.append(c);
-      }
-    }
-    return sb.toString();
+    // '&' first: the later replacements write '&' that must stay as it is
+    return s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\"", "&#34;")
+        .replace("'", "&#39;");
   }
 }
