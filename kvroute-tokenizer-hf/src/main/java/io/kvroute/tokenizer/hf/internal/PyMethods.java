@@ -3,6 +3,7 @@ package io.kvroute.tokenizer.hf.internal;
 import io.kvroute.tokenizer.hf.ChatTemplateException;
 import io.kvroute.tokenizer.hf.internal.JinjaRuntime.Fn;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -33,7 +34,7 @@ final class PyMethods {
                 (a, k) -> {
                   List<Object> out = new ArrayList<>();
                   for (Map.Entry<?, ?> e : m.entrySet()) {
-                    out.add(java.util.Arrays.asList(e.getKey(), e.getValue()));
+                    out.add(Arrays.asList(e.getKey(), e.getValue()));
                   }
                   return out;
                 };

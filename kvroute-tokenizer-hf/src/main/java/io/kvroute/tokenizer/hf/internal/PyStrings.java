@@ -1,7 +1,9 @@
 package io.kvroute.tokenizer.hf.internal;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * Python's {@code str} methods as chat templates use them ({@code strip}, {@code split}, {@code
@@ -128,7 +130,7 @@ final class PyStrings {
         }
         rev.add(s.substring(k, end));
       }
-      java.util.Collections.reverse(rev);
+      Collections.reverse(rev);
       return rev;
     }
     List<Object> rev = new ArrayList<>();
@@ -142,7 +144,7 @@ final class PyStrings {
       end = f;
     }
     rev.add(s.substring(0, end));
-    java.util.Collections.reverse(rev);
+    Collections.reverse(rev);
     return rev;
   }
 
@@ -169,7 +171,7 @@ final class PyStrings {
     }
     int c = s.codePointAt(0);
     return new String(Character.toChars(Character.toTitleCase(c)))
-        + s.substring(Character.charCount(c)).toLowerCase(java.util.Locale.ROOT);
+        + s.substring(Character.charCount(c)).toLowerCase(Locale.ROOT);
   }
 
   /** Python's {@code s.replace(old, rep, count)}; a negative count replaces all. */
