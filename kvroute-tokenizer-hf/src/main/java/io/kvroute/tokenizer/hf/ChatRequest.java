@@ -76,24 +76,26 @@ public final class ChatRequest {
    *     objects with a string {@code role}
    */
   public static ChatRequest fromJson(byte[] body) {
-    JsonNode root;
-    try {
-      root = JSON.readTree(body);
-    } catch (IOException e) {
-      throw new IllegalArgumentException("chat request is not valid JSON: " + e.getMessage(), e);
-    }
-    return fromJson(root);
+    return fromJson(readJson(() -> JSON.readTree(body)));
   }
 
   /** Like {@link #fromJson(byte[])} for a JSON string. */
   public static ChatRequest fromJson(String body) {
-    JsonNode root;
+    return fromJson(readJson(() -> JSON.readTree(body)));
+  }
+
+  /** One parse of a request body. */
+  private interface JsonRead {
+    JsonNode read() throws IOException;
+  }
+
+  /** The parsed body; a parse error becomes an {@link IllegalArgumentException}. */
+  private static JsonNode readJson(JsonRead read) {
     try {
-      root = JSON.readTree(body);
-    } catch (JsonProcessingException e) {
+      return read.read();
+    } catch (IOException e) {
       throw new IllegalArgumentException("chat request is not valid JSON: " + e.getMessage(), e);
     }
-    return fromJson(root);
   }
 
   /** Like {@link #fromJson(byte[])} for a parsed body. */

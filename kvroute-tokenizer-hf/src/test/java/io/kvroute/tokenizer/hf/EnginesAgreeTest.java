@@ -141,24 +141,22 @@ class EnginesAgreeTest {
 
   @Test
   void qwen3EnginesAgree() {
-    qt().withExamples(1500)
-        .forAll(texts(), SourceDSL.booleans().all())
-        .checkAssert(
-            (text, special) ->
-                assertThat(qwen[0].encode(text, special))
-                    .as("%s", text)
-                    .containsExactly(qwen[1].encode(text, special)));
+    assertEnginesAgree(qwen);
   }
 
   @Test
   void llama3EnginesAgree() {
+    assertEnginesAgree(llama);
+  }
+
+  private static void assertEnginesAgree(HfTokenizer[] engines) {
     qt().withExamples(1500)
         .forAll(texts(), SourceDSL.booleans().all())
         .checkAssert(
             (text, special) ->
-                assertThat(llama[0].encode(text, special))
+                assertThat(engines[0].encode(text, special))
                     .as("%s", text)
-                    .containsExactly(llama[1].encode(text, special)));
+                    .containsExactly(engines[1].encode(text, special)));
   }
 
   @Test

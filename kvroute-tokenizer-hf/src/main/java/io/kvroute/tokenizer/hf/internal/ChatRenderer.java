@@ -211,7 +211,7 @@ public final class ChatRenderer {
   static String continueFinal(String rendered, List<Map<String, Object>> messages) {
     Object last = messages.get(messages.size() - 1).get("content");
     String finalMessage = last instanceof String s ? s : Py.str(last);
-    String stripped = Py.strip(finalMessage, null, true, true);
+    String stripped = PyStrings.strip(finalMessage, null, true, true);
     int loc = rendered.lastIndexOf(stripped);
     if (loc < 0) {
       throw new ChatTemplateException(
@@ -220,7 +220,7 @@ public final class ChatRenderer {
               + " of the final message. Please verify the chat template and final message in your"
               + " chat to ensure they are compatible.");
     }
-    String lstripped = Py.strip(finalMessage, null, true, false);
+    String lstripped = PyStrings.strip(finalMessage, null, true, false);
     int end = loc + lstripped.length();
     if (end <= rendered.length() && rendered.substring(loc, end).equals(finalMessage)) {
       return rendered.substring(0, end);

@@ -85,7 +85,7 @@ final class JinjaLexer {
       char sign = tag + 2 < src.length() ? src.charAt(tag + 2) : 0;
       String text = src.substring(pos, tag);
       if (sign == '-') {
-        text = Py.rstrip(text, null);
+        text = PyStrings.rstrip(text, null);
       } else if (sign != '+' && kind != '{') {
         int lpos = text.lastIndexOf('\n') + 1;
         if ((lpos > 0 || lineStarting) && lpos < text.length() && allSpace(text, lpos)) {
@@ -129,7 +129,7 @@ final class JinjaLexer {
 
   private static boolean allSpace(String s, int from) {
     for (int i = from; i < s.length(); i++) {
-      if (!Py.isSpace(s.charAt(i))) {
+      if (!PyStrings.isSpace(s.charAt(i))) {
         return false;
       }
     }
@@ -150,7 +150,7 @@ final class JinjaLexer {
   private void afterBlockEnd(int afterDelim, boolean dash, boolean plus) {
     int p = afterDelim;
     if (dash) {
-      while (p < src.length() && Py.isSpace(src.charAt(p))) {
+      while (p < src.length() && PyStrings.isSpace(src.charAt(p))) {
         p++;
       }
     } else if (!plus && p < src.length() && src.charAt(p) == '\n') {
@@ -204,7 +204,7 @@ final class JinjaLexer {
       if (src.startsWith("endraw", q)) {
         String text = src.substring(pos, tag);
         if (startDash) {
-          text = Py.rstrip(text, null);
+          text = PyStrings.rstrip(text, null);
         }
         emitText(text);
         q = skipWs(q + 6);
@@ -254,7 +254,7 @@ final class JinjaLexer {
           if (variable) {
             int p = after;
             if (dash) {
-              while (p < src.length() && Py.isSpace(src.charAt(p))) {
+              while (p < src.length() && PyStrings.isSpace(src.charAt(p))) {
                 p++;
               }
             }

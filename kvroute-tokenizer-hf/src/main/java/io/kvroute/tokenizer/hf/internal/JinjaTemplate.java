@@ -1,6 +1,6 @@
 package io.kvroute.tokenizer.hf.internal;
 
-import io.kvroute.tokenizer.hf.internal.JinjaParser.Node;
+import io.kvroute.tokenizer.hf.internal.JinjaAst.Node;
 import java.lang.reflect.RecordComponent;
 import java.time.ZonedDateTime;
 import java.util.Collections;
@@ -39,7 +39,7 @@ public final class JinjaTemplate {
   }
 
   private static void collectNames(Object node, Set<String> out) {
-    if (node instanceof JinjaParser.Name n) {
+    if (node instanceof JinjaAst.Name n) {
       out.add(n.name());
     } else if (node instanceof List<?> l) {
       for (Object o : l) {

@@ -140,6 +140,37 @@ class JinjaTemplateTest {
   }
 
   @Test
+  void escapingSortingAndFilteredBlocks() {
+    assertThat(render("{{ '<a href=\"x\">&\\'' | e }}"))
+        .isEqualTo("&lt;a href=&#34;x&#34;&gt;&amp;&#39;");
+    assertThat(
+            render(
+                "{{ ['b', 'A', 'c'] | sort | join(',') }} {{ ['b', 'A', 'c'] | sort(true) | join }}"))
+        .isEqualTo("A,b,c cbA");
+    assertThat(
+            render(
+                "{{ [{'n': 'b'}, {'n': 'A'}] | sort(attribute='n') | map(attribute='n') | join }}"))
+        .isEqualTo("Ab");
+    assertThat(
+            render(
+                "{% for k, v in {'b': 1, 'A': 2, 'c': 0} | dictsort %}{{ k }}{{ v }}{% endfor %} "
+                    + "{% for k, v in {'b': 1, 'A': 2, 'c': 0} | dictsort(by='value') %}"
+                    + "{{ k }}{{ v }}{% endfor %}"))
+        .isEqualTo("A2b1c0 c0b1A2");
+    assertThat(
+            render(
+                "{% filter upper %}ab{% endfilter %}|{% set x | trim %}  hi  {% endset %}{{ x }}"))
+        .isEqualTo("AB|hi");
+    assertThat(
+            render(
+                "{% macro m(a, b=2) %}{{ a }}{{ b }}{{ caller() }}{% endmacro %}"
+                    + "{% call m(1, b=3,) %}c{% endcall %}"))
+        .isEqualTo("13c");
+    assertThat(render("{{ [1, 2,] | length }}{{ {'a': 1,} | length }}{{ range(1, 3,) | list }}"))
+        .isEqualTo("21[1, 2]");
+  }
+
+  @Test
   void expressionsFollowPython() {
     assertThat(
             render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }}"))
