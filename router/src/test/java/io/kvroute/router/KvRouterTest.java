@@ -254,6 +254,21 @@ class KvRouterTest {
   }
 
   @Test
+  void cancellingTheRoutedStreamEndsItsAccountingOnce() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    server(d).enqueue(ok("{\"choices\":[{\"text\":\"hi\"}]}"));
+    router = KvRouter.builder().endpoint(d).build();
+    RoutedResponse r =
+        router
+            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
+            .get(20, TimeUnit.SECONDS);
+    assertThat(router.inFlight()).isEqualTo(1);
+    r.cancel();
+    r.cancel();
+    assertThat(router.inFlight()).isZero(); // ended once, synchronously, not twice
+  }
+
+  @Test
   void aFailingPodIsRetriedOnTheNextOne() throws Exception {
     Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
     Endpoint d1 = pod("d1", Endpoint.Role.DECODE, Map.of());
