@@ -75,34 +75,9 @@ final class RouteRunner {
         decided.thenCompose(
             rd -> {
               listen(() -> rl.decided(rd));
-              AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
-              PdOrchestrator.AttemptObserver observer =
-                  new PdOrchestrator.AttemptObserver() {
-                    @Override
-                    public void started(int attempt, PdOrchestrator.Pair pair) {
-                      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
-                      rd.served(pair.decode(), pair.prefill());
-                      if (pair.prefill() != null) {
-                        String id = PdOrchestrator.attemptRequestId(upstream.requestId(), attempt);
-                        prefillWatch.set(new PrefillWatch(id, prefillUsage.watch(id)));
-                      } else {
-                        prefillWatch.set(null);
-                      }
-                      listen(() -> rl.attemptStarted(attempt, pair));
-                    }
-
-                    @Override
-                    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
-                      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
-                      PrefillWatch w = prefillWatch.get();
-                      if (w != null) {
-                        prefillUsage.unwatch(w.attemptRequestId(), w.usage());
-                      }
-                      listen(() -> rl.attemptEnded(attempt, pair, failure));
-                    }
-                  };
+              Attempts attempts = new Attempts(rd, rl, upstream.requestId());
               CompletableFuture<StreamingResponse> f =
-                  router.orchestrator(rd.model()).execute(upstream, rd.pairs(), observer);
+                  router.orchestrator(rd.model()).execute(upstream, rd.pairs(), attempts);
               CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
               out.whenComplete(
                   (r, t) -> {
@@ -128,7 +103,7 @@ final class RouteRunner {
                             rd,
                             (failure, decodeUsage) -> {
                               if (decodeUsage != null) {
-                                measure(rd, rl, decodeUsage, prefillWatch.get());
+                                measure(rd, rl, decodeUsage, attempts.prefillWatch.get());
                               }
                               router.finishRoute(rd, start, false);
                               end.accept(rd, failure);
@@ -165,6 +140,46 @@ final class RouteRunner {
 
   /** The prefill usage being watched for one attempt. */
   private record PrefillWatch(String attemptRequestId, PrefillUsageTap.Usage usage) {}
+
+  /**
+   * Follows the attempts of one request: the scheduler's per-pair accounting, the endpoints that
+   * served it, the prefill usage watched for each disaggregated attempt, and the listener.
+   */
+  private final class Attempts implements PdOrchestrator.AttemptObserver {
+    private final RouteDecision rd;
+    private final RouteListener.RequestListener rl;
+    private final String requestId;
+    final AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
+
+    Attempts(RouteDecision rd, RouteListener.RequestListener rl, String requestId) {
+      this.rd = rd;
+      this.rl = rl;
+      this.requestId = requestId;
+    }
+
+    @Override
+    public void started(int attempt, PdOrchestrator.Pair pair) {
+      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+      rd.served(pair.decode(), pair.prefill());
+      if (pair.prefill() != null) {
+        String id = PdOrchestrator.attemptRequestId(requestId, attempt);
+        prefillWatch.set(new PrefillWatch(id, prefillUsage.watch(id)));
+      } else {
+        prefillWatch.set(null);
+      }
+      listen(() -> rl.attemptStarted(attempt, pair));
+    }
+
+    @Override
+    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
+      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+      PrefillWatch w = prefillWatch.get();
+      if (w != null) {
+        prefillUsage.unwatch(w.attemptRequestId(), w.usage());
+      }
+      listen(() -> rl.attemptEnded(attempt, pair, failure));
+    }
+  }
 
   /**
    * Routing accuracy of a completed request: the usage of the engine that computed the prompt (the
