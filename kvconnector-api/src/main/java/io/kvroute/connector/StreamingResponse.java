@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.function.Consumer;
 
 /**
  * An upstream response whose head (status and headers) has arrived and whose body streams through
@@ -99,33 +100,13 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
 
   /** A response whose whole body is already in memory (for tests and synthetic answers). */
   static StreamingResponse of(int status, Map<String, List<String>> headers, byte[] body) {
-    Map<String, List<String>> h = Map.copyOf(headers);
-    FlowRelay<ByteBuffer> relay =
+    return RelayedResponse.of(
+        status,
+        headers,
         FlowRelay.of(
             body.length == 0
                 ? List.of()
-                : List.of(ByteBuffer.wrap(body.clone()).asReadOnlyBuffer()));
-    return new StreamingResponse() {
-      @Override
-      public int status() {
-        return status;
-      }
-
-      @Override
-      public Map<String, List<String>> headers() {
-        return h;
-      }
-
-      @Override
-      public void cancel() {
-        relay.cancel();
-      }
-
-      @Override
-      public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
-        relay.subscribe(s);
-      }
-    };
+                : List.of(ByteBuffer.wrap(body.clone()).asReadOnlyBuffer())));
   }
 
   /**
@@ -134,29 +115,32 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
    * cancels both.
    */
   static StreamingResponse relayed(StreamingResponse head, FlowRelay<ByteBuffer> body) {
-    java.util.Objects.requireNonNull(head, "head");
-    java.util.Objects.requireNonNull(body, "body");
-    return new StreamingResponse() {
-      @Override
-      public int status() {
-        return head.status();
-      }
+    return RelayedResponse.relayed(head, body);
+  }
 
-      @Override
-      public Map<String, List<String>> headers() {
-        return head.headers();
-      }
-
-      @Override
-      public void cancel() {
-        body.cancel();
-        head.cancel();
-      }
-
-      @Override
-      public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
-        body.subscribe(s);
-      }
-    };
+  /**
+   * {@code response} passed through unchanged, observed on the way: the pass-through wrapper every
+   * decorator of a response (usage scanning, tracing, in-flight accounting) is built on, with the
+   * demand and cancellation plumbing of a {@link FlowRelay}.
+   *
+   * <ul>
+   *   <li>{@code onChunk} sees each chunk as it arrives from {@code response}, before the
+   *       subscriber does, on the thread delivering it; it must not move the chunk's position.
+   *   <li>{@code onEnd} runs exactly once, whatever ends the stream first: with {@code null} just
+   *       before the subscriber's {@code onComplete}, with the error just before its {@code
+   *       onError}, or with a {@link java.util.concurrent.CancellationException} when the
+   *       subscription or the returned response is cancelled first (even when cancelling {@code
+   *       response} throws).
+   * </ul>
+   *
+   * <p>{@code response} is subscribed when the returned response is (once; a second subscriber is
+   * refused), so one that is only cancelled is never read. Cancelling the returned response ends
+   * the stream, then cancels {@code response}. Neither callback may throw or block for long.
+   */
+  static StreamingResponse tap(
+      StreamingResponse response,
+      Consumer<? super ByteBuffer> onChunk,
+      Consumer<? super Throwable> onEnd) {
+    return RelayedResponse.tap(response, onChunk, onEnd);
   }
 }

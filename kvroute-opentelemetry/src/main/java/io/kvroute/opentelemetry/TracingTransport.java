@@ -13,19 +13,21 @@ import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapPropagator;
-import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * An {@link HttpTransport} decorator with a client span per prefill and decode leg. The leg's
  * parent is the trace context its request carries (the {@code kvroute.route} span's, set by {@link
  * TracingRouteListener}), else the span current on the sending thread; the leg span's own context
- * replaces it on the request, so the engine's spans are children of the leg.
+ * replaces it on the request, so the engine's spans are children of the leg. The span ends once:
+ * when sending fails, or when the response body completes, fails or is cancelled (a {@link
+ * StreamingResponse#tap} of the response).
+ *
+ * <p>Thread-safe.
  */
 final class TracingTransport implements HttpTransport {
   static final AttributeKey<String> LEG = AttributeKey.stringKey("kvroute.leg");
@@ -99,7 +101,9 @@ final class TracingTransport implements HttpTransport {
             span.setStatus(
                 StatusCode.ERROR, legEnum.name().toLowerCase() + " answered " + resp.status());
           }
-          return CompletableFuture.completedFuture(new TracedResponse(resp, end));
+          // the span ends once, with the body: completed, failed or cancelled
+          return CompletableFuture.completedFuture(
+              StreamingResponse.tap(resp, chunk -> end.firstByte(), end::end));
         });
   }
 
@@ -145,78 +149,6 @@ final class TracingTransport implements HttpTransport {
         span.setStatus(StatusCode.ERROR, String.valueOf(failure.getMessage()));
       }
       span.end();
-    }
-
-    void cancelled() {
-      end(new java.util.concurrent.CancellationException("cancelled"));
-    }
-  }
-
-  /** The response, ending the leg span when its body ends or it is cancelled. */
-  private static final class TracedResponse implements StreamingResponse {
-    private final StreamingResponse delegate;
-    private final LegEnd end;
-
-    TracedResponse(StreamingResponse delegate, LegEnd end) {
-      this.delegate = delegate;
-      this.end = end;
-    }
-
-    @Override
-    public int status() {
-      return delegate.status();
-    }
-
-    @Override
-    public Map<String, List<String>> headers() {
-      return delegate.headers();
-    }
-
-    @Override
-    public void cancel() {
-      end.cancelled();
-      delegate.cancel();
-    }
-
-    @Override
-    public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
-      delegate.subscribe(
-          new Flow.Subscriber<ByteBuffer>() {
-            @Override
-            public void onSubscribe(Flow.Subscription s) {
-              subscriber.onSubscribe(
-                  new Flow.Subscription() {
-                    @Override
-                    public void request(long n) {
-                      s.request(n);
-                    }
-
-                    @Override
-                    public void cancel() {
-                      end.cancelled();
-                      s.cancel();
-                    }
-                  });
-            }
-
-            @Override
-            public void onNext(ByteBuffer item) {
-              end.firstByte();
-              subscriber.onNext(item);
-            }
-
-            @Override
-            public void onError(Throwable t) {
-              end.end(t);
-              subscriber.onError(t);
-            }
-
-            @Override
-            public void onComplete() {
-              end.end(null);
-              subscriber.onComplete();
-            }
-          });
     }
   }
 }

@@ -215,4 +215,18 @@ class KvRouteTracingTest {
     assertThat(route.getAttributes().get(AttributeKey.stringKey("kvroute.outcome")))
         .isNotEqualTo("ok");
   }
+
+  @Test
+  void aCancelledStreamEndsItsLegSpanOnceAsCancelled() throws Exception {
+    RoutedResponse r = router.route(request(Map.of())).get(20, TimeUnit.SECONDS);
+    r.cancel();
+    r.cancel();
+    List<SpanData> spans = awaitSpans(3);
+    SpanData decodeLeg = named(spans, "kvroute.decode");
+    assertThat(decodeLeg.getAttributes().get(AttributeKey.stringKey("kvroute.outcome")))
+        .isEqualTo("cancelled");
+    assertThat(decodeLeg.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
+    assertThat(named(spans, "kvroute.prefill").getAttributes().get(TracingTransport.STATUS))
+        .isEqualTo(200);
+  }
 }

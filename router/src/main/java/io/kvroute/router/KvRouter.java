@@ -1,6 +1,5 @@
 package io.kvroute.router;
 
-import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
@@ -8,10 +7,8 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.HttpTransports;
 import io.kvroute.connector.InferenceRequest;
-import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
-import io.kvroute.connector.StreamingResponse;
 import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.MetricsScraper;
@@ -25,7 +22,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
 import java.util.LinkedHashMap;
@@ -33,14 +29,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Flow;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
@@ -73,33 +66,25 @@ public final class KvRouter implements AutoCloseable {
   /** The label naming the model an endpoint serves; endpoints without it serve every model. */
   public static final String MODEL_LABEL = "kvroute.io/model";
 
+  static final Predicate<Endpoint> ANY_ENDPOINT = e -> true;
+
   private final Scheduler scheduler;
-  private final KVConnectors connectors;
-  private final ConnectorConfig defaultConnector;
-  private final Map<String, ConnectorConfig> modelConnectors;
   private final HttpTransport transport;
-  private final PrefillUsageTap connectorTransport;
   private final boolean ownsTransport;
   private final ScheduledExecutorService executor;
-  private final ConnectorListener listener;
+  private final Pipelines pipelines;
+  private final EndpointRegistry endpoints;
   private final LongSupplier nanoClock;
   private final KvEventFeed eventFeed;
   private final MetricsScraper scraper;
   private final boolean observabilityHeaders;
   private final Duration drainTimeout;
   private final int maxRequestBytes;
-  private final Map<String, Endpoint> endpoints = new ConcurrentHashMap<>();
-  private final Map<String, Pipeline> pipelines = new ConcurrentHashMap<>();
   private final AtomicInteger inFlight = new AtomicInteger();
-  private static final Predicate<Endpoint> ANY_ENDPOINT = e -> true;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Timer routeTimer;
   private final Counter routeErrors;
-  private final RouteListener routeListener;
-  private final PredictionMeters predictionMeters;
-
-  /** A model's connector and the orchestrator that retries over pairs with it. */
-  private record Pipeline(KVConnector connector, PdOrchestrator orchestrator) {}
+  private final RouteRunner routeRunner;
 
   /**
    * Validates everything first (connector types included), then starts the executor, the scraper
@@ -108,16 +93,11 @@ public final class KvRouter implements AutoCloseable {
    */
   private KvRouter(Builder b) {
     this.scheduler = b.scheduler != null ? b.scheduler : Scheduler.builder().build();
-    this.connectors =
+    KVConnectors connectors =
         b.connectors != null
             ? b.connectors
             : KVConnectors.discover(Thread.currentThread().getContextClassLoader());
-    this.defaultConnector = b.defaultConnector;
-    this.modelConnectors = Map.copyOf(b.modelConnectors);
-    // Fail on unknown connector types before anything runs, rather than on the first request.
-    connectors.provider(defaultConnector.type());
-    modelConnectors.values().forEach(c -> connectors.provider(c.type()));
-    this.listener = b.listener;
+    Pipelines.checkTypes(connectors, b.defaultConnector, b.modelConnectors);
     this.nanoClock = b.nanoClock;
     this.eventFeed = b.eventFeed;
     this.observabilityHeaders = b.observabilityHeaders;
@@ -125,6 +105,7 @@ public final class KvRouter implements AutoCloseable {
     this.maxRequestBytes = b.maxRequestBytes;
 
     Deque<Runnable> undo = new ArrayDeque<>();
+    PrefillUsageTap connectorTransport;
     try {
       this.ownsTransport = b.transport == null;
       HttpTransport base =
@@ -145,7 +126,7 @@ public final class KvRouter implements AutoCloseable {
       if (ownsTransport) {
         undo.push(transport::close);
       }
-      this.connectorTransport = new PrefillUsageTap(transport);
+      connectorTransport = new PrefillUsageTap(transport);
       this.executor =
           Executors.newSingleThreadScheduledExecutor(
               r -> {
@@ -154,6 +135,14 @@ public final class KvRouter implements AutoCloseable {
                 return t;
               });
       undo.push(executor::shutdownNow);
+      this.pipelines =
+          new Pipelines(
+              connectors,
+              b.modelConnectors,
+              KVConnectorProvider.Context.builder(b.defaultConnector, connectorTransport, executor)
+                  .listener(b.listener)
+                  .nanoClock(nanoClock)
+                  .build());
       this.scraper =
           b.metricsInterval == null
               ? null
@@ -161,6 +150,7 @@ public final class KvRouter implements AutoCloseable {
                   .interval(b.metricsInterval)
                   .transport(transport)
                   .build();
+      this.endpoints = new EndpointRegistry(eventFeed, scraper, scheduler, pipelines);
       for (Map.Entry<Endpoint, KvEventFeed.Source> e : b.endpoints.entrySet()) {
         addEndpoint(e.getKey(), e.getValue());
         undo.push(() -> removeEndpoint(e.getKey().id()));
@@ -176,10 +166,10 @@ public final class KvRouter implements AutoCloseable {
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
-    this.routeListener = b.routeListener;
-    this.predictionMeters = new PredictionMeters(registry);
+    this.routeRunner =
+        new RouteRunner(this, b.routeListener, connectorTransport, registry, nanoClock);
     Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
-    Gauge.builder("kvroute.endpoints", endpoints, Map::size).register(registry);
+    Gauge.builder("kvroute.endpoints", endpoints, EndpointRegistry::size).register(registry);
   }
 
   private static void quietly(Runnable r) {
@@ -209,44 +199,17 @@ public final class KvRouter implements AutoCloseable {
    * keeps its URL and its subscription.
    */
   public void addEndpoint(Endpoint endpoint, KvEventFeed.Source events) {
-    Objects.requireNonNull(endpoint, "endpoint");
-    if (eventFeed != null && events != null) {
-      eventFeed.check(endpoint, events); // a rejected change changes nothing
-    }
-    Endpoint previous = endpoints.put(endpoint.id(), endpoint);
-    if (eventFeed != null) {
-      if (previous != null) {
-        eventFeed.remove(endpoint.id());
-      }
-      if (events != null) {
-        eventFeed.add(endpoint, events);
-      }
-    }
-    if (scraper != null) {
-      scraper.setEndpoints(endpoints.values());
-    }
+    endpoints.add(endpoint, events);
   }
 
   /** Removes an endpoint: its subscription, breaker, metrics and index entries. */
   public boolean removeEndpoint(String endpointId) {
-    Endpoint removed = endpoints.remove(endpointId);
-    if (removed == null) {
-      return false;
-    }
-    if (eventFeed != null) {
-      eventFeed.remove(endpointId);
-    }
-    scheduler.removeEndpoint(endpointId);
-    pipelines.values().forEach(p -> p.orchestrator().removeEndpoint(endpointId));
-    if (scraper != null) {
-      scraper.setEndpoints(endpoints.values());
-    }
-    return true;
+    return endpoints.remove(endpointId);
   }
 
   /** The endpoints known now. */
   public List<Endpoint> endpoints() {
-    return List.copyOf(endpoints.values());
+    return endpoints.all();
   }
 
   /** The scheduler (for its metrics store, profiles and hooks). */
@@ -308,7 +271,7 @@ public final class KvRouter implements AutoCloseable {
             });
   }
 
-  private CompletableFuture<RouteDecision> decideInternal(
+  CompletableFuture<RouteDecision> decideInternal(
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     SchedulingRequest sr;
     try {
@@ -342,8 +305,7 @@ public final class KvRouter implements AutoCloseable {
       Endpoint decode,
       Endpoint prefill,
       RouteDecision.Outcome outcome,
-      Duration latency,
-      Duration ttft) {
+      Duration latency) {
     scheduler.onComplete(rd.scheduling(), decode, prefill);
     if (outcome != RouteDecision.Outcome.CANCELLED
         && outcome != RouteDecision.Outcome.CLIENT_ERROR) {
@@ -352,7 +314,7 @@ public final class KvRouter implements AutoCloseable {
               ? null
               : new ConnectorException("decode failed at the gateway", 502, null);
       long nanos = latency == null ? 0 : latency.toNanos();
-      pipeline(rd.model()).orchestrator().recordDecodeOutcome(decode, failure, nanos);
+      pipelines.orchestrator(rd.model()).recordDecodeOutcome(decode, failure, nanos);
     }
     if (latency != null) {
       routeTimer.record(latency);
@@ -373,118 +335,7 @@ public final class KvRouter implements AutoCloseable {
    * cancel it (or its subscription) when the client goes away.
    */
   public CompletableFuture<RoutedResponse> route(InferenceRequest request) {
-    long start = nanoClock.getAsLong();
-    RouteListener.RequestListener rl = startListener(request);
-    InferenceRequest upstream = request.withHeaders(upstreamHeaders(rl));
-    AtomicBoolean ended = new AtomicBoolean();
-    java.util.function.BiConsumer<RouteDecision, Throwable> end =
-        (rd, t) -> {
-          if (ended.compareAndSet(false, true)) {
-            listen(() -> rl.ended(rd, t));
-          }
-        };
-    CompletableFuture<RouteDecision> decided = decideInternal(upstream, ANY_ENDPOINT);
-    // Cancelling the returned future cancels whatever runs now: the decision, or both legs.
-    AtomicReference<CompletableFuture<RoutedResponse>> running = new AtomicReference<>();
-    AtomicBoolean cancelled = new AtomicBoolean();
-    decided.whenComplete(
-        (rd, t) -> {
-          if (t != null) {
-            end.accept(null, CancellableFutures.unwrap(t));
-          }
-        });
-    CompletableFuture<RoutedResponse> result =
-        decided.thenCompose(
-            rd -> {
-              listen(() -> rl.decided(rd));
-              Pipeline p = pipeline(rd.model());
-              AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
-              PdOrchestrator.AttemptObserver observer =
-                  new PdOrchestrator.AttemptObserver() {
-                    @Override
-                    public void started(int attempt, PdOrchestrator.Pair pair) {
-                      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
-                      rd.served(pair.decode(), pair.prefill());
-                      if (pair.prefill() != null) {
-                        String id = PdOrchestrator.attemptRequestId(upstream.requestId(), attempt);
-                        prefillWatch.set(new PrefillWatch(id, connectorTransport.watch(id)));
-                      } else {
-                        prefillWatch.set(null);
-                      }
-                      listen(() -> rl.attemptStarted(attempt, pair));
-                    }
-
-                    @Override
-                    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
-                      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
-                      PrefillWatch w = prefillWatch.get();
-                      if (w != null) {
-                        connectorTransport.unwatch(w.attemptRequestId(), w.usage());
-                      }
-                      listen(() -> rl.attemptEnded(attempt, pair, failure));
-                    }
-                  };
-              CompletableFuture<StreamingResponse> f =
-                  p.orchestrator().execute(upstream, rd.pairs(), observer);
-              CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
-              out.whenComplete(
-                  (r, t) -> {
-                    if (out.isCancelled()) {
-                      f.cancel(true);
-                    }
-                  });
-              running.set(out);
-              if (cancelled.get()) {
-                out.cancel(true);
-              }
-              f.whenComplete(
-                  (resp, t) -> {
-                    if (t != null) {
-                      routeErrors.increment();
-                      finishRoute(rd, start);
-                      end.accept(rd, CancellableFutures.unwrap(t));
-                      out.completeExceptionally(t);
-                      return;
-                    }
-                    RoutedResponse routed =
-                        new RoutedResponse(
-                            resp,
-                            rd,
-                            (failure, decodeUsage) -> {
-                              if (decodeUsage != null) {
-                                measure(rd, rl, decodeUsage, prefillWatch.get());
-                              }
-                              finishRoute(rd, start);
-                              end.accept(rd, failure);
-                            });
-                    if (!out.complete(routed)) {
-                      routed.cancel();
-                    }
-                  });
-              return out;
-            });
-    result.whenComplete(
-        (r, t) -> {
-          if (result.isCancelled()) {
-            cancelled.set(true);
-            decided.cancel(true);
-            CompletableFuture<RoutedResponse> o = running.get();
-            if (o != null && !o.cancel(true) && !o.isCompletedExceptionally()) {
-              RoutedResponse orphan = o.getNow(null);
-              if (orphan != null) {
-                orphan.cancel();
-              }
-            }
-          }
-        });
-    // Whatever else fails on the way (or the caller cancelling), the listener hears of it once.
-    result.whenComplete(
-        (r, t) -> {
-          if (t != null) {
-            end.accept(null, CancellableFutures.unwrap(t));
-          }
-        });
-    return result;
+    return routeRunner.route(request);
   }
 
   /**
@@ -493,147 +344,26 @@ public final class KvRouter implements AutoCloseable {
    */
   public Cancellable route(InferenceRequest request, ResponseSink sink) {
     Objects.requireNonNull(sink, "sink");
-    CompletableFuture<RoutedResponse> f = route(request);
-    AtomicBoolean cancelled = new AtomicBoolean();
-    f.whenComplete(
-        (resp, t) -> {
-          if (t != null) {
-            Throwable cause = CancellableFutures.unwrap(t);
-            sink.onError(
-                cause instanceof ConnectorException ce
-                    ? ce
-                    : new ConnectorException("routing failed: " + cause, 500, cause));
-            return;
-          }
-          sink.onHead(resp.status(), resp.headers(), resp.decision().responseHeaders());
-          resp.subscribe(
-              new Flow.Subscriber<>() {
-                @Override
-                public void onSubscribe(Flow.Subscription s) {
-                  if (cancelled.get()) {
-                    s.cancel();
-                  } else {
-                    s.request(Long.MAX_VALUE);
-                  }
-                }
-
-                @Override
-                public void onNext(ByteBuffer item) {
-                  sink.onChunk(item);
-                }
-
-                @Override
-                public void onError(Throwable t2) {
-                  sink.onError(
-                      t2 instanceof ConnectorException ce
-                          ? ce
-                          : new ConnectorException("stream failed: " + t2, 502, t2));
-                }
-
-                @Override
-                public void onComplete() {
-                  sink.onComplete();
-                }
-              });
-        });
-    return () -> {
-      if (cancelled.compareAndSet(false, true)) {
-        f.cancel(true);
-        f.thenAccept(RoutedResponse::cancel);
-      }
-    };
+    return SinkDelivery.deliver(route(request), sink);
   }
-
-  /** The prefill usage being watched for one attempt. */
-  private record PrefillWatch(String attemptRequestId, PrefillUsageTap.Usage usage) {}
 
   /**
-   * Routing accuracy of a completed request: the usage of the engine that computed the prompt (the
-   * prefill engine's answer when disaggregated, else the decode response's) against the index's
-   * prediction; also reported to the route listener.
+   * Ends the router-level accounting of a routed request once (breakers and per-pair in-flight
+   * counts were kept by the orchestrator's observer); {@code failed} when no leg delivered.
    */
-  private void measure(
-      RouteDecision rd,
-      RouteListener.RequestListener rl,
-      UsageScanner decodeUsage,
-      PrefillWatch prefill) {
-    long prompt;
-    long cached;
-    if (rd.servedPrefill().isPresent()) {
-      if (prefill == null || prefill.usage() == null) {
-        return;
-      }
-      prompt = prefill.usage().promptTokens;
-      cached = prefill.usage().cachedTokens;
-    } else {
-      prompt = decodeUsage.promptTokens();
-      cached = decodeUsage.cachedTokens();
+  void finishRoute(RouteDecision rd, long start, boolean failed) {
+    if (failed) {
+      routeErrors.increment();
     }
-    if (prompt <= 0 || cached < 0) {
-      return;
-    }
-    predictionMeters.record(rd, prompt, cached);
-    listen(() -> rl.usage(prompt, cached));
-  }
-
-  /** Runs a route-listener callback; a listener that throws is logged, never propagated. */
-  private static void listen(Runnable call) {
-    try {
-      call.run();
-    } catch (RuntimeException e) {
-      log.warn("kvroute: route listener failed: {}", e.toString());
-    }
-  }
-
-  private RouteListener.RequestListener startListener(InferenceRequest request) {
-    try {
-      RouteListener.RequestListener rl = routeListener.requestStarted(request);
-      return rl == null ? RouteListener.RequestListener.NONE : rl;
-    } catch (RuntimeException e) {
-      log.warn("kvroute: route listener failed: {}", e.toString());
-      return RouteListener.RequestListener.NONE;
-    }
-  }
-
-  private static Map<String, String> upstreamHeaders(RouteListener.RequestListener rl) {
-    try {
-      Map<String, String> h = rl.upstreamHeaders();
-      return h == null ? Map.of() : h;
-    } catch (RuntimeException e) {
-      log.warn("kvroute: route listener failed: {}", e.toString());
-      return Map.of();
-    }
-  }
-
-  private void finishRoute(RouteDecision rd, long start) {
-    // Breakers and per-pair in-flight counts were kept by the orchestrator's observer; only the
-    // router-level accounting remains.
     if (rd.markCompletedByRouter()) {
       routeTimer.record(nanoClock.getAsLong() - start, TimeUnit.NANOSECONDS);
       inFlight.decrementAndGet();
     }
   }
 
-  private Pipeline pipeline(String model) {
-    ConnectorConfig config = modelConnectors.getOrDefault(model, defaultConnector);
-    String key = modelConnectors.containsKey(model) ? "model:" + model : "default";
-    return pipelines.computeIfAbsent(
-        key,
-        k -> {
-          KVConnector c =
-              connectors.create(
-                  KVConnectorProvider.Context.builder(config, connectorTransport, executor)
-                      .listener(listener)
-                      .nanoClock(nanoClock)
-                      .build());
-          PdOrchestrator o =
-              PdOrchestrator.builder(c, executor)
-                  .retry(config.retry())
-                  .listener(listener)
-                  .nanoClock(nanoClock)
-                  .build();
-          return new Pipeline(c, o);
-        });
+  /** The orchestrator of {@code model}'s connector. */
+  PdOrchestrator orchestrator(String model) {
+    return pipelines.orchestrator(model);
   }
 
   // ---------------------------------------------------------------- request parsing
@@ -645,18 +375,7 @@ public final class KvRouter implements AutoCloseable {
   private SchedulingRequest toSchedulingRequest(
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     return OpenAiRequests.toSchedulingRequest(
-        request, maxRequestBytes, model -> candidates(model, candidateFilter));
-  }
-
-  private List<Endpoint> candidates(String model, Predicate<Endpoint> candidateFilter) {
-    List<Endpoint> out = new ArrayList<>();
-    for (Endpoint e : endpoints.values()) {
-      String m = e.label(MODEL_LABEL);
-      if ((m == null || m.equals(model)) && candidateFilter.test(e)) {
-        out.add(e);
-      }
-    }
-    return out;
+        request, maxRequestBytes, model -> endpoints.candidates(model, candidateFilter));
   }
 
   private void checkOpen() {
@@ -694,7 +413,7 @@ public final class KvRouter implements AutoCloseable {
     if (scraper != null) {
       scraper.close();
     }
-    pipelines.values().forEach(p -> p.connector().close());
+    pipelines.close();
     if (ownsTransport) {
       transport.close();
     }

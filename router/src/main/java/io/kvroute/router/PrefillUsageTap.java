@@ -5,12 +5,10 @@ import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Flow;
 
 /**
  * The transport the router's connectors use: the router's own, plus a scan of the usage block of
@@ -60,69 +58,25 @@ final class PrefillUsageTap implements HttpTransport {
       return delegate.send(request);
     }
     return CancellableFutures.compose(
-        delegate.send(request), resp -> CompletableFuture.completedFuture(new Scanned(resp, u)));
+        delegate.send(request), resp -> CompletableFuture.completedFuture(scanned(resp, u)));
+  }
+
+  /** A prefill answer whose body is scanned for its usage on the way through. */
+  private static StreamingResponse scanned(StreamingResponse response, Usage usage) {
+    UsageScanner scanner = new UsageScanner();
+    return StreamingResponse.tap(
+        response,
+        scanner::scan,
+        end -> {
+          if (end == null && response.status() / 100 == 2) {
+            usage.promptTokens = scanner.promptTokens();
+            usage.cachedTokens = scanner.cachedTokens();
+          }
+        });
   }
 
   @Override
   public void close() {
     // the router closes its transport itself
-  }
-
-  /** A prefill answer whose body is scanned for its usage on the way through. */
-  private static final class Scanned implements StreamingResponse {
-    private final StreamingResponse delegate;
-    private final Usage usage;
-
-    Scanned(StreamingResponse delegate, Usage usage) {
-      this.delegate = delegate;
-      this.usage = usage;
-    }
-
-    @Override
-    public int status() {
-      return delegate.status();
-    }
-
-    @Override
-    public Map<String, List<String>> headers() {
-      return delegate.headers();
-    }
-
-    @Override
-    public void cancel() {
-      delegate.cancel();
-    }
-
-    @Override
-    public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
-      UsageScanner scanner = new UsageScanner();
-      delegate.subscribe(
-          new Flow.Subscriber<ByteBuffer>() {
-            @Override
-            public void onSubscribe(Flow.Subscription s) {
-              subscriber.onSubscribe(s);
-            }
-
-            @Override
-            public void onNext(ByteBuffer item) {
-              scanner.scan(item);
-              subscriber.onNext(item);
-            }
-
-            @Override
-            public void onError(Throwable t) {
-              subscriber.onError(t);
-            }
-
-            @Override
-            public void onComplete() {
-              if (delegate.status() / 100 == 2) {
-                usage.promptTokens = scanner.promptTokens();
-                usage.cachedTokens = scanner.cachedTokens();
-              }
-              subscriber.onComplete();
-            }
-          });
-    }
   }
 }

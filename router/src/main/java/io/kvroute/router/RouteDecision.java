@@ -178,7 +178,7 @@ public final class RouteDecision {
     Objects.requireNonNull(decode, "decode");
     Objects.requireNonNull(outcome, "outcome");
     if (completed.compareAndSet(false, true)) {
-      router.completeDecision(this, decode, prefill, outcome, latency, ttft);
+      router.completeDecision(this, decode, prefill, outcome, latency);
     }
   }
 

@@ -237,9 +237,8 @@ class KvRouterTest {
     assertThat(router.scheduler().inFlight("d0")).isZero();
   }
 
-  @Test
-  void routeRunsTheRequestAndEndsItsAccountingWithTheStream() throws Exception {
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+  /** A router with one decode pod answering {@code {"choices":[{"text":"hi"}]}}, and its route. */
+  private RoutedResponse routeToOnePod(Endpoint d) throws Exception {
     server(d).enqueue(ok("{\"choices\":[{\"text\":\"hi\"}]}"));
     router = KvRouter.builder().endpoint(d).build();
     RoutedResponse r =
@@ -247,10 +246,25 @@ class KvRouterTest {
             .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
             .get(20, TimeUnit.SECONDS);
     assertThat(router.inFlight()).isEqualTo(1);
+    return r;
+  }
+
+  @Test
+  void routeRunsTheRequestAndEndsItsAccountingWithTheStream() throws Exception {
+    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    RoutedResponse r = routeToOnePod(d);
     assertThat(read(r)).isEqualTo("{\"choices\":[{\"text\":\"hi\"}]}");
     assertThat(router.inFlight()).isZero();
     assertThat(router.scheduler().inFlight("d0")).isZero();
     assertThat(r.decision().decode()).isEqualTo(d);
+  }
+
+  @Test
+  void cancellingTheRoutedStreamEndsItsAccountingOnce() throws Exception {
+    RoutedResponse r = routeToOnePod(pod("d0", Endpoint.Role.DECODE, Map.of()));
+    r.cancel();
+    r.cancel();
+    assertThat(router.inFlight()).isZero(); // ended once, synchronously, not twice
   }
 
   @Test

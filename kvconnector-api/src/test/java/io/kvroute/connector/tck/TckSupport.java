@@ -39,14 +39,14 @@ public final class TckSupport {
   public static StreamingResponse response(long n) {
     FlowRelay<ByteBuffer> relay = FlowRelay.create();
     relay.onSubscribe(new Generator(n, relay));
-    return of(relay, relay::cancel);
+    return of(relay);
   }
 
   /** A 200 response whose body fails at once with {@code error}. */
   public static StreamingResponse failing(Throwable error) {
     FlowRelay<ByteBuffer> relay = FlowRelay.create();
     relay.onError(error);
-    return of(relay, relay::cancel);
+    return of(relay);
   }
 
   /** {@code n} chunks in a list. */
@@ -58,28 +58,8 @@ public final class TckSupport {
     return out;
   }
 
-  private static StreamingResponse of(Flow.Publisher<ByteBuffer> body, Runnable cancel) {
-    return new StreamingResponse() {
-      @Override
-      public int status() {
-        return 200;
-      }
-
-      @Override
-      public Map<String, List<String>> headers() {
-        return Map.of();
-      }
-
-      @Override
-      public void cancel() {
-        cancel.run();
-      }
-
-      @Override
-      public void subscribe(Flow.Subscriber<? super ByteBuffer> s) {
-        body.subscribe(s);
-      }
-    };
+  private static StreamingResponse of(FlowRelay<ByteBuffer> body) {
+    return StreamingResponse.relayed(StreamingResponse.of(200, Map.of(), new byte[0]), body);
   }
 
   /**

@@ -1,0 +1,241 @@
+package io.kvroute.router;
+
+import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.StreamingResponse;
+import io.kvroute.pd.PdOrchestrator;
+import io.kvroute.scoring.Scheduler;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What {@link KvRouter#route} does with a request: decide, run the decision's (prefill, decode)
+ * pairs through the model's orchestrator, and end the request once, when its decode stream ends or
+ * it fails or is cancelled: the router's accounting, the {@link RouteListener}'s {@code ended}, and
+ * the routing-accuracy measurement from the usage the engines report.
+ *
+ * <p>Thread-safe: each request's state lives in its own futures and callbacks; futures complete on
+ * transport threads.
+ */
+final class RouteRunner {
+  private static final Logger log = LoggerFactory.getLogger(RouteRunner.class);
+
+  private final KvRouter router;
+  private final Scheduler scheduler;
+  private final RouteListener routeListener;
+  private final PrefillUsageTap prefillUsage;
+  private final PredictionMeters predictionMeters;
+  private final LongSupplier nanoClock;
+
+  RouteRunner(
+      KvRouter router,
+      RouteListener routeListener,
+      PrefillUsageTap prefillUsage,
+      MeterRegistry registry,
+      LongSupplier nanoClock) {
+    this.router = router;
+    this.scheduler = router.scheduler();
+    this.routeListener = routeListener;
+    this.prefillUsage = prefillUsage;
+    this.predictionMeters = new PredictionMeters(registry);
+    this.nanoClock = nanoClock;
+  }
+
+  /** See {@link KvRouter#route(InferenceRequest)}. */
+  CompletableFuture<RoutedResponse> route(InferenceRequest request) {
+    long start = nanoClock.getAsLong();
+    RouteListener.RequestListener rl = startListener(request);
+    InferenceRequest upstream = request.withHeaders(upstreamHeaders(rl));
+    AtomicBoolean ended = new AtomicBoolean();
+    BiConsumer<RouteDecision, Throwable> end =
+        (rd, t) -> {
+          if (ended.compareAndSet(false, true)) {
+            listen(() -> rl.ended(rd, t));
+          }
+        };
+    CompletableFuture<RouteDecision> decided =
+        router.decideInternal(upstream, KvRouter.ANY_ENDPOINT);
+    // Cancelling the returned future cancels whatever runs now: the decision, or both legs.
+    AtomicReference<CompletableFuture<RoutedResponse>> running = new AtomicReference<>();
+    AtomicBoolean cancelled = new AtomicBoolean();
+    decided.whenComplete(
+        (rd, t) -> {
+          if (t != null) {
+            end.accept(null, CancellableFutures.unwrap(t));
+          }
+        });
+    CompletableFuture<RoutedResponse> result =
+        decided.thenCompose(
+            rd -> {
+              listen(() -> rl.decided(rd));
+              Attempts attempts = new Attempts(rd, rl, upstream.requestId());
+              CompletableFuture<StreamingResponse> f =
+                  router.orchestrator(rd.model()).execute(upstream, rd.pairs(), attempts);
+              CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
+              out.whenComplete(
+                  (r, t) -> {
+                    if (out.isCancelled()) {
+                      f.cancel(true);
+                    }
+                  });
+              running.set(out);
+              if (cancelled.get()) {
+                out.cancel(true);
+              }
+              f.whenComplete(
+                  (resp, t) -> {
+                    if (t != null) {
+                      router.finishRoute(rd, start, true);
+                      end.accept(rd, CancellableFutures.unwrap(t));
+                      out.completeExceptionally(t);
+                      return;
+                    }
+                    RoutedResponse routed =
+                        new RoutedResponse(
+                            resp,
+                            rd,
+                            (failure, decodeUsage) -> {
+                              if (decodeUsage != null) {
+                                measure(rd, rl, decodeUsage, attempts.prefillWatch.get());
+                              }
+                              router.finishRoute(rd, start, false);
+                              end.accept(rd, failure);
+                            });
+                    if (!out.complete(routed)) {
+                      routed.cancel();
+                    }
+                  });
+              return out;
+            });
+    result.whenComplete(
+        (r, t) -> {
+          if (result.isCancelled()) {
+            cancelled.set(true);
+            decided.cancel(true);
+            CompletableFuture<RoutedResponse> o = running.get();
+            if (o != null && !o.cancel(true) && !o.isCompletedExceptionally()) {
+              RoutedResponse orphan = o.getNow(null);
+              if (orphan != null) {
+                orphan.cancel();
+              }
+            }
+          }
+        });
+    // Whatever else fails on the way (or the caller cancelling), the listener hears of it once.
+    result.whenComplete(
+        (r, t) -> {
+          if (t != null) {
+            end.accept(null, CancellableFutures.unwrap(t));
+          }
+        });
+    return result;
+  }
+
+  /** The prefill usage being watched for one attempt. */
+  private record PrefillWatch(String attemptRequestId, PrefillUsageTap.Usage usage) {}
+
+  /**
+   * Follows the attempts of one request: the scheduler's per-pair accounting, the endpoints that
+   * served it, the prefill usage watched for each disaggregated attempt, and the listener.
+   */
+  private final class Attempts implements PdOrchestrator.AttemptObserver {
+    private final RouteDecision rd;
+    private final RouteListener.RequestListener rl;
+    private final String requestId;
+    final AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
+
+    Attempts(RouteDecision rd, RouteListener.RequestListener rl, String requestId) {
+      this.rd = rd;
+      this.rl = rl;
+      this.requestId = requestId;
+    }
+
+    @Override
+    public void started(int attempt, PdOrchestrator.Pair pair) {
+      scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+      rd.served(pair.decode(), pair.prefill());
+      if (pair.prefill() != null) {
+        String id = PdOrchestrator.attemptRequestId(requestId, attempt);
+        prefillWatch.set(new PrefillWatch(id, prefillUsage.watch(id)));
+      } else {
+        prefillWatch.set(null);
+      }
+      listen(() -> rl.attemptStarted(attempt, pair));
+    }
+
+    @Override
+    public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
+      scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+      PrefillWatch w = prefillWatch.get();
+      if (w != null) {
+        prefillUsage.unwatch(w.attemptRequestId(), w.usage());
+      }
+      listen(() -> rl.attemptEnded(attempt, pair, failure));
+    }
+  }
+
+  /**
+   * Routing accuracy of a completed request: the usage of the engine that computed the prompt (the
+   * prefill engine's answer when disaggregated, else the decode response's) against the index's
+   * prediction; also reported to the route listener.
+   */
+  private void measure(
+      RouteDecision rd,
+      RouteListener.RequestListener rl,
+      UsageScanner decodeUsage,
+      PrefillWatch prefill) {
+    long prompt;
+    long cached;
+    if (rd.servedPrefill().isPresent()) {
+      if (prefill == null || prefill.usage() == null) {
+        return;
+      }
+      prompt = prefill.usage().promptTokens;
+      cached = prefill.usage().cachedTokens;
+    } else {
+      prompt = decodeUsage.promptTokens();
+      cached = decodeUsage.cachedTokens();
+    }
+    if (prompt <= 0 || cached < 0) {
+      return;
+    }
+    predictionMeters.record(rd, prompt, cached);
+    listen(() -> rl.usage(prompt, cached));
+  }
+
+  /** Runs a route-listener callback; a listener that throws is logged, never propagated. */
+  private static void listen(Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+    }
+  }
+
+  private RouteListener.RequestListener startListener(InferenceRequest request) {
+    try {
+      RouteListener.RequestListener rl = routeListener.requestStarted(request);
+      return rl == null ? RouteListener.RequestListener.NONE : rl;
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+      return RouteListener.RequestListener.NONE;
+    }
+  }
+
+  private static Map<String, String> upstreamHeaders(RouteListener.RequestListener rl) {
+    try {
+      Map<String, String> h = rl.upstreamHeaders();
+      return h == null ? Map.of() : h;
+    } catch (RuntimeException e) {
+      log.warn("kvroute: route listener failed: {}", e.toString());
+      return Map.of();
+    }
+  }
+}
