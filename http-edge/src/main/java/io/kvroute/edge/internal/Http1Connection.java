@@ -12,9 +12,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Arrays;
-import java.util.List;
-import java.util.Locale;
-import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,16 +34,9 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   static final int LINGER = 4;
   static final int CLOSED = 5;
 
-  private static final int CHUNK_SIZE = 0;
-  private static final int CHUNK_DATA = 1;
-  private static final int CHUNK_DATA_END = 2;
-  private static final int CHUNK_TRAILER = 3;
   private static final long LINGER_NANOS = 2_000_000_000L;
   private static final long LINGER_MAX_BYTES = 4L << 20;
-  private static final int MAX_CHUNK_LINE = 1024;
   private static final byte[] EMPTY = new byte[0];
-  private static final Set<String> MANAGED_HEADERS =
-      Set.of("content-length", "transfer-encoding", "connection", "date", "content-type");
 
   final Listener listener;
   final LoopTimers timers;
@@ -61,9 +51,7 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   private byte[] body = EMPTY;
   private int bodyLen;
   private long reserved;
-  private int chunkState;
-  private long chunkRemaining;
-  private int trailerBytes;
+  private ChunkedBody chunks;
   private ExchangeImpl exchange;
   private StreamRelay relay;
   private boolean processing;
@@ -73,31 +61,7 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   private boolean pausedMemory;
   private long unwritableSince = -1;
   private long lingerBytes;
-  private final HeadScanner scanner = new HeadScanner();
-
-  /**
-   * Finds the end of a head (CRLF CRLF) or a bare LF, byte by byte across reads: the last three
-   * bytes seen are kept.
-   */
-  private static final class HeadScanner implements io.netty.util.ByteProcessor {
-    int last3;
-    boolean bareLf;
-
-    @Override
-    public boolean process(byte b) {
-      if (b == '\n') {
-        if ((last3 & 0xff) != '\r') {
-          bareLf = true;
-          return false;
-        }
-        if ((last3 & 0xffffff) == ('\r' << 16 | '\n' << 8 | '\r')) {
-          return false;
-        }
-      }
-      last3 = last3 << 8 | (b & 0xff);
-      return true;
-    }
-  }
+  private final RequestHead.Scanner scanner = new RequestHead.Scanner();
 
   Http1Connection(Listener listener, LoopTimers timers) {
     this.listener = listener;
@@ -328,8 +292,9 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     deadline = timers.now() + listener.bodyTimeoutNanos;
     body = EMPTY;
     bodyLen = 0;
-    chunkState = CHUNK_SIZE;
-    trailerBytes = 0;
+    if (head.chunked) {
+      chunks = new ChunkedBody(listener.limits.maxBodyBytes(), listener.limits.maxHeaderBytes());
+    }
     if (head.expectContinue && (head.chunked || head.contentLength > 0)) {
       ctx.writeAndFlush(Unpooled.wrappedBuffer(Wire.CONTINUE));
     }
@@ -362,137 +327,22 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
       return bodyLen == cl;
     }
     while (cum != null && cum.isReadable()) {
-      switch (chunkState) {
-        case CHUNK_SIZE:
-          {
-            int ri = cum.readerIndex();
-            int lf =
-                cum.indexOf(ri, ri + Math.min(cum.readableBytes(), MAX_CHUNK_LINE), (byte) '\n');
-            if (lf < 0) {
-              if (cum.readableBytes() >= MAX_CHUNK_LINE) {
-                throw badChunk("chunk size line too long");
-              }
-              return false;
-            }
-            if (lf == ri || cum.getByte(lf - 1) != '\r') {
-              throw badChunk("chunk size line must end with CRLF");
-            }
-            long size = 0;
-            int k = ri;
-            int digits = 0;
-            int end = lf - 1;
-            while (k < end) {
-              int d = Character.digit(cum.getByte(k), 16);
-              if (d < 0) {
-                break;
-              }
-              if (++digits > 8) {
-                throw new Refusal(
-                    413, "body", "body_too_large", "chunk size exceeds the body limit");
-              }
-              size = size << 4 | d;
-              k++;
-            }
-            if (digits == 0) {
-              throw badChunk("malformed chunk size");
-            }
-            while (k < end && (cum.getByte(k) == ' ' || cum.getByte(k) == '\t')) {
-              k++;
-            }
-            if (k < end) {
-              if (cum.getByte(k) != ';') {
-                throw badChunk("malformed chunk size");
-              }
-              for (int j = k; j < end; j++) {
-                byte c = cum.getByte(j);
-                if ((c < ' ' && c != '\t') || c == 0x7f) {
-                  throw badChunk("control character in a chunk extension");
-                }
-              }
-            }
-            if (bodyLen + size > listener.limits.maxBodyBytes()) {
-              throw new Refusal(
-                  413,
-                  "body",
-                  "body_too_large",
-                  "request body exceeds " + listener.limits.maxBodyBytes() + " bytes");
-            }
-            cum.readerIndex(lf + 1);
-            if (size == 0) {
-              chunkState = CHUNK_TRAILER;
-            } else {
-              chunkRemaining = size;
-              chunkState = CHUNK_DATA;
-            }
-            break;
-          }
-        case CHUNK_DATA:
-          {
-            int n = (int) Math.min(chunkRemaining, cum.readableBytes());
-            if (!ensure(bodyLen + n)) {
-              return false;
-            }
-            cum.readBytes(body, bodyLen, n);
-            bodyLen += n;
-            chunkRemaining -= n;
-            if (chunkRemaining == 0) {
-              chunkState = CHUNK_DATA_END;
-            }
-            break;
-          }
-        case CHUNK_DATA_END:
-          {
-            if (cum.readableBytes() < 2) {
-              if (cum.getByte(cum.readerIndex()) != '\r') {
-                throw badChunk("chunk data must end with CRLF");
-              }
-              return false;
-            }
-            int ri = cum.readerIndex();
-            if (cum.getByte(ri) != '\r' || cum.getByte(ri + 1) != '\n') {
-              throw badChunk("chunk data must end with CRLF");
-            }
-            cum.skipBytes(2);
-            chunkState = CHUNK_SIZE;
-            break;
-          }
-        default: // trailers
-          {
-            int ri = cum.readerIndex();
-            int lf = cum.indexOf(ri, cum.writerIndex(), (byte) '\n');
-            if (lf < 0) {
-              if (trailerBytes + cum.readableBytes() > listener.limits.maxHeaderBytes()) {
-                throw new Refusal(
-                    431, "headers", "header_too_large", "chunked trailers are too large");
-              }
-              return false;
-            }
-            if (lf == ri || cum.getByte(lf - 1) != '\r') {
-              throw badChunk("trailer lines must end with CRLF");
-            }
-            int len = lf + 1 - ri;
-            trailerBytes += len;
-            if (trailerBytes > listener.limits.maxHeaderBytes()) {
-              throw new Refusal(
-                  431, "headers", "header_too_large", "chunked trailers are too large");
-            }
-            byte first = cum.getByte(ri);
-            cum.readerIndex(lf + 1);
-            if (len == 2) {
-              return true;
-            }
-            if (first == ' ' || first == '\t') {
-              throw new Refusal(
-                  400, "headers", "folded_header", "folded trailer lines are not accepted");
-            }
-          }
+      long r = chunks.advance(cum, bodyLen);
+      if (r == ChunkedBody.COMPLETE) {
+        return true;
       }
+      if (r == ChunkedBody.MORE) {
+        return false;
+      }
+      int n = (int) r;
+      if (!ensure(bodyLen + n)) {
+        return false;
+      }
+      cum.readBytes(body, bodyLen, n);
+      bodyLen += n;
+      chunks.consumed(n);
     }
     return false;
-  }
-
-  private static Refusal badChunk(String message) {
-    return new Refusal(400, "body", "bad_chunk", message);
   }
 
   /** Makes room for {@code needed} body bytes; false if paused for memory. */
@@ -613,25 +463,14 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     int status = r.statusCode();
     byte[] b = r.body();
     boolean noBody = head.isHead || status == 204 || status == 304;
-    ByteBuf out = ctx.alloc().buffer(256 + (b != null && !noBody ? b.length : 0));
-    out.writeBytes(Wire.statusLine(status));
-    out.writeBytes(timers.dateLine());
-    if (r.contentType() != null) {
-      out.writeBytes(Wire.CONTENT_TYPE);
-      Wire.writeLatin1(out, r.contentType());
-      out.writeBytes(Wire.CRLF);
-    }
-    List<String> hs = r.headers();
-    for (int i = 0; i < hs.size(); i += 2) {
-      String name = hs.get(i);
-      if (MANAGED_HEADERS.contains(name.toLowerCase(Locale.ROOT))) {
-        continue;
-      }
-      Wire.writeLatin1(out, name);
-      out.writeByte(':').writeByte(' ');
-      Wire.writeLatin1(out, hs.get(i + 1));
-      out.writeBytes(Wire.CRLF);
-    }
+    ByteBuf out =
+        Wire.responseHead(
+            ctx.alloc(),
+            status,
+            timers.dateLine(),
+            r.contentType(),
+            r.headers(),
+            b != null && !noBody ? b.length : 0);
     if (b != null) {
       if (status != 204 && status != 304) {
         out.writeBytes(Wire.CONTENT_LENGTH);

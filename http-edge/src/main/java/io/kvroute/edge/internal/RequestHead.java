@@ -343,4 +343,28 @@ final class RequestHead {
     }
     return latin1(0, e);
   }
+
+  /**
+   * Finds the end of a head (CRLF CRLF) or a bare LF, byte by byte across reads: the last three
+   * bytes seen are kept.
+   */
+  static final class Scanner implements io.netty.util.ByteProcessor {
+    int last3;
+    boolean bareLf;
+
+    @Override
+    public boolean process(byte b) {
+      if (b == '\n') {
+        if ((last3 & 0xff) != '\r') {
+          bareLf = true;
+          return false;
+        }
+        if ((last3 & 0xffffff) == ('\r' << 16 | '\n' << 8 | '\r')) {
+          return false;
+        }
+      }
+      last3 = last3 << 8 | (b & 0xff);
+      return true;
+    }
+  }
 }

@@ -147,4 +147,41 @@ final class Wire {
   static boolean isTokenChar(byte c) {
     return TOKEN[c & 0xff];
   }
+
+  private static final java.util.Set<String> MANAGED_HEADERS =
+      java.util.Set.of("content-length", "transfer-encoding", "connection", "date", "content-type");
+
+  /**
+   * A buffer holding a response's status line, {@code Date}, {@code Content-Type} and the given
+   * headers (those the edge manages itself skipped), with room for {@code bodyBytes} more.
+   *
+   * @param headers name, value, name, value...
+   */
+  static ByteBuf responseHead(
+      io.netty.buffer.ByteBufAllocator alloc,
+      int status,
+      byte[] dateLine,
+      String contentType,
+      java.util.List<String> headers,
+      int bodyBytes) {
+    ByteBuf out = alloc.buffer(256 + bodyBytes);
+    out.writeBytes(statusLine(status));
+    out.writeBytes(dateLine);
+    if (contentType != null) {
+      out.writeBytes(CONTENT_TYPE);
+      writeLatin1(out, contentType);
+      out.writeBytes(CRLF);
+    }
+    for (int i = 0; i < headers.size(); i += 2) {
+      String name = headers.get(i);
+      if (MANAGED_HEADERS.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+        continue;
+      }
+      writeLatin1(out, name);
+      out.writeByte(':').writeByte(' ');
+      writeLatin1(out, headers.get(i + 1));
+      out.writeBytes(CRLF);
+    }
+    return out;
+  }
 }
