@@ -26,39 +26,25 @@ import org.junit.jupiter.api.Test;
  * the one upstream error table.
  */
 class FrontRegressionTest {
+  private ProxyFixture proxy;
   private MockWebServer prefill;
   private MockWebServer decode;
   private ProxyCommand command;
-  private RunningCommand<ProxyCommand> running;
   private final List<Socket> sockets = new ArrayList<>();
 
   @BeforeEach
   void start() throws Exception {
-    prefill = new MockWebServer();
-    prefill.start();
-    decode = new MockWebServer();
-    decode.start();
-    command = new ProxyCommand();
-    running =
-        RunningCommand.start(
-            command,
-            () -> command.running,
-            "--connector",
-            "http",
-            "--prefill",
-            "http://127.0.0.1:" + prefill.getPort(),
-            "--decode",
-            "http://127.0.0.1:" + decode.getPort(),
-            "--port",
-            "0",
-            "--max-attempts",
-            "1",
+    proxy =
+        ProxyFixture.start(
             "--listen",
             "headerTimeout=2s",
             "--listen",
             "bodyTimeout=2s",
             "--listen",
             "maxHeaderCount=100");
+    prefill = proxy.prefill;
+    decode = proxy.decode;
+    command = proxy.command;
   }
 
   @AfterEach
@@ -66,9 +52,7 @@ class FrontRegressionTest {
     for (Socket s : sockets) {
       s.close();
     }
-    running.stop(command::shutdown);
-    prefill.close();
-    decode.close();
+    proxy.stop();
   }
 
   private Socket connect() throws IOException {

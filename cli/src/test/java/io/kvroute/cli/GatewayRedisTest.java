@@ -70,15 +70,7 @@ class GatewayRedisTest {
                   + "\", ingestMode: all-replicas, lookupTimeout: \"5s\" } }\n"
                   + "endpoints:\n");
       for (VllmSimulator p : cluster.pods()) {
-        yaml.append("  - id: ")
-            .append(p.name())
-            .append("\n    url: \"")
-            .append(p.baseUrl())
-            .append("\"\n    kvEvents: { publisher: \"")
-            .append(p.eventsEndpoint())
-            .append("\", replay: \"")
-            .append(p.replayEndpoint())
-            .append("\" }\n");
+        yaml.append(GatewayYaml.endpoint(p, null));
       }
       Path cfg = dir.resolve("gateway.yaml");
       Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);

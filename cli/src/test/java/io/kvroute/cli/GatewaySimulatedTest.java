@@ -39,20 +39,6 @@ class GatewaySimulatedTest {
   private final HttpClient client =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  private static String endpointYaml(VllmSimulator pod, String role) {
-    return "  - id: "
-        + pod.name()
-        + "\n    url: \""
-        + pod.baseUrl()
-        + "\"\n    role: "
-        + role
-        + "\n    kvEvents: { publisher: \""
-        + pod.eventsEndpoint()
-        + "\", replay: \""
-        + pod.replayEndpoint()
-        + "\" }\n";
-  }
-
   /** Outcome of one client request: "ok", or a description of the visible failure. */
   private String send(String base, int i) {
     boolean chat = i % 2 == 0;
@@ -126,10 +112,10 @@ class GatewaySimulatedTest {
                   + "index: { blockSize: 16 }\n"
                   + "endpoints:\n");
       for (VllmSimulator p : cluster.prefillPods()) {
-        yaml.append(endpointYaml(p, "prefill"));
+        yaml.append(GatewayYaml.endpoint(p, "prefill"));
       }
       for (VllmSimulator d : cluster.decodePods()) {
-        yaml.append(endpointYaml(d, "decode"));
+        yaml.append(GatewayYaml.endpoint(d, "decode"));
       }
       Path cfg = dir.resolve("gateway.yaml");
       Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
@@ -171,7 +157,7 @@ class GatewaySimulatedTest {
                         sick.faults().failNext(3, 503).closeMidStream(1, 2);
                       }
                       if (i == 60) {
-                        post(admin + "/admin/endpoints", endpointYaml(extra, "decode"));
+                        post(admin + "/admin/endpoints", GatewayYaml.endpoint(extra, "decode"));
                       }
                       if (i == 80) {
                         delete(admin + "/admin/endpoints/" + cluster.decodePods().get(2).name());

@@ -18,40 +18,23 @@ import org.junit.jupiter.api.Test;
 
 /** {@code kvroute proxy --connector http} between real HTTP servers. */
 class ProxyCommandTest {
+  private ProxyFixture proxy;
   private MockWebServer prefill;
   private MockWebServer decode;
   private ProxyCommand command;
-  private RunningCommand<ProxyCommand> running;
   private final HttpClient client = HttpClient.newHttpClient();
 
   @BeforeEach
   void start() throws Exception {
-    prefill = new MockWebServer();
-    prefill.start();
-    decode = new MockWebServer();
-    decode.start();
-    command = new ProxyCommand();
-    running =
-        RunningCommand.start(
-            command,
-            () -> command.running,
-            "--connector",
-            "http",
-            "--prefill",
-            "http://127.0.0.1:" + prefill.getPort(),
-            "--decode",
-            "http://127.0.0.1:" + decode.getPort(),
-            "--port",
-            "0",
-            "--max-attempts",
-            "1");
+    proxy = ProxyFixture.start();
+    prefill = proxy.prefill;
+    decode = proxy.decode;
+    command = proxy.command;
   }
 
   @AfterEach
   void stop() throws Exception {
-    running.stop(command::shutdown);
-    prefill.close();
-    decode.close();
+    proxy.stop();
   }
 
   private HttpResponse<String> post(String path, String body)
