@@ -286,7 +286,7 @@ final class UpstreamCall implements Flow.Subscription {
   private void read() {
     if (!readPending && channel != null) {
       readPending = true;
-      lastActivity = System.nanoTime();
+      touch();
       channel.read();
     }
   }
@@ -318,7 +318,7 @@ final class UpstreamCall implements Flow.Subscription {
         if (n > 0) {
           byte[] chunk = new byte[n];
           b.readBytes(chunk);
-          lastActivity = System.nanoTime();
+          touch();
           demand.decrementAndGet();
           relay.onNext(ByteBuffer.wrap(chunk).asReadOnlyBuffer());
         }
@@ -339,7 +339,7 @@ final class UpstreamCall implements Flow.Subscription {
     h.replaceAll((k, v) -> List.copyOf(v));
     keepAlive = HttpUtil.isKeepAlive(head);
     state = State.BODY;
-    lastActivity = System.nanoTime();
+    touch();
     relay = FlowRelay.create(this::ended);
     client.opened();
     Response r = new Response(head.status().code(), Collections.unmodifiableMap(h));
@@ -428,6 +428,13 @@ final class UpstreamCall implements Flow.Subscription {
     detach(false);
     future.completeExceptionally(
         failure(out, UpstreamException.Kind.CANCELLED, "cancelled", new CancellationException()));
+  }
+
+  /** Notes activity, for the gap timeout of a streaming call (a whole call has one deadline). */
+  private void touch() {
+    if (out.streaming()) {
+      lastActivity = System.nanoTime();
+    }
   }
 
   private void cancelTimer() {
