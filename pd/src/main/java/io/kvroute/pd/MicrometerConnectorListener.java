@@ -4,6 +4,7 @@ import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.util.Set;
@@ -42,8 +43,19 @@ import java.util.concurrent.TimeUnit;
  * are deliberately not tags, to keep cardinality bounded.
  */
 public final class MicrometerConnectorListener implements ConnectorListener {
+  private static final int MAX_CACHED = 1024;
+
   private final MeterRegistry registry;
   private final Set<String> openCircuits = ConcurrentHashMap.newKeySet();
+
+  /**
+   * Meters already registered, by name and tag values: looking one up in the registry builds an id
+   * and sorts its tags on every call, a measurable share of a request's CPU. Tag values come from a
+   * small fixed set; past {@value #MAX_CACHED} entries meters are looked up in the registry again.
+   */
+  private final ConcurrentHashMap<Key, Meter> meters = new ConcurrentHashMap<>();
+
+  private record Key(String name, String tag1, String tag2) {}
 
   /** Binds to {@code registry} and registers the circuit gauge. */
   public MicrometerConnectorListener(MeterRegistry registry) {
@@ -51,64 +63,90 @@ public final class MicrometerConnectorListener implements ConnectorListener {
     registry.gauge("kvroute.connector.circuit.open", openCircuits, Set::size);
   }
 
-  private Timer timer(String name, String... tags) {
-    return Timer.builder(name).tags(tags).publishPercentileHistogram(false).register(registry);
+  private Timer timer(String name, String type, String outcome) {
+    Key k = new Key(name, type, outcome);
+    Meter m = meters.get(k);
+    if (m == null) {
+      Timer.Builder b = Timer.builder(name).tag("type", type).publishPercentileHistogram(false);
+      if (outcome != null) {
+        b.tag("outcome", outcome);
+      }
+      m = b.register(registry);
+      cache(k, m);
+    }
+    return (Timer) m;
+  }
+
+  private Counter counter(String name, String type, String tag, String value) {
+    Key k = new Key(name, type, value);
+    Meter m = meters.get(k);
+    if (m == null) {
+      Counter.Builder b = Counter.builder(name).tag("type", type);
+      if (tag != null) {
+        b.tag(tag, value);
+      }
+      m = b.register(registry);
+      cache(k, m);
+    }
+    return (Counter) m;
+  }
+
+  private void cache(Key k, Meter m) {
+    if (meters.size() < MAX_CACHED) {
+      meters.putIfAbsent(k, m);
+    }
   }
 
   @Override
   public void prefillEnded(String type, String endpointId, String outcome, long nanos) {
-    timer("kvroute.connector.prefill", "type", type, "outcome", outcome)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    timer("kvroute.connector.prefill", type, outcome).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void decodeHead(String type, String endpointId, String outcome, long nanos) {
-    timer("kvroute.connector.decode.head", "type", type, "outcome", outcome)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    timer("kvroute.connector.decode.head", type, outcome).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void decodeFirstByte(String type, String endpointId, long nanos) {
-    timer("kvroute.connector.decode.ttfb", "type", type).record(nanos, TimeUnit.NANOSECONDS);
+    timer("kvroute.connector.decode.ttfb", type, null).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void decodeChunk(String type, long nanosSincePrevious) {
-    DistributionSummary.builder("kvroute.connector.decode.inter.chunk")
-        .baseUnit("seconds")
-        .tags("type", type)
-        .register(registry)
-        .record(nanosSincePrevious / 1e9);
+    Key k = new Key("kvroute.connector.decode.inter.chunk", type, null);
+    Meter m = meters.get(k);
+    if (m == null) {
+      m =
+          DistributionSummary.builder("kvroute.connector.decode.inter.chunk")
+              .baseUnit("seconds")
+              .tags("type", type)
+              .register(registry);
+      cache(k, m);
+    }
+    ((DistributionSummary) m).record(nanosSincePrevious / 1e9);
   }
 
   @Override
   public void decodeEnded(String type, String endpointId, String outcome, long nanos) {
-    timer("kvroute.connector.decode", "type", type, "outcome", outcome)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    timer("kvroute.connector.decode", type, outcome).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   @Override
   public void retry(String type, int attempt, ConnectorException cause) {
-    Counter.builder("kvroute.connector.retries")
-        .tags("type", type, "cause", ConnectorListener.outcome(cause))
-        .register(registry)
+    counter("kvroute.connector.retries", type, "cause", ConnectorListener.outcome(cause))
         .increment();
   }
 
   @Override
   public void failed(String type, ConnectorException cause) {
-    Counter.builder("kvroute.connector.errors")
-        .tags("type", type, "error", ConnectorListener.outcome(cause))
-        .register(registry)
+    counter("kvroute.connector.errors", type, "error", ConnectorListener.outcome(cause))
         .increment();
   }
 
   @Override
   public void connectorEvent(String type, String event) {
-    Counter.builder("kvroute.connector.events")
-        .tags("type", type, "event", event)
-        .register(registry)
-        .increment();
+    counter("kvroute.connector.events", type, "event", event).increment();
   }
 
   @Override
@@ -122,9 +160,6 @@ public final class MicrometerConnectorListener implements ConnectorListener {
 
   @Override
   public void retryBudgetExhausted(String type) {
-    Counter.builder("kvroute.connector.retry.budget.exhausted")
-        .tags("type", type)
-        .register(registry)
-        .increment();
+    counter("kvroute.connector.retry.budget.exhausted", type, null, null).increment();
   }
 }
