@@ -48,6 +48,22 @@ public interface HttpTransport extends AutoCloseable {
    */
   final class Outbound {
     private static final byte[] EMPTY = new byte[0];
+    private static final java.util.Set<String> NOT_FORWARDED =
+        java.util.Set.of(
+            "connection",
+            "keep-alive",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "transfer-encoding",
+            "upgrade",
+            "host",
+            "content-length",
+            "accept-encoding",
+            "content-type",
+            "expect");
 
     private final Method method;
     private final Leg leg;
@@ -134,6 +150,50 @@ public interface HttpTransport extends AutoCloseable {
     /** Headers to send (hop-by-hop headers are dropped by the transport). */
     public Map<String, List<String>> headers() {
       return headers;
+    }
+
+    /**
+     * Calls {@code sink} with each header value a transport sends upstream, in order: every header
+     * of {@link #headers()} except hop-by-hop ones and those the transport sets itself ({@code
+     * Host}, {@code Content-Length}, {@code Content-Type}, {@code Accept-Encoding}, {@code
+     * Expect}), and except names or values that could split the request (a control character, a
+     * colon in a name, a non-ASCII byte). Every transport forwards the same headers this way.
+     */
+    public void forEachForwardedHeader(java.util.function.BiConsumer<String, String> sink) {
+      for (Map.Entry<String, List<String>> e : headers.entrySet()) {
+        String name = e.getKey();
+        if (NOT_FORWARDED.contains(name.toLowerCase(Locale.ROOT)) || !safeName(name)) {
+          continue;
+        }
+        for (String v : e.getValue()) {
+          if (safeValue(v)) {
+            sink.accept(name, v);
+          }
+        }
+      }
+    }
+
+    private static boolean safeName(String name) {
+      if (name.isEmpty()) {
+        return false;
+      }
+      for (int i = 0; i < name.length(); i++) {
+        char c = name.charAt(i);
+        if (c <= ' ' || c >= 127 || c == ':') {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private static boolean safeValue(String value) {
+      for (int i = 0; i < value.length(); i++) {
+        char c = value.charAt(i);
+        if ((c < ' ' && c != '\t') || c >= 127) {
+          return false;
+        }
+      }
+      return true;
     }
 
     /** A copy of the body (empty for {@code GET}). */

@@ -29,7 +29,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -46,22 +45,6 @@ import java.util.concurrent.TimeUnit;
  * elsewhere.
  */
 final class UpstreamCall implements Flow.Subscription {
-  private static final Set<String> HOP_BY_HOP =
-      Set.of(
-          "connection",
-          "keep-alive",
-          "proxy-authenticate",
-          "proxy-authorization",
-          "proxy-connection",
-          "te",
-          "trailer",
-          "transfer-encoding",
-          "upgrade",
-          "host",
-          "content-length",
-          "accept-encoding",
-          "content-type",
-          "expect");
 
   private enum State {
     CONNECTING,
@@ -239,17 +222,7 @@ final class UpstreamCall implements Flow.Subscription {
             body);
     HttpHeaders h = r.headers();
     h.set(HttpHeaderNames.HOST, target.hostHeader());
-    for (Map.Entry<String, List<String>> e : out.headers().entrySet()) {
-      String name = e.getKey();
-      if (HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) || !safeName(name)) {
-        continue;
-      }
-      for (String v : e.getValue()) {
-        if (safeValue(v)) {
-          h.add(name, v);
-        }
-      }
-    }
+    out.forEachForwardedHeader(h::add);
     if (out.streaming()) {
       h.set(HttpHeaderNames.ACCEPT, "text/event-stream, application/json");
     }
@@ -258,29 +231,6 @@ final class UpstreamCall implements Flow.Subscription {
       h.setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
     }
     return r;
-  }
-
-  static boolean safeName(String name) {
-    if (name.isEmpty()) {
-      return false;
-    }
-    for (int i = 0; i < name.length(); i++) {
-      char c = name.charAt(i);
-      if (c <= ' ' || c >= 127 || c == ':') {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static boolean safeValue(String value) {
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if ((c < ' ' && c != '\t') || c >= 127) {
-        return false;
-      }
-    }
-    return true;
   }
 
   private void read() {

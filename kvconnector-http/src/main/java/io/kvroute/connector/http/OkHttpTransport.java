@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -55,22 +54,6 @@ import okhttp3.ResponseBody;
  */
 public final class OkHttpTransport implements HttpTransport {
   private static final MediaType JSON = MediaType.get("application/json");
-  private static final Set<String> HOP_BY_HOP =
-      Set.of(
-          "connection",
-          "keep-alive",
-          "proxy-authenticate",
-          "proxy-authorization",
-          "proxy-connection",
-          "te",
-          "trailer",
-          "transfer-encoding",
-          "upgrade",
-          "host",
-          "content-length",
-          "accept-encoding",
-          "content-type",
-          "expect");
 
   private final OkHttpClient client;
 
@@ -186,18 +169,7 @@ public final class OkHttpTransport implements HttpTransport {
     } else {
       rb.get();
     }
-    out.headers()
-        .forEach(
-            (name, values) -> {
-              if (!HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && isSafeHeaderName(name)) {
-                rb.removeHeader(name);
-                for (String v : values) {
-                  if (isSafeHeaderValue(v)) {
-                    rb.addHeader(name, v);
-                  }
-                }
-              }
-            });
+    out.forEachForwardedHeader(rb::addHeader);
     if (out.streaming()) {
       rb.header("Accept", "text/event-stream, application/json");
     }
@@ -226,29 +198,6 @@ public final class OkHttpTransport implements HttpTransport {
           }
         });
     return future;
-  }
-
-  static boolean isSafeHeaderName(String name) {
-    if (name.isEmpty()) {
-      return false;
-    }
-    for (int i = 0; i < name.length(); i++) {
-      char c = name.charAt(i);
-      if (c <= ' ' || c >= 127 || c == ':') {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static boolean isSafeHeaderValue(String value) {
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if ((c < ' ' && c != '\t') || c == 127) {
-        return false;
-      }
-    }
-    return true;
   }
 
   static UpstreamException failure(Outbound out, IOException e, boolean cancelled) {
