@@ -15,8 +15,8 @@ import java.util.Objects;
  *
  * <p>Use: {@link #begin} (checks the event, counting what it drops, resolves its parent and chains
  * the keys), then {@link #locate} for each stored engine block (or {@link #keys()} directly when
- * {@link #aligned()}), then {@link #finish()}. The in-memory index and the Redis index do exactly
- * this, so both compute the same keys from the same events.
+ * {@link #alignedStart()} says so), then {@link #finish()}. The in-memory index and the Redis index
+ * do exactly this, so both compute the same keys from the same events.
  *
  * <p><b>Thread-safety.</b> Not thread-safe: one per thread, or guarded by the index's lock.
  */
@@ -190,26 +190,20 @@ public final class StoreSpan {
   }
 
   /**
-   * True if every engine block is one index block and nothing was pending: hash {@code i} then maps
-   * to {@code keys()[firstKey() + i]}, a {@link #BOUNDARY}.
+   * The request keys of the event's complete index blocks, in order (a shared array, longer than
+   * their number).
    */
-  public boolean aligned() {
-    return bs == ibs && p == 0;
-  }
-
-  /** The request keys of the event's complete index blocks: {@code [0, indexBlocks())}. */
   public long[] keys() {
     return keys;
   }
 
-  /** The number of complete index blocks. */
-  public int indexBlocks() {
-    return nIdx;
-  }
-
-  /** When {@link #aligned()}: the index block of hash 0. */
-  public int firstKey() {
-    return firstHashed;
+  /**
+   * When every engine block is one index block and nothing was pending (the common case): the index
+   * block of hash 0, hash {@code i} then mapping to {@code keys()[result + i]}, a {@link
+   * #BOUNDARY}; else -1.
+   */
+  public int alignedStart() {
+    return bs == ibs && p == 0 ? firstHashed : -1;
   }
 
   /**

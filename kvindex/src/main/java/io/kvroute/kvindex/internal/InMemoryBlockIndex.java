@@ -355,9 +355,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
     }
     long[] rk = span.keys();
     int en = entry(pod, group, tier);
-    if (span.aligned()) {
+    int first = span.alignedStart();
+    if (first >= 0) {
       // the common case: engine block = index block, nothing pending (no divisions per block)
-      int first = span.firstKey();
       // touch every block's home slots first: independent loads the CPU overlaps, so the
       // updates below find their lines in cache instead of waiting on each miss in turn
       long touch = 0;

@@ -1,6 +1,5 @@
 package io.kvroute.kvindex.redis.internal;
 
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.ScriptOutputType;
@@ -23,12 +22,9 @@ import java.util.concurrent.atomic.LongAdder;
  * <p><b>Thread-safety.</b> Thread-safe: the leases are in a concurrent map, each guarded by its own
  * monitor; counters are adders.
  */
-final class Leases {
+final class Leases extends IndexPart {
   private static final int MAX_BACKLOG = 256;
 
-  private final RedisClientImpl client;
-  private final RedisIndexConfig rc;
-  private final KeyLayout keys;
   private final Pods pods;
   private final ConcurrentHashMap<String, Lease> leases = new ConcurrentHashMap<>();
   private final SecureRandom random = new SecureRandom();
@@ -36,15 +32,9 @@ final class Leases {
   final LongAdder fenced = new LongAdder();
   final LongAdder lost = new LongAdder();
 
-  Leases(RedisClientImpl client, KeyLayout keys, Pods pods) {
-    this.client = client;
-    this.rc = client.config;
-    this.keys = keys;
-    this.pods = pods;
-  }
-
-  private long now() {
-    return rc.nanoClock().getAsLong();
+  Leases(RedisIndexImpl index) {
+    super(index);
+    this.pods = index.pods;
   }
 
   /** Queues an op (through the pod's lease under LEASED). */

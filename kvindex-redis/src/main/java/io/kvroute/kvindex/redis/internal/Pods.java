@@ -1,8 +1,5 @@
 package io.kvroute.kvindex.redis.internal;
 
-import io.kvroute.kvindex.IndexConfig;
-import io.kvroute.kvindex.backend.IndexCounters;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.KeyValue;
 import io.lettuce.core.ScriptOutputType;
@@ -19,25 +16,16 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p><b>Thread-safety.</b> Thread-safe: concurrent maps.
  */
-final class Pods {
+final class Pods extends IndexPart {
   static final int MAX_SIDE_ENTRIES = 1 << 16;
   private static final int ID_SPACE = 1 << 24;
   private static final long NEGATIVE_TTL_NANOS = 1_000_000_000L;
 
-  private final RedisClientImpl client;
-  private final RedisIndexConfig rc;
-  private final IndexConfig config;
-  private final KeyLayout keys;
-  private final IndexCounters counters;
   private final ConcurrentHashMap<String, Integer> ids = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, Long> unknownUntil = new ConcurrentHashMap<>();
 
-  Pods(RedisClientImpl client, IndexConfig config, KeyLayout keys, IndexCounters counters) {
-    this.client = client;
-    this.rc = client.config;
-    this.config = config;
-    this.keys = keys;
-    this.counters = counters;
+  Pods(RedisIndexImpl index) {
+    super(index);
   }
 
   /** The cached id of {@code pod}, or null (no round trip). */
@@ -118,7 +106,8 @@ final class Pods {
   }
 
   /** Names never seen: one read (HMGET) for all of them, then cached; misses for a second. */
-  void resolveUnknown(List<String> pods, long now) {
+  void resolveUnknown(List<String> pods) {
+    long now = now();
     List<String> unknown = null;
     for (String p : pods) {
       if (ids.containsKey(p)) {

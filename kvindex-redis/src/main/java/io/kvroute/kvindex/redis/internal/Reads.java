@@ -3,9 +3,7 @@ package io.kvroute.kvindex.redis.internal;
 import static io.kvroute.kvindex.redis.internal.Tiers.MAX_TIERS;
 
 import io.kvroute.kvindex.PrefixMatch;
-import io.kvroute.kvindex.backend.IndexCounters;
 import io.kvroute.kvindex.internal.MatchWriter;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.RedisIndexConfig.LookupMode;
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.KeyValue;
@@ -27,12 +25,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <p><b>Thread-safety.</b> Thread-safe: per-thread scratch; the touch table is guarded by its
  * monitor; counters are adders.
  */
-final class Reads {
-  private final RedisIndexImpl index;
-  private final RedisClientImpl client;
-  private final RedisIndexConfig rc;
-  private final KeyLayout keys;
-  private final IndexCounters counters;
+final class Reads extends IndexPart {
   private final Tiers tiers;
   private final Pods pods;
   private final MatchWriter matchWriter = MatchWriter.get();
@@ -41,18 +34,10 @@ final class Reads {
   private final long[] touchedAt = new long[4096];
   final LongAdder degraded = new LongAdder();
 
-  Reads(RedisIndexImpl index, KeyLayout keys, IndexCounters counters, Tiers tiers, Pods pods) {
-    this.index = index;
-    this.client = index.client;
-    this.rc = client.config;
-    this.keys = keys;
-    this.counters = counters;
-    this.tiers = tiers;
-    this.pods = pods;
-  }
-
-  private long now() {
-    return rc.nanoClock().getAsLong();
+  Reads(RedisIndexImpl index) {
+    super(index);
+    this.tiers = index.tiers;
+    this.pods = index.pods;
   }
 
   PrefixMatch lookup(long[] requestKeys, int numKeys, List<String> candidates, PrefixMatch into) {
@@ -92,7 +77,7 @@ final class Reads {
     int podCount = candidates.size();
     Scratch s = scratch.get();
     s.ensure(podCount);
-    pods.resolveUnknown(candidates, now());
+    pods.resolveUnknown(candidates);
     // unique candidate ids
     int u = 0;
     s.clearTable();
@@ -281,29 +266,38 @@ final class Reads {
 
   /** Per-thread lookup scratch. */
   private static final class Scratch {
-    int[] posU = new int[64];
-    int[] uid = new int[64];
-    int[] uEpoch = new int[64];
-    boolean[] active = new boolean[64];
-    int[] matched = new int[64];
-    int[] seen = new int[64];
-    int[] best = new int[64];
-    int[] tierCounts = new int[64 * MAX_TIERS];
+    // by candidate position (posU) or unique candidate (the others)
+    int[] posU;
+    int[] uid;
+    int[] uEpoch;
+    boolean[] active;
+    int[] matched;
+    int[] seen;
+    int[] best;
+    int[] tierCounts;
+    // unique candidates: pod id -> index (open addressing)
     int[] tabKeys = new int[256];
     int[] tabVals = new int[256];
     int tabMask = 255;
 
+    Scratch() {
+      alloc(64);
+    }
+
+    private void alloc(int n) {
+      posU = new int[n];
+      uid = new int[n];
+      uEpoch = new int[n];
+      active = new boolean[n];
+      matched = new int[n];
+      seen = new int[n];
+      best = new int[n];
+      tierCounts = new int[n * MAX_TIERS];
+    }
+
     void ensure(int pods) {
       if (posU.length < pods) {
-        int n = Math.max(pods, posU.length * 2);
-        posU = new int[n];
-        uid = new int[n];
-        uEpoch = new int[n];
-        active = new boolean[n];
-        matched = new int[n];
-        seen = new int[n];
-        best = new int[n];
-        tierCounts = new int[n * MAX_TIERS];
+        alloc(Math.max(pods, posU.length * 2));
       }
       int cap = Integer.highestOneBit(Math.max(16, pods * 4 - 1)) << 1;
       if (tabKeys.length < cap) {

@@ -51,10 +51,11 @@ final class RedisIndexImpl implements RedisBlockIndex {
   private final RequestKeyHasher hasher;
   private final String namespace;
   private final boolean ownsClient;
-  private final KeyLayout keys;
+  final KeyLayout keys;
   final IndexCounters counters;
-  private final Tiers tiers;
-  private final Pods pods;
+  // the parts (see IndexPart), built in this order from the fields above
+  final Tiers tiers;
+  final Pods pods;
   final Leases leases;
   final Writes writes;
   private final Reads reads;
@@ -77,11 +78,11 @@ final class RedisIndexImpl implements RedisBlockIndex {
     this.counters =
         new IndexCounters(
             LOG, List.of("max_pods_per_key"), List.of("redis_unavailable", "queue_full", "fenced"));
-    this.tiers = new Tiers(client, config, keys, counters);
-    this.pods = new Pods(client, config, keys, counters);
-    this.leases = new Leases(client, keys, pods);
-    this.writes = new Writes(this, config, hasher, keys, counters, tiers, pods, leases);
-    this.reads = new Reads(this, keys, counters, tiers, pods);
+    this.tiers = new Tiers(this);
+    this.pods = new Pods(this);
+    this.leases = new Leases(this);
+    this.writes = new Writes(this);
+    this.reads = new Reads(this);
     config.meterRegistry().ifPresent(this::bindMeters);
   }
 

@@ -1,8 +1,6 @@
 package io.kvroute.kvindex.redis.internal;
 
 import io.kvroute.kvindex.IndexConfig;
-import io.kvroute.kvindex.backend.IndexCounters;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -19,16 +17,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * is under a monitor; the name list is published through a volatile field after the arrays are
  * written.
  */
-final class Tiers {
+final class Tiers extends IndexPart {
   static final int MAX_TIERS = 16;
   private static final List<String> FIXED_TIERS =
       List.of("GPU", "CPU", "STORAGE", "DISK", "FS", "OBJ", "CPU_PINNED", "EXTERNAL");
 
-  private final RedisClientImpl client;
-  private final RedisIndexConfig rc;
-  private final IndexConfig config;
-  private final KeyLayout keys;
-  private final IndexCounters counters;
   private final Object lock = new Object();
   private final String[] names = new String[MAX_TIERS];
   private final double[] weights = new double[MAX_TIERS];
@@ -39,12 +32,8 @@ final class Tiers {
   private volatile List<String> nameList = List.of();
   private int count;
 
-  Tiers(RedisClientImpl client, IndexConfig config, KeyLayout keys, IndexCounters counters) {
-    this.client = client;
-    this.rc = client.config;
-    this.config = config;
-    this.keys = keys;
-    this.counters = counters;
+  Tiers(RedisIndexImpl index) {
+    super(index);
     Arrays.fill(codeToLocal, -1);
     for (String medium : config.tierWeights().keySet()) {
       local(medium);

@@ -2,13 +2,10 @@ package io.kvroute.kvindex.redis.internal;
 
 import static io.kvroute.kvindex.backend.StoreSpan.engineKey;
 
-import io.kvroute.kvindex.IndexConfig;
-import io.kvroute.kvindex.backend.IndexCounters;
 import io.kvroute.kvindex.backend.PendingBlocks;
 import io.kvroute.kvindex.backend.StoreSpan;
 import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
@@ -28,12 +25,7 @@ import java.util.Objects;
  * own {@link StoreSpan}; one pod's writes must not overlap (as {@link
  * io.kvroute.kvindex.BlockIndex} callers guarantee).
  */
-final class Writes {
-  private final RedisIndexImpl index;
-  private final RedisClientImpl client;
-  private final RedisIndexConfig rc;
-  private final KeyLayout keys;
-  private final IndexCounters counters;
+final class Writes extends IndexPart {
   private final Tiers tiers;
   private final Pods pods;
   private final Leases leases;
@@ -41,24 +33,13 @@ final class Writes {
   private final PendingBlocks partials = new PendingBlocks();
   private final ThreadLocal<StoreSpan> spans;
 
-  Writes(
-      RedisIndexImpl index,
-      IndexConfig config,
-      RequestKeyHasher hasher,
-      KeyLayout keys,
-      IndexCounters counters,
-      Tiers tiers,
-      Pods pods,
-      Leases leases) {
-    this.index = index;
-    this.client = index.client;
-    this.rc = client.config;
-    this.keys = keys;
-    this.counters = counters;
-    this.tiers = tiers;
-    this.pods = pods;
-    this.leases = leases;
+  Writes(RedisIndexImpl index) {
+    super(index);
+    this.tiers = index.tiers;
+    this.pods = index.pods;
+    this.leases = index.leases;
     this.mappings = new MappingCache(rc.mappingCacheSize());
+    RequestKeyHasher hasher = index.keyHasher();
     this.spans =
         ThreadLocal.withInitial(
             () -> new StoreSpan(hasher, config.blockSize(), counters, partials, this::findParent));
@@ -75,9 +56,8 @@ final class Writes {
       return;
     }
     try {
-      int pod = pods.id(podId, true);
+      int pod = pod(podId, true, n);
       if (pod < 0) {
-        counters.dropped("max_pods", n);
         return;
       }
       int tier = tiers.codeOf(event.medium());
@@ -114,7 +94,7 @@ final class Writes {
       return;
     }
     long[] rk = span.keys();
-    List<byte[]> rkKeys = new ArrayList<>(span.indexBlocks());
+    List<byte[]> rkKeys = new ArrayList<>(hashed);
     List<byte[]> ekKeys = new ArrayList<>(hashed);
     List<byte[]> ekValues = new ArrayList<>(hashed);
     int lastJ = -1;
@@ -188,9 +168,8 @@ final class Writes {
       return;
     }
     try {
-      int pod = pods.id(podId, false);
+      int pod = pod(podId, false, n);
       if (pod < 0) {
-        counters.dropped("unknown_pod", n);
         return;
       }
       if (n == 0) {
@@ -246,6 +225,18 @@ final class Writes {
     } catch (RedisClientImpl.Unavailable e) {
       counters.dropped("redis_unavailable", 1);
     }
+  }
+
+  /**
+   * The pod's id, registered if {@code create}; -1 if unknown or no room, its {@code n} blocks then
+   * counted as dropped.
+   */
+  private int pod(String podId, boolean create, int n) {
+    int pod = pods.id(podId, create);
+    if (pod < 0) {
+      counters.dropped(create ? "max_pods" : "unknown_pod", n);
+    }
+    return pod;
   }
 
   private byte[][] podnOnly() {
