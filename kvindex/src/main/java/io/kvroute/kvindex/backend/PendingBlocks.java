@@ -8,7 +8,8 @@ import java.util.Map;
  * blocks: engine key of an event's last block → the request key the partial block chains from and
  * its tokens so far. Bounded ({@value #MAX_ENTRIES} entries, least recently used dropped first).
  *
- * <p><b>Thread-safety.</b> Thread-safe: one monitor.
+ * <p><b>Thread-safety.</b> Thread-safe: one monitor, not taken by reads before the first write (a
+ * volatile flag).
  */
 public final class PendingBlocks {
   /** The most partial blocks kept. */
@@ -23,13 +24,19 @@ public final class PendingBlocks {
           return size() > MAX_ENTRIES;
         }
       };
+  private volatile boolean used; // set by the first put (entries are only ever evicted by puts)
 
   /** Creates an empty store. */
   public PendingBlocks() {}
 
   /** The partial block left by the event whose last engine key is {@code engineKey}, or null. */
-  synchronized Pending get(long engineKey) {
-    return map.isEmpty() ? null : map.get(engineKey);
+  Pending get(long engineKey) {
+    if (!used) {
+      return null; // the common case (engine block size = index block size): no monitor taken
+    }
+    synchronized (this) {
+      return map.get(engineKey);
+    }
   }
 
   /** True if {@code engineKey} left a partial block (refreshing it, as {@link #get} does). */
@@ -39,6 +46,7 @@ public final class PendingBlocks {
 
   synchronized void put(long engineKey, Pending p) {
     map.put(engineKey, p);
+    used = true;
   }
 
   /** A partial index block: the request key it chains from and its tokens. Immutable. */
