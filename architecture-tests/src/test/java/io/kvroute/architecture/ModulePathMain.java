@@ -36,6 +36,11 @@ public final class ModulePathMain {
     Module index = Class.forName("io.kvroute.kvindex.BlockIndex").getModule();
     check(index.getName().equals("io.kvroute.kvindex"), "kvindex " + index);
     check(!index.isExported("io.kvroute.kvindex.internal"), "kvindex.internal is exported");
+    check(!index.isExported("io.kvroute.kvindex.backend"), "kvindex.backend is exported to all");
+    Module redis = Class.forName("io.kvroute.kvindex.redis.RedisBlockIndex").getModule();
+    check(
+        index.isExported("io.kvroute.kvindex.backend", redis),
+        "kvindex.backend is not exported to " + redis);
     Module http = Class.forName("io.kvroute.connector.http.OkHttpTransport").getModule();
     check(!http.isExported("io.kvroute.connector.http.internal"), "http.internal is exported");
     Set<String> types = KVConnectors.discover(ModulePathMain.class.getClassLoader()).types();

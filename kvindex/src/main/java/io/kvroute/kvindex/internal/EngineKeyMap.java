@@ -1,5 +1,7 @@
 package io.kvroute.kvindex.internal;
 
+import io.kvroute.kvindex.backend.StoreSpan;
+
 /**
  * Open-addressing (linear probing, backward-shift deletion) map from engine key to request key,
  * with a small flag per entry and approximate-LRU eviction by sampling access stamps. Key 0 is
@@ -13,9 +15,9 @@ package io.kvroute.kvindex.internal;
  * <p>Not thread-safe: guarded by the index lock.
  */
 final class EngineKeyMap {
-  static final byte BOUNDARY = 0; // the engine block ends at an index-block boundary
-  static final byte MID = 1; // the engine block ends inside its (complete) index block
-  static final byte MULTI = 2; // maps to several request keys (see the index's multi map)
+  static final byte BOUNDARY = StoreSpan.BOUNDARY; // ends at an index-block boundary
+  static final byte MID = StoreSpan.MID; // ends inside its (complete) index block
+  static final byte MULTI = StoreSpan.MULTI; // several request keys (see the index's multi map)
 
   private static final int SAMPLES = 8;
   private static final int FLAG_BITS = 2;

@@ -1,12 +1,16 @@
 package io.kvroute.kvindex.internal;
 
+import static io.kvroute.kvindex.backend.StoreSpan.engineKey;
+
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
+import io.kvroute.kvindex.backend.IndexCounters;
+import io.kvroute.kvindex.backend.PendingBlocks;
+import io.kvroute.kvindex.backend.StoreSpan;
 import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
-import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Arrays;
@@ -18,8 +22,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.StampedLock;
 import org.slf4j.Logger;
@@ -71,7 +73,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private static final int MAX_TIERS = 16;
   private static final int SAMPLES = 8;
   private static final int MAX_SIDE_ENTRIES = 1 << 16;
-  private static final long GROUP_MIX = 0x9E3779B97F4A7C15L;
 
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
@@ -119,19 +120,13 @@ public final class InMemoryBlockIndex implements BlockIndex {
   // engine keys
   private final EngineKeyMap engine;
   private final LinkedHashMap<Long, long[]> multi = boundedMap();
-  private final LinkedHashMap<Long, Partial> partials = boundedMap();
+  private final PendingBlocks partials = new PendingBlocks();
+  private final StoreSpan span; // guarded by the write lock
 
   // counters
-  private final LongAdder evStored = new LongAdder();
-  private final LongAdder evRemoved = new LongAdder();
-  private final LongAdder evCleared = new LongAdder();
-  private final LongAdder evPodRemoved = new LongAdder();
-  private final LongAdder blocksStored = new LongAdder();
-  private final LongAdder blocksRemoved = new LongAdder();
-  private final LongAdder lookups = new LongAdder();
-  private final Map<String, LongAdder> evictions = new TreeMap<>();
-  private final Map<String, LongAdder> dropped = new TreeMap<>();
-  private final Set<String> warned = Collections.synchronizedSet(new TreeSet<>());
+  private final IndexCounters counters =
+      new IndexCounters(LOG, List.of("max_keys", "max_pods_per_key", "max_engine_keys"), List.of());
+  private final LongAdder lookups = counters.lookups();
 
   /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
   public InMemoryBlockIndex(IndexConfig config) {
@@ -146,21 +141,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
     this.tickLen = Math.max(1, maxSize / 64);
     allocTable(initialCapacity(maxCapacity));
     this.engine = new EngineKeyMap(config.maxEngineKeys());
-    for (String r : List.of("max_keys", "max_pods_per_key", "max_engine_keys")) {
-      evictions.put(r, new LongAdder());
-    }
-    for (String r :
-        List.of(
-            "unknown_parent",
-            "unknown_engine_key",
-            "unknown_pod",
-            "non_dense",
-            "block_size",
-            "max_pods",
-            "group_idx",
-            "partial_parent")) {
-      dropped.put(r, new LongAdder());
-    }
+    this.span = new StoreSpan(hasher, config.blockSize(), counters, partials, this::findParent);
     config.meterRegistry().ifPresent(this::bindMeters);
   }
 
@@ -290,11 +271,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
     return e & 0xF;
   }
 
-  private static long engineKey(long hash, int group) {
-    long k = hash + group * GROUP_MIX;
-    return k == 0 ? 1 : k;
-  }
-
   // ------------------------------------------------------------------ write path
 
   @Override
@@ -302,13 +278,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
     Objects.requireNonNull(podId, "podId");
     long[] engineHashes = event.blockHashes().values();
     int groupIdx = event.groupIndex();
-    evStored.increment();
+    counters.eventStored();
     int n = engineHashes.length;
-    if (n == 0) {
-      return;
-    }
-    if (groupIdx < 0 || groupIdx > 255) {
-      drop("group_idx", n);
+    if (n == 0 || !counters.validGroup(groupIdx, n)) {
       return;
     }
     int[] tokenIds = event.tokenIds();
@@ -362,7 +334,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       } else {
         addEntry(engine.value(es), entry(pod, group, tier));
       }
-      blocksStored.increment();
+      counters.blocksStored(1);
     }
   }
 
@@ -377,139 +349,74 @@ public final class InMemoryBlockIndex implements BlockIndex {
       int tier,
       int group,
       List<?> extraKeys) {
-    int n = hashes.length;
-    int ibs = config.blockSize();
-    if (bs % ibs != 0 && ibs % bs != 0) {
-      drop("block_size", n);
-      warnOnce(
-          "block_size:" + bs,
-          "engine block size " + bs + " is not a multiple or divisor of index.blockSize " + ibs);
-      return;
-    }
-    int m = tokens.length / bs; // engine blocks covered by the tokens
-    int hashed = Math.min(n, m);
-    if (m != n || tokens.length % bs != 0) {
-      drop("non_dense", Math.max(0, n - m));
-    }
+    int hashed = span.begin(hashes, hasParent, parentHash, tokens, bs, lora, group, extraKeys);
     if (hashed == 0) {
       return;
     }
-    int firstHashed = m - hashed; // hashes are the last blocks of the span
-    // resolve the parent
-    long parentKey;
-    int[] pending = null;
-    if (!hasParent) {
-      parentKey = hasher.root(lora);
-    } else {
-      long pek = engineKey(parentHash, group);
-      Partial pp = partials.isEmpty() ? null : partials.get(pek);
-      if (pp != null) {
-        parentKey = pp.parentKey;
-        pending = pp.tokens;
-      } else {
-        int es = engine.find(pek);
-        if (es < 0) {
-          drop("unknown_parent", n);
-          return;
-        }
-        if (engine.meta(es) == EngineKeyMap.MID) {
-          drop("partial_parent", n);
-          return;
-        }
-        parentKey = engine.value(es);
-        engine.touch(es);
-      }
-    }
-    int p = pending == null ? 0 : pending.length;
-    int spanTokens = m * bs;
-    int[] stream = tokens;
-    if (p > 0) {
-      stream = new int[p + spanTokens];
-      System.arraycopy(pending, 0, stream, 0, p);
-      System.arraycopy(tokens, 0, stream, p, spanTokens);
-    }
-    int total = p + spanTokens;
-    int nIdx = total / ibs;
-    Scratch s = scratch.get();
-    long[] rk = s.keys(nIdx);
-    boolean useExtras = extraKeys != null && ibs == bs && p == 0 && extraKeys.size() == n && n == m;
-    long parent = parentKey;
-    for (int j = 0; j < nIdx; j++) {
-      long extraHash = 0;
-      if (useExtras) {
-        extraHash = extraHash(extraKeys.get(j), lora);
-      }
-      parent = hasher.chain(parent, stream, j * ibs, (j + 1) * ibs, extraHash);
-      rk[j] = parent;
-    }
-    int stored = 0;
-    if (bs == ibs && p == 0) {
+    long[] rk = span.keys();
+    int en = entry(pod, group, tier);
+    int first = span.alignedStart();
+    if (first >= 0) {
       // the common case: engine block = index block, nothing pending (no divisions per block)
-      int en = entry(pod, group, tier);
       // touch every block's home slots first: independent loads the CPU overlaps, so the
       // updates below find their lines in cache instead of waiting on each miss in turn
       long touch = 0;
       long[] t = tab;
-      for (int e = firstHashed; e < m; e++) {
-        touch += t[2 * home(rk[e], cap)];
-        touch += engine.peek(engineKey(hashes[e - firstHashed], group));
+      for (int i = 0; i < hashed; i++) {
+        touch += t[2 * home(rk[first + i], cap)];
+        touch += engine.peek(engineKey(hashes[i], group));
       }
-      s.sink += (int) touch;
-      for (int e = firstHashed; e < m; e++) {
-        addEntry(rk[e], en);
-        long evicted =
-            engine.put(engineKey(hashes[e - firstHashed], group), rk[e], EngineKeyMap.BOUNDARY);
-        if (evicted != 0) {
-          evictions.get("max_engine_keys").increment();
-          multi.remove(evicted);
-        }
-        stored++;
+      scratch.get().sink += (int) touch;
+      for (int i = 0; i < hashed; i++) {
+        addEntry(rk[first + i], en);
+        engineKeyStored(engine.put(engineKey(hashes[i], group), rk[first + i], StoreSpan.BOUNDARY));
       }
-      firstHashed = m; // done
+      counters.blocksStored(hashed);
+      span.finish();
+      return;
     }
-    for (int e = firstHashed; e < m; e++) {
-      int start = p + e * bs;
-      int end = start + bs;
-      int jFrom = start / ibs;
-      int jTo = Math.min((end - 1) / ibs, nIdx - 1);
-      long ek = engineKey(hashes[e - firstHashed], group);
-      if (jFrom > jTo) {
-        continue; // its index block is not complete yet (pending below)
+    int stored = 0;
+    for (int i = 0; i < hashed; i++) {
+      if (!span.locate(i)) {
+        continue; // its index block is not complete yet (pending)
       }
-      for (int j = jFrom; j <= jTo; j++) {
-        addEntry(rk[j], entry(pod, group, tier));
+      int from = span.from();
+      int to = span.to();
+      for (int j = from; j <= to; j++) {
+        addEntry(rk[j], en);
       }
-      long evicted;
-      if (jFrom == jTo) {
-        evicted =
-            engine.put(ek, rk[jTo], end % ibs == 0 ? EngineKeyMap.BOUNDARY : EngineKeyMap.MID);
-      } else {
-        evicted = engine.put(ek, rk[jTo], EngineKeyMap.MULTI);
-        multi.put(ek, Arrays.copyOfRange(rk, jFrom, jTo + 1));
+      long ek = engineKey(hashes[i], group);
+      long evicted = engine.put(ek, rk[to], span.kind());
+      if (span.kind() == StoreSpan.MULTI) {
+        multi.put(ek, Arrays.copyOfRange(rk, from, to + 1));
       }
-      if (evicted != 0) {
-        evictions.get("max_engine_keys").increment();
-        multi.remove(evicted);
-      }
+      engineKeyStored(evicted);
       stored++;
     }
-    blocksStored.add(stored);
-    if (total % ibs != 0) {
-      long lastEk = engineKey(hashes[n - 1], group);
-      long base = nIdx > 0 ? rk[nIdx - 1] : parentKey;
-      partials.put(lastEk, new Partial(base, Arrays.copyOfRange(stream, nIdx * ibs, total)));
+    counters.blocksStored(stored);
+    span.finish();
+  }
+
+  /** Counts the engine key {@code put} evicted (0: none) and forgets its request keys. */
+  private void engineKeyStored(long evicted) {
+    if (evicted != 0) {
+      counters.evicted("max_engine_keys", 1);
+      multi.remove(evicted);
     }
   }
 
-  private static long extraHash(Object tuple, String lora) {
-    if (!(tuple instanceof List)) {
-      return 0;
+  /** The mapping of a parent's engine key (see {@link StoreSpan.Mappings}). */
+  private int findParent(long ek, long[] out) {
+    int es = engine.find(ek);
+    if (es < 0) {
+      return -1;
     }
-    List<?> keys = (List<?>) tuple;
-    if (lora != null && !keys.isEmpty() && lora.equals(keys.get(0))) {
-      keys = keys.subList(1, keys.size());
+    int kind = engine.meta(es);
+    if (kind != EngineKeyMap.MID) {
+      out[0] = engine.value(es);
+      engine.touch(es);
     }
-    return keys.isEmpty() ? 0 : RequestKeyHasher.extraKeysHash(keys);
+    return kind;
   }
 
   @Override
@@ -518,9 +425,8 @@ public final class InMemoryBlockIndex implements BlockIndex {
     long[] engineHashes = event.blockHashes().values();
     String medium = event.medium();
     int groupIdx = event.groupIndex();
-    evRemoved.increment();
-    if (groupIdx < 0 || groupIdx > 255) {
-      drop("group_idx", engineHashes.length);
+    counters.eventRemoved();
+    if (!counters.validGroup(groupIdx, engineHashes.length)) {
       return;
     }
     long stamp = lock.writeLock();
@@ -536,7 +442,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
         long ek = engineKey(h, groupIdx);
         int es = engine.find(ek);
         if (es < 0) {
-          if (partials.get(ek) == null) {
+          if (!partials.contains(ek)) {
             drop("unknown_engine_key", 1);
           }
           continue;
@@ -551,7 +457,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
         } else {
           removeEntry(engine.value(es), e);
         }
-        blocksRemoved.increment();
+        counters.blocksRemoved(1);
       }
     } finally {
       lock.unlockWrite(stamp);
@@ -561,7 +467,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   @Override
   public void allBlocksCleared(String podId) {
     Objects.requireNonNull(podId, "podId");
-    evCleared.increment();
+    counters.eventCleared();
     long stamp = lock.writeLock();
     try {
       int pod = podIndex(podId, false);
@@ -576,7 +482,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   @Override
   public void removePod(String podId) {
     Objects.requireNonNull(podId, "podId");
-    evPodRemoved.increment();
+    counters.eventPodRemoved();
     long stamp = lock.writeLock();
     try {
       int pod = podIndex(podId, false);
@@ -681,7 +587,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
     }
     dropAllEntries(best);
     deleteSlot(best);
-    evictions.get("max_keys").increment();
+    counters.evicted("max_keys", 1);
   }
 
   private void dropAllEntries(int slot) {
@@ -872,7 +778,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   private void dropOldest(int e) {
     countRemoved(e);
-    evictions.get("max_pods_per_key").increment();
+    counters.evicted("max_pods_per_key", 1);
   }
 
   private void removeEntry(long rk, int e) {
@@ -1249,30 +1155,16 @@ public final class InMemoryBlockIndex implements BlockIndex {
   public IndexStats stats() {
     long stamp = lock.readLock();
     try {
-      return IndexStats.builder()
+      return counters
+          .stats()
           .keys(size)
           .entries(entries)
           .engineKeys(engine.size())
           .pods(podIds.size())
-          .events(
-              Map.of(
-                  "stored", evStored.sum(),
-                  "removed", evRemoved.sum(),
-                  "cleared", evCleared.sum(),
-                  "pod_removed", evPodRemoved.sum()))
-          .evictions(sums(evictions))
-          .dropped(sums(dropped))
-          .lookups(lookups.sum())
           .build();
     } finally {
       lock.unlockRead(stamp);
     }
-  }
-
-  private static Map<String, Long> sums(Map<String, LongAdder> m) {
-    Map<String, Long> out = new TreeMap<>();
-    m.forEach((k, v) -> out.put(k, v.sum()));
-    return out;
   }
 
   @Override
@@ -1281,13 +1173,11 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   private void drop(String reason, long n) {
-    dropped.get(reason).add(n);
+    counters.dropped(reason, n);
   }
 
   private void warnOnce(String key, String message) {
-    if (warned.add(key)) {
-      LOG.warn("kvindex: {}", message);
-    }
+    counters.warnOnce(key, message);
   }
 
   private void bindMeters(MeterRegistry r) {
@@ -1301,38 +1191,10 @@ public final class InMemoryBlockIndex implements BlockIndex {
         .description("engine-key mappings held")
         .register(r);
     Gauge.builder("kvroute.kvindex.pods", this, i -> i.podIds.size()).register(r);
-    counter(r, "kvroute.kvindex.applied.events", "type", "stored", evStored);
-    counter(r, "kvroute.kvindex.applied.events", "type", "removed", evRemoved);
-    counter(r, "kvroute.kvindex.applied.events", "type", "cleared", evCleared);
-    counter(r, "kvroute.kvindex.applied.events", "type", "pod_removed", evPodRemoved);
-    counter(r, "kvroute.kvindex.blocks", "op", "stored", blocksStored);
-    counter(r, "kvroute.kvindex.blocks", "op", "removed", blocksRemoved);
-    counter(r, "kvroute.kvindex.lookups", null, null, lookups);
-    evictions.forEach((k, v) -> counter(r, "kvroute.kvindex.evictions", "reason", k, v));
-    dropped.forEach((k, v) -> counter(r, "kvroute.kvindex.apply.dropped", "reason", k, v));
-  }
-
-  private static void counter(
-      MeterRegistry r, String name, String tag, String value, LongAdder adder) {
-    FunctionCounter.Builder<LongAdder> b = FunctionCounter.builder(name, adder, LongAdder::sum);
-    if (tag != null) {
-      b.tag(tag, value);
-    }
-    b.register(r);
+    counters.bind(r);
   }
 
   // ------------------------------------------------------------------ helpers
-
-  /** A pending partial index block (engine blocks smaller than index blocks). */
-  private static final class Partial {
-    final long parentKey;
-    final int[] tokens;
-
-    Partial(long parentKey, int[] tokens) {
-      this.parentKey = parentKey;
-      this.tokens = tokens;
-    }
-  }
 
   /** Per-thread lookup scratch. */
   private static final class Scratch {
@@ -1346,7 +1208,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
     long[][] anyOf = new long[1024][];
     long[][] gpuOf = new long[1024][];
     int[] podOfPos = new int[64];
-    long[] keys = new long[256];
     int sink;
 
     void ensure(int words, int numKeys, int high) {
@@ -1374,13 +1235,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
         podOfPos = new int[Math.max(n, podOfPos.length * 2)];
       }
       return podOfPos;
-    }
-
-    long[] keys(int n) {
-      if (keys.length < n) {
-        keys = new long[Math.max(n, keys.length * 2)];
-      }
-      return keys;
     }
   }
 }

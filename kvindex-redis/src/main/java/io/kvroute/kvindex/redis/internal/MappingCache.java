@@ -1,16 +1,12 @@
 package io.kvroute.kvindex.redis.internal;
 
 /**
- * A direct-mapped local cache of engine key → (last request key, kind) for the mappings this
- * replica wrote or read: resolving an event's parent costs no round trip when it hits. A colliding
- * put replaces the older mapping. 17 bytes per slot. Thread-safe (one monitor; ingestion threads
- * only).
+ * A direct-mapped local cache of engine key → (last request key, kind: {@code StoreSpan}'s {@code
+ * BOUNDARY}, {@code MID} or {@code MULTI}) for the mappings this replica wrote or read: resolving
+ * an event's parent costs no round trip when it hits. A colliding put replaces the older mapping.
+ * 17 bytes per slot. Thread-safe (one monitor; ingestion threads only).
  */
 final class MappingCache {
-  static final byte BOUNDARY = 0;
-  static final byte MID = 1;
-  static final byte MULTI = 2;
-
   private final long[] keys;
   private final long[] values;
   private final byte[] kinds;

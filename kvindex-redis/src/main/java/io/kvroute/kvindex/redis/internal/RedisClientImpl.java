@@ -330,20 +330,20 @@ public final class RedisClientImpl implements RedisIndexClient {
     int i = 0;
     while (i < batch.size()) {
       Op op = batch.get(i);
-      if (!(op instanceof RedisIndexImpl.WriteOp)) {
+      if (!(op instanceof WriteOp)) {
         groups.add(List.of(op));
         f.add(op.dispatch(c));
         i++;
         continue;
       }
-      List<RedisIndexImpl.WriteOp> g = new ArrayList<>();
+      List<WriteOp> g = new ArrayList<>();
       int keys = 0;
       while (i < batch.size()
-          && batch.get(i) instanceof RedisIndexImpl.WriteOp
+          && batch.get(i) instanceof WriteOp
           && batch.get(i).index == op.index
           && g.size() < MAX_GROUP_OPS
           && keys < MAX_GROUP_KEYS) {
-        RedisIndexImpl.WriteOp x = (RedisIndexImpl.WriteOp) batch.get(i++);
+        WriteOp x = (WriteOp) batch.get(i++);
         g.add(x);
         keys += x.keys.length;
       }
@@ -378,7 +378,7 @@ public final class RedisClientImpl implements RedisIndexClient {
           List<Object> r;
           if (reply == null) {
             r = retry(op);
-          } else if (op instanceof RedisIndexImpl.WriteOp) {
+          } else if (op instanceof WriteOp) {
             int u = (int) Bytes.parseLong(reply.get(at + 4));
             r = reply.subList(at, at + 5 + u);
             at += 5 + u;

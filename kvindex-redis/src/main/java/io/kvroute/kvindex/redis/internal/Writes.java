@@ -1,0 +1,313 @@
+package io.kvroute.kvindex.redis.internal;
+
+import static io.kvroute.kvindex.backend.StoreSpan.engineKey;
+
+import io.kvroute.kvindex.backend.PendingBlocks;
+import io.kvroute.kvindex.backend.StoreSpan;
+import io.kvroute.kvindex.event.KvEvent;
+import io.kvroute.kvindex.hash.RequestKeyHasher;
+import io.kvroute.kvindex.redis.internal.Scripts.Script;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisAsyncCommands;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The write path of one index: request keys are computed here exactly as the in-memory index does
+ * ({@link StoreSpan}: same hasher, same engine/index block-size ratios, partial index blocks kept
+ * locally); each event becomes one {@link WriteOp} (its part of a {@code write.lua} call) queued
+ * for the client's writer thread through {@link Leases}. Parents resolve through the local {@link
+ * MappingCache}, else one read.
+ *
+ * <p><b>Thread-safety.</b> Thread-safe: the caches are thread-safe, each ingesting thread has its
+ * own {@link StoreSpan}; one pod's writes must not overlap (as {@link
+ * io.kvroute.kvindex.BlockIndex} callers guarantee).
+ */
+final class Writes extends IndexPart {
+  private final Tiers tiers;
+  private final Pods pods;
+  private final Leases leases;
+  private final MappingCache mappings;
+  private final PendingBlocks partials = new PendingBlocks();
+  private final ThreadLocal<StoreSpan> spans;
+
+  Writes(RedisIndexImpl index) {
+    super(index);
+    this.tiers = index.tiers;
+    this.pods = index.pods;
+    this.leases = index.leases;
+    this.mappings = new MappingCache(rc.mappingCacheSize());
+    RequestKeyHasher hasher = index.keyHasher();
+    this.spans =
+        ThreadLocal.withInitial(
+            () -> new StoreSpan(hasher, config.blockSize(), counters, partials, this::findParent));
+  }
+
+  void blockStored(String podId, KvEvent.BlockStored event) {
+    Objects.requireNonNull(event, "event");
+    Objects.requireNonNull(podId, "podId");
+    long[] engineHashes = Objects.requireNonNull(event.blockHashes().values(), "engineHashes");
+    int groupIdx = event.groupIndex();
+    counters.eventStored();
+    int n = engineHashes.length;
+    if (n == 0 || !counters.validGroup(groupIdx, n)) {
+      return;
+    }
+    try {
+      int pod = pod(podId, true, n);
+      if (pod < 0) {
+        return;
+      }
+      int tier = tiers.codeOf(event.medium());
+      int[] tokenIds = event.tokenIds();
+      if (tokenIds == null || tokenIds.length == 0 || event.blockSize() <= 0) {
+        byte[][] k = new byte[1 + n][];
+        k[0] = keys.podnKey;
+        for (int i = 0; i < n; i++) {
+          k[1 + i] = keys.engine(engineKey(engineHashes[i], groupIdx));
+        }
+        leases.submit(new WriteOp(index, 'T', podId, pod, groupIdx, tier, k, n, 0, null, null));
+        return;
+      }
+      storeWithTokens(podId, pod, engineHashes, event, tier, groupIdx);
+    } catch (RedisClientImpl.Unavailable e) {
+      counters.dropped("redis_unavailable", n);
+    }
+  }
+
+  private void storeWithTokens(
+      String podName, int pod, long[] hashes, KvEvent.BlockStored event, int tier, int group) {
+    StoreSpan span = spans.get();
+    int hashed =
+        span.begin(
+            hashes,
+            event.hasParent(),
+            event.parentHash(),
+            event.tokenIds(),
+            event.blockSize(),
+            event.effectiveLoraName(),
+            group,
+            event.extraKeys());
+    if (hashed == 0) {
+      return;
+    }
+    long[] rk = span.keys();
+    List<byte[]> rkKeys = new ArrayList<>(hashed);
+    List<byte[]> ekKeys = new ArrayList<>(hashed);
+    List<byte[]> ekValues = new ArrayList<>(hashed);
+    int lastJ = -1;
+    for (int i = 0; i < hashed; i++) {
+      if (!span.locate(i)) {
+        continue;
+      }
+      int from = span.from();
+      int to = span.to();
+      long ek = engineKey(hashes[i], group);
+      for (int j = Math.max(from, lastJ + 1); j <= to; j++) {
+        rkKeys.add(keys.request(rk[j]));
+        lastJ = j;
+      }
+      byte kind = span.kind();
+      byte[] v = new byte[1 + 8 * (to - from + 1)];
+      v[0] = kind;
+      for (int j = from; j <= to; j++) {
+        Bytes.putLong(v, 1 + 8 * (j - from), rk[j]);
+      }
+      ekKeys.add(keys.engine(ek));
+      ekValues.add(v);
+      mappings.put(ek, rk[to], kind);
+      counters.blocksStored(1);
+    }
+    span.finish();
+    if (rkKeys.isEmpty() && ekKeys.isEmpty()) {
+      return;
+    }
+    byte[][] k = new byte[1 + rkKeys.size() + ekKeys.size()][];
+    k[0] = keys.podnKey;
+    int at = 1;
+    for (byte[] b : rkKeys) {
+      k[at++] = b;
+    }
+    for (byte[] b : ekKeys) {
+      k[at++] = b;
+    }
+    byte[][] values = ekValues.toArray(new byte[0][]);
+    leases.submit(
+        new WriteOp(
+            index, 'S', podName, pod, group, tier, k, rkKeys.size(), ekKeys.size(), values, null));
+  }
+
+  /** A parent's mapping: from the local cache, else read (see {@link StoreSpan.Mappings}). */
+  private int findParent(long ek, long[] out) {
+    int kind = mappings.get(ek, out);
+    return kind >= 0 ? kind : readMapping(ek, out);
+  }
+
+  /** Reads a mapping another replica (or an earlier life of this one) wrote. */
+  private int readMapping(long ek, long[] out) {
+    // our own mapping may still be queued: let the writer catch up first
+    client.flush(client.submittedSeq());
+    byte[] v = client.call(c -> c.get(keys.engine(ek)), rc.commandTimeout(), "read");
+    if (v == null || v.length < 9) {
+      return -1;
+    }
+    out[0] = Bytes.getLong(v, v.length - 8);
+    mappings.put(ek, out[0], v[0]);
+    return v[0];
+  }
+
+  void blockRemoved(String podId, KvEvent.BlockRemoved event) {
+    Objects.requireNonNull(podId, "podId");
+    long[] engineHashes = event.blockHashes().values();
+    int groupIdx = event.groupIndex();
+    counters.eventRemoved();
+    int n = engineHashes.length;
+    if (!counters.validGroup(groupIdx, n)) {
+      return;
+    }
+    try {
+      int pod = pod(podId, false, n);
+      if (pod < 0) {
+        return;
+      }
+      if (n == 0) {
+        return;
+      }
+      int tier = tiers.codeOf(event.medium());
+      byte[][] k = new byte[1 + n][];
+      k[0] = keys.podnKey;
+      boolean[] partial = new boolean[n];
+      for (int i = 0; i < n; i++) {
+        long ek = engineKey(engineHashes[i], groupIdx);
+        k[1 + i] = keys.engine(ek);
+        partial[i] = partials.contains(ek);
+      }
+      leases.submit(new WriteOp(index, 'R', podId, pod, groupIdx, tier, k, n, 0, null, partial));
+    } catch (RedisClientImpl.Unavailable e) {
+      counters.dropped("redis_unavailable", n);
+    }
+  }
+
+  void allBlocksCleared(String podId) {
+    Objects.requireNonNull(podId, "podId");
+    counters.eventCleared();
+    try {
+      int pod = pods.id(podId, false);
+      if (pod >= 0) {
+        leases.submit(new WriteOp(index, 'C', podId, pod, 0, 0, podnOnly(), 0, 0, null, null));
+      }
+    } catch (RedisClientImpl.Unavailable e) {
+      counters.dropped("redis_unavailable", 1);
+    }
+  }
+
+  void removePod(String podId) {
+    Objects.requireNonNull(podId, "podId");
+    counters.eventPodRemoved();
+    try {
+      int pod = pods.id(podId, false);
+      if (pod < 0) {
+        return;
+      }
+      Leases.Lease l = leases.detach(podId);
+      WriteOp op = new WriteOp(index, 'X', podId, pod, 0, 0, podnOnly(), 0, 0, null, null);
+      if (!client.submit(op)) { // unfenced: any replica may remove a pod
+        op.dropped("queue_full");
+      }
+      // applied before anything else may register the name again
+      client.flush(op.seq);
+      pods.forget(podId);
+      if (l != null) {
+        leases.release(l, pod);
+      }
+    } catch (RedisClientImpl.Unavailable e) {
+      counters.dropped("redis_unavailable", 1);
+    }
+  }
+
+  /**
+   * The pod's id, registered if {@code create}; -1 if unknown or no room, its {@code n} blocks then
+   * counted as dropped.
+   */
+  private int pod(String podId, boolean create, int n) {
+    int pod = pods.id(podId, create);
+    if (pod < 0) {
+      counters.dropped(create ? "max_pods" : "unknown_pod", n);
+    }
+    return pod;
+  }
+
+  private byte[][] podnOnly() {
+    return new byte[][] {keys.podnKey};
+  }
+
+  /** Called by the writer for a reply with status 1: the pod was not registered under its id. */
+  boolean reRegister(WriteOp op) {
+    int id = pods.register(op.podName);
+    if (id < 0) {
+      return false;
+    }
+    op.pod = id;
+    return true;
+  }
+
+  /** Counts what the script reports for an applied op. */
+  void counted(char kind, List<Object> reply, boolean[] partial) {
+    if (kind == 'S' || kind == 'T') {
+      long evicted = Bytes.parseLong(reply.get(2));
+      if (evicted > 0) {
+        counters.evicted("max_pods_per_key", evicted);
+      }
+      if (kind == 'T') {
+        counters.blocksStored(Bytes.parseLong(reply.get(3)));
+        counters.dropped("unknown_engine_key", reply.size() - 5);
+      }
+    } else if (kind == 'R') {
+      counters.blocksRemoved(Bytes.parseLong(reply.get(1)));
+      for (int i = 5; i < reply.size(); i++) {
+        int idx = (int) Bytes.parseLong(reply.get(i));
+        if (partial == null || !partial[idx]) {
+          counters.dropped("unknown_engine_key", 1);
+        }
+      }
+    }
+  }
+
+  /** One {@code write.lua} call applying {@code ops} (all of this index) in order. */
+  RedisFuture<List<Object>> dispatch(RedisAsyncCommands<byte[], byte[]> c, List<WriteOp> ops) {
+    int nk = 1;
+    int na = 5;
+    for (WriteOp op : ops) {
+      nk += op.keys.length - 1;
+      na += 8 + op.m;
+    }
+    byte[][] k = new byte[nk][];
+    byte[][] args = new byte[na][];
+    k[0] = keys.podnKey;
+    args[0] = keys.prefix;
+    args[1] = keys.entryTtl;
+    args[2] = keys.mappingTtl;
+    args[3] = keys.maxEntries;
+    args[4] = Bytes.num(ops.size());
+    int at = 1;
+    int a = 5;
+    for (WriteOp op : ops) {
+      System.arraycopy(op.keys, 1, k, at, op.keys.length - 1);
+      at += op.keys.length - 1;
+      args[a++] = new byte[] {(byte) op.kind};
+      args[a++] = Bytes.num(op.pod);
+      args[a++] = Bytes.utf8(op.podName);
+      args[a++] = Bytes.num(op.group);
+      args[a++] = Bytes.num(op.tier);
+      args[a++] = op.tokenArg();
+      args[a++] = Bytes.num(op.n);
+      args[a++] = Bytes.num(op.m);
+      for (int j = 0; j < op.m; j++) {
+        args[a++] = op.values[j];
+      }
+    }
+    return client.scripts.call(c, Script.WRITE, ScriptOutputType.MULTI, k, args);
+  }
+}
