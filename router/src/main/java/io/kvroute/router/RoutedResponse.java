@@ -30,7 +30,7 @@ public final class RoutedResponse implements StreamingResponse {
     UsageScanner scanner = new UsageScanner();
     this.body =
         StreamingResponse.tap(
-            delegate, scanner::scan, t -> onEnd.accept(t, t == null ? scanner : null));
+            delegate, scanner::keep, t -> onEnd.accept(t, t == null ? scanner.finish() : null));
   }
 
   /** The routing decision, with the endpoints that actually served the request. */

@@ -8,6 +8,44 @@ import org.junit.jupiter.api.Test;
 
 class UsageScannerTest {
 
+  /** Feeds {@code body} in chunks to {@link UsageScanner#keep}, then finishes. */
+  private static UsageScanner keep(String body, int chunk) {
+    UsageScanner s = new UsageScanner();
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < b.length; i += chunk) {
+      ByteBuffer buf = ByteBuffer.wrap(b, i, Math.min(chunk, b.length - i));
+      ByteBuffer view = (i / chunk) % 2 == 0 ? buf : buf.asReadOnlyBuffer();
+      int before = view.position();
+      s.keep(view);
+      assertThat(view.position()).isEqualTo(before);
+    }
+    return s.finish();
+  }
+
+  @Test
+  void theTailOfALongStreamHoldsItsUsage() {
+    StringBuilder sse = new StringBuilder();
+    for (int i = 0; i < 200; i++) {
+      // events that mention the keys in strings and carry an older usage block
+      sse.append("data: {\"choices\":[{\"text\":\" \\\"prompt_tokens\\\": 7\"}],")
+          .append(
+              "\"usage\":{\"prompt_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":0}}}\n\n");
+    }
+    sse.append(
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4096,\"completion_tokens\":9,"
+            + "\"prompt_tokens_details\":{\"cached_tokens\":4080}}}\n\ndata: [DONE]\n\n");
+    String body = sse.toString();
+    assertThat(body.length()).isGreaterThan(10 * UsageScanner.TAIL);
+    for (int chunk :
+        new int[] {1, 7, 64, 1000, UsageScanner.TAIL - 1, UsageScanner.TAIL, 5000, body.length()}) {
+      UsageScanner s = keep(body, chunk);
+      assertThat(s.promptTokens()).as("chunk %d", chunk).isEqualTo(4096);
+      assertThat(s.cachedTokens()).as("chunk %d", chunk).isEqualTo(4080);
+    }
+    UsageScanner none = keep("{\"choices\":[]}", 3);
+    assertThat(none.promptTokens()).isEqualTo(-1);
+  }
+
   private static UsageScanner scan(String body, int chunk) {
     UsageScanner s = new UsageScanner();
     byte[] b = body.getBytes(StandardCharsets.UTF_8);
