@@ -115,6 +115,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private int setTop;
   private int[] setFree = new int[16];
   private int setFreeCount;
+  private final PodBits podBits = new PodBits(); // rows of the dense sets
 
   // engine keys
   private final EngineKeyMap engine;
@@ -796,10 +797,12 @@ public final class InMemoryBlockIndex implements BlockIndex {
       }
     }
     sets[r] = ps;
+    ps.bind(r);
     return SET | r;
   }
 
   private void freeSet(int r) {
+    sets[r].release();
     sets[r] = null;
     if (setFreeCount == setFree.length) {
       setFree = Arrays.copyOf(setFree, grow(setFree.length, setFreeCount + 1));
@@ -848,7 +851,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
         pairs[2 * r] = b;
         pairs[2 * r + 1] = e;
       } else {
-        PodSet ps = new PodSet();
+        PodSet ps = new PodSet(podBits);
         ps.add(a, podHigh);
         ps.add(b, podHigh);
         ps.add(e, podHigh);
@@ -989,213 +992,249 @@ public final class InMemoryBlockIndex implements BlockIndex {
     Scratch s = scratch.get();
     long stamp = lock.readLock();
     try {
-      writer.reset(into, podCount, numKeys, tierNameList);
-      int high = podHigh;
-      int words = (high + 63) >>> 6;
-      s.ensure(words, numKeys, high);
-      long[] active = s.active;
-      long[] next = s.next;
-      long[] gnext = s.gnext;
-      int[] posOf = s.posOf;
-      int[] podOfPos = s.podOfPos(podCount);
-      int activeCount = 0;
-      for (int i = 0; i < podCount; i++) {
-        String pod = pods.get(i);
-        writer.set(into, i, pod, 0, 0);
-        int p = podIds.get(pod);
-        podOfPos[i] = p;
-        if (p >= 0 && posOf[p] < 0) {
-          posOf[p] = i;
-          active[p >>> 6] |= 1L << p;
-          activeCount++;
-        }
-      }
-      int scanned = 0;
+      List<String> tierNames = tierNameList;
+      writer.reset(into, podCount, numKeys, tierNames);
+      int activeCount = s.bind(podIds, podHigh, pods, podCount);
       if (activeCount > 0) {
-        // phase 1: resolve every key before scanning, keeping what phase 2 needs in sequential
-        // scratch arrays: the probes of different keys overlap here, while in phase 2 each block
-        // would wait on its own chain of loads (slot -> set -> pod bits). Stamps are refreshed
-        // here too, on the line the probe brought in.
-        int n = 0;
-        long[] t = tab;
-        int[] pr = pairs;
-        PodSet[] ss = sets;
-        int[] cellOf = s.cellOf;
-        PodSet[] setOf = s.setOf;
-        long[][] anyOf = s.anyOf;
-        long[][] gpuOf = s.gpuOf;
-        byte now = (byte) tick;
-        int touch = 0;
-        while (n < numKeys) {
-          int sl = find(requestKeys[n]);
-          if (sl < 0) {
-            break;
-          }
-          long cv = t[2 * sl + 1];
-          if ((byte) (cv >>> 32) != now) {
-            t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32; // (only on change)
-          }
-          int c = (int) cv;
-          PodSet ps = null;
-          long[] any = null;
-          long[] gpu = null;
-          if (c < 0) {
-            if (isPair(c)) {
-              touch += pr[2 * index(c)];
-            } else {
-              ps = ss[index(c)];
-              any = ps.any;
-              if (any != null) {
-                touch += (int) any[0];
-                gpu = ps.nonGpu == 0 ? null : ps.gpu; // all on GPU: no tier work
-              } else {
-                touch += ps.e[0];
-              }
-            }
-          }
-          cellOf[n] = c;
-          setOf[n] = ps;
-          anyOf[n] = any;
-          gpuOf[n] = gpu;
-          n++;
-        }
-        s.sink = touch;
-        // phase 2: scan in order; [lo, hi) bounds the non-zero words of active
-        int lo = 0;
-        int hi = words;
-        int b = 0;
-        for (; b < n && activeCount > 0; b++) {
-          int c = cellOf[b];
-          PodSet ps = setOf[b];
-          long[] any = anyOf[b];
-          long[] gpu;
-          int lim;
-          if (any != null) {
-            gpu = gpuOf[b];
-            lim = Math.min(hi, any.length);
-          } else {
-            any = next;
-            gpu = gnext;
-            lim = hi;
-            Arrays.fill(next, lo, hi, 0);
-            Arrays.fill(gnext, lo, hi, 0);
-            if (c >= 0) {
-              mark(c, active, next, gnext);
-            } else if (ps == null) {
-              mark(pr[2 * index(c)], active, next, gnext);
-              mark(pr[2 * index(c) + 1], active, next, gnext);
-            } else {
-              for (int k = 0; k < ps.n; k++) {
-                mark(ps.e[k], active, next, gnext);
-              }
-            }
-          }
-          int newLo = -1;
-          int newHi = lo;
-          for (int w = lo; w < hi; w++) {
-            long a = active[w];
-            if (a == 0) {
-              continue;
-            }
-            long nx = w < lim ? a & any[w] : 0;
-            long gone = a & ~nx;
-            while (gone != 0) {
-              int p = (w << 6) + Long.numberOfTrailingZeros(gone);
-              writer.set(into, posOf[p], podNames[p], b, 0);
-              activeCount--;
-              gone &= gone - 1;
-            }
-            if (nx != 0) {
-              long nonGpu = gpu == null ? 0 : nx & ~gpu[w];
-              while (nonGpu != 0) {
-                int p = (w << 6) + Long.numberOfTrailingZeros(nonGpu);
-                writer.addTierBlocks(into, posOf[p], bestTier(c, ps, p), 1);
-                nonGpu &= nonGpu - 1;
-              }
-              if (newLo < 0) {
-                newLo = w;
-              }
-              newHi = w + 1;
-            }
-            active[w] = nx;
-          }
-          lo = newLo < 0 ? 0 : newLo;
-          hi = newLo < 0 ? 0 : newHi;
-        }
-        scanned = b;
-        for (int w = 0; w < words; w++) {
-          long a = active[w];
-          while (a != 0) {
-            int p = (w << 6) + Long.numberOfTrailingZeros(a);
-            writer.set(into, posOf[p], podNames[p], scanned, 0);
-            a &= a - 1;
-          }
-          active[w] = 0;
-        }
+        int found = resolve(requestKeys, numKeys, s);
+        scan(found, activeCount, s, into);
       }
-      // scores, duplicates, scratch reset
-      int tiers = tierNameList.size();
-      for (int i = 0; i < podCount; i++) {
-        int p = podOfPos[i];
-        if (p < 0) {
-          continue;
-        }
-        int src = posOf[p];
-        int matched = writer.matched(into, src);
-        if (matched == 0 && src == i) {
-          continue;
-        }
-        double score = 0;
-        int nonGpuBlocks = 0;
-        for (int t = 1; t < tiers; t++) {
-          int c = writer.tierBlocks(into, src, t);
-          nonGpuBlocks += c;
-          score += c * tierWeights[t];
-        }
-        if (src == i) {
-          writer.addTierBlocks(into, i, 0, matched - nonGpuBlocks);
-        } else {
-          for (int t = 1; t < tiers; t++) {
-            writer.addTierBlocks(into, i, t, writer.tierBlocks(into, src, t));
-          }
-          writer.addTierBlocks(into, i, 0, matched - nonGpuBlocks);
-        }
-        score += (matched - nonGpuBlocks) * tierWeights[0];
-        writer.set(into, i, pods.get(i), matched, score);
-      }
-      for (int i = 0; i < podCount; i++) {
-        int p = podOfPos[i];
-        if (p >= 0) {
-          posOf[p] = -1;
-        }
-      }
+      finish(pods, podCount, s, into, tierNames.size());
     } finally {
       lock.unlockRead(stamp);
     }
     return into;
   }
 
-  private static void mark(int e, long[] active, long[] next, long[] gnext) {
+  /**
+   * Phase 1: for the request's leading run of known keys, each key's cell into {@code s.cellOf}
+   * and, for a dense set, its {@link PodBits} row into {@code s.rowOf} ({@code row << 1 | 1} if
+   * some of its entries are off GPU; -1 for no row). Returns the run's length. The probes of
+   * different keys are independent, so the CPU overlaps their misses here, while in phase 2 each
+   * block would wait on its own chain of loads. Stamps are refreshed on the line the probe brought
+   * in (only when they change). Only primitives are stored: a reference store into a long-lived
+   * array costs a GC card-mark barrier (with a fence) per key.
+   */
+  private int resolve(long[] requestKeys, int numKeys, Scratch s) {
+    int[] cellOf = s.cells(numKeys);
+    int[] rowOf = s.rowOf;
+    long[] t = tab;
+    int[] desc = podBits.descriptors();
+    byte now = (byte) tick;
+    int n = 0;
+    while (n < numKeys) {
+      int sl = find(requestKeys[n]);
+      if (sl < 0) {
+        break;
+      }
+      long cv = t[2 * sl + 1];
+      if ((byte) (cv >>> 32) != now) {
+        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
+      }
+      int c = (int) cv;
+      cellOf[n] = c;
+      rowOf[n] = (c & KIND_MASK) == SET ? desc[index(c)] : -1;
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Phase 2: scans the {@code n} resolved blocks in order with the "active pods" bitset of {@code
+   * s} (bound by {@link Scratch#bind}); a pod drops out at its first missing block, recording in
+   * {@code s.matchedOf} how many blocks it matched, and the scan stops when none is left. Blocks
+   * held on tiers other than GPU are counted into {@code into} as the scan goes.
+   */
+  private void scan(int n, int activeCount, Scratch s, PrefixMatch into) {
+    int[] rowOf = s.rowOf;
+    long[] active = s.active;
+    int words = s.words;
+    int[] matchedOf = s.matchedOf;
+    long[] dense = podBits.bits();
+    int stride = podBits.stride();
+    // fast path: a row of pod bits, every entry on GPU, rows as wide as the active set
+    boolean wide = words <= stride;
+    int left = activeCount;
+    int b = 0;
+    for (; b < n; b++) {
+      int v = rowOf[b];
+      if ((v & 1) == 0 && wide) {
+        int base = (v >>> 1) * 2 * stride;
+        for (int w = 0; w < words; w++) {
+          long a = active[w];
+          long nx = a & dense[base + w];
+          if (nx != a) {
+            left -= dropped(a & ~nx, w, b, matchedOf);
+            active[w] = nx;
+          }
+        }
+      } else {
+        left = step(b, v, left, s, dense, stride, into);
+      }
+      if (left == 0) {
+        return;
+      }
+    }
+    // pods that hold every resolved block
+    for (int w = 0; w < words; w++) {
+      long a = active[w];
+      while (a != 0) {
+        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
+        a &= a - 1;
+      }
+      active[w] = 0;
+    }
+  }
+
+  /**
+   * Records that the pods of {@code gone} (word {@code w}) matched {@code b} blocks; counts them.
+   */
+  private static int dropped(long gone, int w, int b, int[] matchedOf) {
+    int count = Long.bitCount(gone);
+    int first = w << 6;
+    do {
+      matchedOf[first + Long.numberOfTrailingZeros(gone)] = b;
+      gone &= gone - 1;
+    } while (gone != 0);
+    return count;
+  }
+
+  /**
+   * Phase 2's general step for block {@code b} (descriptor {@code v}): a key without a bitset row
+   * (one entry, a pair or a small set: its row is built for the active pods), with entries off GPU
+   * (counted per tier) or whose row is narrower than the active set. Returns the pods left.
+   */
+  private int step(int b, int v, int left, Scratch s, long[] dense, int stride, PrefixMatch into) {
+    long[] active = s.active;
+    int words = s.words;
+    int c = s.cellOf[b];
+    long[] row;
+    int base;
+    int gpuBase;
+    int lim;
+    boolean offGpu;
+    if (v >= 0) {
+      row = dense;
+      base = (v >>> 1) * 2 * stride;
+      gpuBase = base + stride;
+      lim = Math.min(words, stride);
+      offGpu = (v & 1) != 0;
+    } else {
+      row = s.sparse;
+      base = 0;
+      gpuBase = words;
+      lim = words;
+      offGpu = markSparse(c, active, row, words);
+    }
+    for (int w = 0; w < words; w++) {
+      long a = active[w];
+      if (a == 0) {
+        continue;
+      }
+      long nx = w < lim ? a & row[base + w] : 0;
+      if (nx != a) {
+        left -= dropped(a & ~nx, w, b, s.matchedOf);
+        active[w] = nx;
+      }
+      if (offGpu && nx != 0) {
+        tierBlocks(nx & ~row[gpuBase + w], w, c, s.posOf, into);
+      }
+    }
+    if (v < 0) {
+      Arrays.fill(row, 0, 2 * words, 0);
+    }
+    return left;
+  }
+
+  /**
+   * Builds the row of a key without a {@link PodBits} row (one entry, a pair or a small set) into
+   * {@code sparse}, for the active pods only; returns whether any of them holds it off GPU.
+   */
+  private boolean markSparse(int c, long[] active, long[] sparse, int words) {
+    if (c >= 0) {
+      return mark(c, active, sparse, words);
+    }
+    if (isPair(c)) {
+      int r = index(c);
+      return mark(pairs[2 * r], active, sparse, words)
+          | mark(pairs[2 * r + 1], active, sparse, words);
+    }
+    PodSet ps = sets[index(c)];
+    boolean off = false;
+    for (int k = 0; k < ps.n; k++) {
+      off |= mark(ps.e[k], active, sparse, words);
+    }
+    return off;
+  }
+
+  /** Marks entry {@code e}'s pod in {@code sparse} if active; returns whether it is off GPU. */
+  private static boolean mark(int e, long[] active, long[] sparse, int words) {
     int p = podOf(e);
     int w = p >>> 6;
     long bit = 1L << p;
-    if ((active[w] & bit) != 0) {
-      next[w] |= bit;
-      if (tierOf(e) == 0) {
-        gnext[w] |= bit;
+    if ((active[w] & bit) == 0) {
+      return false;
+    }
+    sparse[w] |= bit;
+    if (tierOf(e) == 0) {
+      sparse[words + w] |= bit;
+      return false;
+    }
+    return true;
+  }
+
+  /** Counts one block for each pod of {@code offGpu} (word {@code w}) on its best tier. */
+  private void tierBlocks(long offGpu, int w, int cell, int[] posOf, PrefixMatch into) {
+    while (offGpu != 0) {
+      int p = (w << 6) + Long.numberOfTrailingZeros(offGpu);
+      writer.addTierBlocks(into, posOf[p], bestTier(cell, p), 1);
+      offGpu &= offGpu - 1;
+    }
+  }
+
+  /** Writes each requested pod's match and score (duplicates copy their first occurrence). */
+  private void finish(List<String> pods, int podCount, Scratch s, PrefixMatch into, int tiers) {
+    int[] podOfPos = s.podOfPos;
+    int[] posOf = s.posOf;
+    int[] matchedOf = s.matchedOf;
+    double gpuWeight = tierWeights[0];
+    for (int i = 0; i < podCount; i++) {
+      String pod = pods.get(i);
+      int p = podOfPos[i];
+      int matched = p < 0 ? 0 : matchedOf[p];
+      if (matched == 0) {
+        writer.set(into, i, pod, 0, 0);
+        continue;
       }
+      int src = posOf[p];
+      double score = 0;
+      int offGpu = 0;
+      for (int t = 1; t < tiers; t++) {
+        int c = writer.tierBlocks(into, src, t);
+        if (c != 0) {
+          offGpu += c;
+          score += c * tierWeights[t];
+          if (src != i) {
+            writer.addTierBlocks(into, i, t, c);
+          }
+        }
+      }
+      writer.addTierBlocks(into, i, 0, matched - offGpu);
+      score += (matched - offGpu) * gpuWeight;
+      writer.set(into, i, pod, matched, score);
     }
   }
 
   /** Best (highest-weight) tier of pod {@code p} in a slot, GPU excluded (caller checked). */
-  private int bestTier(int cell, PodSet ps, int p) {
+  private int bestTier(int cell, int p) {
     int best = -1;
     if (cell >= 0) {
       best = better(best, cell, p);
-    } else if (ps == null) {
+    } else if (isPair(cell)) {
       best = better(best, pairs[2 * index(cell)], p);
       best = better(best, pairs[2 * index(cell) + 1], p);
     } else {
+      PodSet ps = sets[index(cell)];
       for (int k = 0; k < ps.n; k++) {
         best = better(best, ps.e[k], p);
       }
@@ -1334,39 +1373,101 @@ public final class InMemoryBlockIndex implements BlockIndex {
     }
   }
 
-  /** Per-thread lookup scratch. */
+  /**
+   * Per-thread lookup scratch. It also remembers the last pod list it resolved (the pod strings, by
+   * identity, and the {@link PodIds#version()} they were resolved at), so a gateway that passes the
+   * same endpoint strings again skips hashing them. Not thread-safe: one per thread and index.
+   */
   private static final class Scratch {
     long[] active = new long[16];
-    long[] next = new long[16];
-    long[] gnext = new long[16];
-    int[] posOf = new int[0];
-    // phase 1 results by request block (may hold the index's own sets until the next lookup)
+    long[] sparse = new long[32];
+    int[] posOf = new int[0]; // pod id -> first position in the bound list, or -1
+    int[] matchedOf = new int[0]; // pod id -> blocks matched (written by the scan)
+    // phase 1 results by request block
     int[] cellOf = new int[1024];
-    PodSet[] setOf = new PodSet[1024];
-    long[][] anyOf = new long[1024][];
-    long[][] gpuOf = new long[1024][];
+    int[] rowOf = new int[1024];
+    // the bound pod list
+    String[] boundNames = new String[64];
+    int boundCount;
+    long boundVersion = -1;
+    int words;
+    long[] initActive = new long[16];
+    int initCount;
     int[] podOfPos = new int[64];
     long[] keys = new long[256];
     int sink;
 
-    void ensure(int words, int numKeys, int high) {
-      if (active.length < words) {
-        active = new long[words * 2];
-        next = new long[words * 2];
-        gnext = new long[words * 2];
+    /**
+     * Binds {@code pods} (pod ids resolved through {@code ids}, whose highest id is below {@code
+     * high}): fills {@code podOfPos}, {@code posOf} and {@code active}; returns the number of
+     * distinct known pods.
+     */
+    int bind(PodIds ids, int high, List<String> pods, int count) {
+      if (boundVersion == ids.version() && boundCount == count) {
+        String[] names = boundNames;
+        int i = 0;
+        while (i < count && pods.get(i) == names[i]) {
+          i++;
+        }
+        if (i == count) {
+          System.arraycopy(initActive, 0, active, 0, words);
+          return initCount;
+        }
       }
-      if (cellOf.length < numKeys) {
-        int len = Math.max(numKeys, cellOf.length * 2);
-        cellOf = new int[len];
-        setOf = new PodSet[len];
-        anyOf = new long[len][];
-        gpuOf = new long[len][];
+      return rebind(ids, high, pods, count);
+    }
+
+    private int rebind(PodIds ids, int high, List<String> pods, int count) {
+      for (int i = 0; i < boundCount; i++) {
+        int p = podOfPos[i];
+        if (p >= 0) {
+          posOf[p] = -1;
+        }
+      }
+      int w = (high + 63) >>> 6;
+      if (active.length < w) {
+        active = new long[w * 2];
+        sparse = new long[w * 4];
+        initActive = new long[w * 2];
       }
       if (posOf.length < high) {
         int old = posOf.length;
         posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
         Arrays.fill(posOf, old, posOf.length, -1);
+        matchedOf = new int[posOf.length];
       }
+      if (boundNames.length < count) {
+        boundNames = new String[Math.max(count, boundNames.length * 2)];
+      }
+      int[] pos = podOfPos(count);
+      Arrays.fill(initActive, 0);
+      int known = 0;
+      for (int i = 0; i < count; i++) {
+        String pod = pods.get(i);
+        boundNames[i] = pod;
+        int p = ids.get(pod);
+        pos[i] = p;
+        if (p >= 0 && posOf[p] < 0) {
+          posOf[p] = i;
+          initActive[p >>> 6] |= 1L << p;
+          known++;
+        }
+      }
+      Arrays.fill(boundNames, count, boundNames.length, null);
+      boundCount = count;
+      boundVersion = ids.version();
+      words = w;
+      initCount = known;
+      System.arraycopy(initActive, 0, active, 0, w);
+      return known;
+    }
+
+    int[] cells(int numKeys) {
+      if (cellOf.length < numKeys) {
+        cellOf = new int[Math.max(numKeys, cellOf.length * 2)];
+        rowOf = new int[cellOf.length];
+      }
+      return cellOf;
     }
 
     int[] podOfPos(int n) {
