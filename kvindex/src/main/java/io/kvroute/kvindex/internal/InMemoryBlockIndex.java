@@ -1020,7 +1020,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
     int[] rowOf = s.rowOf;
     long[] t = tab;
     int[] desc = podBits.descriptors();
+    PodSet[] ss = sets;
     byte now = (byte) tick;
+    int touch = 0;
     int n = 0;
     while (n < numKeys) {
       int sl = find(requestKeys[n]);
@@ -1032,10 +1034,18 @@ public final class InMemoryBlockIndex implements BlockIndex {
         t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
       }
       int c = (int) cv;
+      int d = -1;
+      if ((c & KIND_MASK) == SET) {
+        d = desc[index(c)];
+        if (d < 0) {
+          touch += ss[index(c)].e[0]; // a small set: phase 2 reads its entries
+        }
+      }
       cellOf[n] = c;
-      rowOf[n] = (c & KIND_MASK) == SET ? desc[index(c)] : -1;
+      rowOf[n] = d;
       n++;
     }
+    s.sink += touch;
     return n;
   }
 
@@ -1056,6 +1066,12 @@ public final class InMemoryBlockIndex implements BlockIndex {
     boolean wide = words <= stride;
     int left = activeCount;
     int b = 0;
+    if (words <= 2 && wide) {
+      if (scanTwoWords(n, left, s, dense, stride, into)) {
+        return;
+      }
+      b = n;
+    }
     for (; b < n; b++) {
       int v = rowOf[b];
       if ((v & 1) == 0 && wide) {
@@ -1084,6 +1100,54 @@ public final class InMemoryBlockIndex implements BlockIndex {
       }
       active[w] = 0;
     }
+  }
+
+  /**
+   * {@link #scan} for at most 128 pods (two words of pod bits), the active set held in registers;
+   * returns whether every pod dropped out before block {@code n}.
+   */
+  private boolean scanTwoWords(
+      int n, int activeCount, Scratch s, long[] dense, int stride, PrefixMatch into) {
+    int[] rowOf = s.rowOf;
+    long[] active = s.active;
+    int[] matchedOf = s.matchedOf;
+    int rowLen = 2 * stride;
+    int left = activeCount;
+    long a0 = active[0];
+    long a1 = active[1]; // 0 when there is one word (then rows may be one word wide, too)
+    for (int b = 0; b < n; b++) {
+      int v = rowOf[b];
+      if ((v & 1) == 0) {
+        int base = (v >>> 1) * rowLen;
+        long n0 = a0 & dense[base];
+        long n1 = a1 & dense[base + 1];
+        if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
+          if (n0 != a0) {
+            left -= dropped(a0 & ~n0, 0, b, matchedOf);
+          }
+          if (n1 != a1) {
+            left -= dropped(a1 & ~n1, 1, b, matchedOf);
+          }
+          a0 = n0;
+          a1 = n1;
+          if (left == 0) {
+            break;
+          }
+        }
+      } else {
+        active[0] = a0;
+        active[1] = a1;
+        left = step(b, v, left, s, dense, stride, into);
+        a0 = active[0];
+        a1 = active[1];
+        if (left == 0) {
+          break;
+        }
+      }
+    }
+    active[0] = a0;
+    active[1] = a1;
+    return left == 0;
   }
 
   /**
