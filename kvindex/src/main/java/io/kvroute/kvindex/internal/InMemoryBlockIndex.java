@@ -996,8 +996,13 @@ public final class InMemoryBlockIndex implements BlockIndex {
       writer.reset(into, podCount, numKeys, tierNames);
       int activeCount = s.bind(podIds, podHigh, pods, podCount);
       if (activeCount > 0) {
-        int found = resolve(requestKeys, numKeys, s);
-        scan(found, activeCount, s, into);
+        if (s.words <= 2) {
+          int found = resolveTwoWords(requestKeys, numKeys, s);
+          scanTwoWords(found, activeCount, s, into);
+        } else {
+          int found = resolve(requestKeys, numKeys, s);
+          scan(found, activeCount, s, into);
+        }
       }
       finish(pods, podCount, s, into, tierNames.size());
     } finally {
@@ -1066,12 +1071,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
     boolean wide = words <= stride;
     int left = activeCount;
     int b = 0;
-    if (words <= 2 && wide) {
-      if (scanTwoWords(n, left, s, dense, stride, into)) {
-        return;
-      }
-      b = n;
-    }
     for (; b < n; b++) {
       int v = rowOf[b];
       if ((v & 1) == 0 && wide) {
@@ -1103,24 +1102,99 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   /**
-   * {@link #scan} for at most 128 pods (two words of pod bits), the active set held in registers;
-   * returns whether every pod dropped out before block {@code n}.
+   * {@link #resolve} for at most 128 pods (two words of pod bits): also copies each key's pods into
+   * {@code s.rows} (two words per block: from its {@link PodBits} row, or built from its one, two
+   * or few entries), so the scan reads one sequential array. {@code s.rowOf[n]} is 1 for a key with
+   * entries off GPU (the scan's general step counts their tiers), else 0.
    */
-  private boolean scanTwoWords(
-      int n, int activeCount, Scratch s, long[] dense, int stride, PrefixMatch into) {
-    int[] rowOf = s.rowOf;
+  private int resolveTwoWords(long[] requestKeys, int numKeys, Scratch s) {
+    int[] cellOf = s.cells(numKeys);
+    int[] flagOf = s.rowOf;
+    long[] rows = s.rows(2 * numKeys);
+    long[] t = tab;
+    int[] desc = podBits.descriptors();
+    long[] dense = podBits.bits();
+    int stride = podBits.stride();
+    int rowLen = 2 * stride;
+    int[] pr = pairs;
+    PodSet[] ss = sets;
+    byte now = (byte) tick;
+    int n = 0;
+    while (n < numKeys) {
+      int sl = find(requestKeys[n]);
+      if (sl < 0) {
+        break;
+      }
+      long cv = t[2 * sl + 1];
+      if ((byte) (cv >>> 32) != now) {
+        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
+      }
+      int c = (int) cv;
+      long r0;
+      long r1;
+      int off;
+      if (c >= 0) {
+        int p = podOf(c);
+        r0 = p < 64 ? 1L << p : 0;
+        r1 = p < 64 ? 0 : 1L << p;
+        off = tierOf(c);
+      } else if (isPair(c)) {
+        int ea = pr[2 * index(c)];
+        int eb = pr[2 * index(c) + 1];
+        int pa = podOf(ea);
+        int pb = podOf(eb);
+        r0 = (pa < 64 ? 1L << pa : 0) | (pb < 64 ? 1L << pb : 0);
+        r1 = (pa < 64 ? 0 : 1L << pa) | (pb < 64 ? 0 : 1L << pb);
+        off = tierOf(ea) | tierOf(eb);
+      } else {
+        int d = desc[index(c)];
+        if (d >= 0) {
+          int base = (d >>> 1) * rowLen;
+          r0 = dense[base];
+          r1 = stride > 1 ? dense[base + 1] : 0;
+          off = d & 1;
+        } else {
+          PodSet ps = ss[index(c)];
+          int[] es = ps.e;
+          r0 = 0;
+          r1 = 0;
+          for (int k = 0; k < ps.n; k++) {
+            int p = podOf(es[k]);
+            if (p < 64) {
+              r0 |= 1L << p;
+            } else {
+              r1 |= 1L << p;
+            }
+          }
+          off = ps.nonGpu;
+        }
+      }
+      cellOf[n] = c;
+      flagOf[n] = off == 0 ? 0 : 1;
+      rows[2 * n] = r0;
+      rows[2 * n + 1] = r1;
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * {@link #scan} for at most 128 pods, over the rows {@link #resolveTwoWords} copied, with the
+   * active set held in registers.
+   */
+  private void scanTwoWords(int n, int activeCount, Scratch s, PrefixMatch into) {
+    int[] flagOf = s.rowOf;
+    long[] rows = s.rowsOf;
     long[] active = s.active;
     int[] matchedOf = s.matchedOf;
-    int rowLen = 2 * stride;
     int left = activeCount;
     long a0 = active[0];
-    long a1 = active[1]; // 0 when there is one word (then rows may be one word wide, too)
-    for (int b = 0; b < n; b++) {
-      int v = rowOf[b];
-      if ((v & 1) == 0) {
-        int base = (v >>> 1) * rowLen;
-        long n0 = a0 & dense[base];
-        long n1 = a1 & dense[base + 1];
+    long a1 = active[1]; // 0 when there is one word
+    int b = 0;
+    for (; b < n; b++) {
+      if (flagOf[b] == 0) {
+        long n0 = a0 & rows[2 * b];
+        long n1 = a1 & rows[2 * b + 1];
         if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
           if (n0 != a0) {
             left -= dropped(a0 & ~n0, 0, b, matchedOf);
@@ -1137,7 +1211,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
       } else {
         active[0] = a0;
         active[1] = a1;
-        left = step(b, v, left, s, dense, stride, into);
+        int c = s.cellOf[b];
+        int v = (c & KIND_MASK) == SET ? podBits.descriptors()[index(c)] : -1;
+        left = step(b, v, left, s, podBits.bits(), podBits.stride(), into);
         a0 = active[0];
         a1 = active[1];
         if (left == 0) {
@@ -1145,9 +1221,15 @@ public final class InMemoryBlockIndex implements BlockIndex {
         }
       }
     }
-    active[0] = a0;
-    active[1] = a1;
-    return left == 0;
+    // pods that hold every resolved block
+    for (int w = 0; w < 2; w++) {
+      long a = w == 0 ? a0 : a1;
+      while (a != 0) {
+        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
+        a &= a - 1;
+      }
+      active[w] = 0;
+    }
   }
 
   /**
@@ -1524,6 +1606,15 @@ public final class InMemoryBlockIndex implements BlockIndex {
       initCount = known;
       System.arraycopy(initActive, 0, active, 0, w);
       return known;
+    }
+
+    long[] rowsOf = new long[2048]; // resolveTwoWords: two words of pod bits per request block
+
+    long[] rows(int n) {
+      if (rowsOf.length < n) {
+        rowsOf = new long[Math.max(n, rowsOf.length * 2)];
+      }
+      return rowsOf;
     }
 
     int[] cells(int numKeys) {
