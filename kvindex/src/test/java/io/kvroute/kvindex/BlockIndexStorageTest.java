@@ -114,6 +114,16 @@ class BlockIndexStorageTest {
     assertThat(m.blocksOnTier(69, "CPU")).isEqualTo(1);
     assertThat(m.score(65)).isEqualTo(2.0);
 
+    // a cell and a pair whose pods are beyond the first word
+    int[] v = BlockIndexTest.tokens(9, 2 * 16);
+    long[] g = hashes(rnd, 2);
+    idx.blockStored("p66", g, false, 0, v, 16, null, null, 0);
+    idx.blockStored("p67", new long[] {g[0]}, false, 0, slice(v, 0, 1), 16, null, null, 0);
+    int[] wantV = new int[70];
+    wantV[66] = 2;
+    wantV[67] = 1;
+    assertThat(matchedAll(idx, idx.requestKeys(v, (String) null), pods)).containsExactly(wantV);
+
     pods.set(5, "unknown"); // the same list, changed
     want[5] = 0;
     assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
