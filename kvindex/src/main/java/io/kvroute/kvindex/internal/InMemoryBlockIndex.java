@@ -1116,8 +1116,8 @@ public final class InMemoryBlockIndex implements BlockIndex {
     long[] dense = podBits.bits();
     int stride = podBits.stride();
     int rowLen = 2 * stride;
-    int[] pr = pairs;
-    PodSet[] ss = sets;
+    int second = stride - 1; // word 1 of a row; with one-word rows, word 0 masked out
+    long secondMask = stride > 1 ? -1L : 0L;
     byte now = (byte) tick;
     int n = 0;
     while (n < numKeys) {
@@ -1130,52 +1130,67 @@ public final class InMemoryBlockIndex implements BlockIndex {
         t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
       }
       int c = (int) cv;
-      long r0;
-      long r1;
-      int off;
-      if (c >= 0) {
-        int p = podOf(c);
-        r0 = p < 64 ? 1L << p : 0;
-        r1 = p < 64 ? 0 : 1L << p;
-        off = tierOf(c);
-      } else if (isPair(c)) {
-        int ea = pr[2 * index(c)];
-        int eb = pr[2 * index(c) + 1];
-        int pa = podOf(ea);
-        int pb = podOf(eb);
-        r0 = (pa < 64 ? 1L << pa : 0) | (pb < 64 ? 1L << pb : 0);
-        r1 = (pa < 64 ? 0 : 1L << pa) | (pb < 64 ? 0 : 1L << pb);
-        off = tierOf(ea) | tierOf(eb);
+      int d;
+      if ((c & KIND_MASK) == SET && ((d = desc[index(c)]) & 0x80000001) == 0) {
+        // the common multi-pod case: a packed row, every entry on GPU
+        int base = (d >>> 1) * rowLen;
+        rows[2 * n] = dense[base];
+        rows[2 * n + 1] = dense[base + second] & secondMask;
+        flagOf[n] = 0;
       } else {
-        int d = desc[index(c)];
-        if (d >= 0) {
-          int base = (d >>> 1) * rowLen;
-          r0 = dense[base];
-          r1 = stride > 1 ? dense[base + 1] : 0;
-          off = d & 1;
-        } else {
-          PodSet ps = ss[index(c)];
-          int[] es = ps.e;
-          r0 = 0;
-          r1 = 0;
-          for (int k = 0; k < ps.n; k++) {
-            int p = podOf(es[k]);
-            if (p < 64) {
-              r0 |= 1L << p;
-            } else {
-              r1 |= 1L << p;
-            }
-          }
-          off = ps.nonGpu;
-        }
+        cellOf[n] = c;
+        flagOf[n] = rowOf(c, rows, 2 * n);
       }
-      cellOf[n] = c;
-      flagOf[n] = off == 0 ? 0 : 1;
-      rows[2 * n] = r0;
-      rows[2 * n + 1] = r1;
       n++;
     }
     return n;
+  }
+
+  /**
+   * Writes the two words of pod bits of the key with cell {@code c} (at most 128 pods) into {@code
+   * rows[at]} and {@code rows[at + 1]}; returns 1 if some of its entries are off GPU, else 0.
+   */
+  private int rowOf(int c, long[] rows, int at) {
+    long r0 = 0;
+    long r1 = 0;
+    int off;
+    if (c >= 0) {
+      int p = podOf(c);
+      r0 = p < 64 ? 1L << p : 0;
+      r1 = p < 64 ? 0 : 1L << p;
+      off = tierOf(c);
+    } else if (isPair(c)) {
+      int ea = pairs[2 * index(c)];
+      int eb = pairs[2 * index(c) + 1];
+      int pa = podOf(ea);
+      int pb = podOf(eb);
+      r0 = (pa < 64 ? 1L << pa : 0) | (pb < 64 ? 1L << pb : 0);
+      r1 = (pa < 64 ? 0 : 1L << pa) | (pb < 64 ? 0 : 1L << pb);
+      off = tierOf(ea) | tierOf(eb);
+    } else {
+      PodSet ps = sets[index(c)];
+      if (ps.row >= 0) {
+        long[] dense = podBits.bits();
+        int stride = podBits.stride();
+        int base = ps.row * 2 * stride;
+        r0 = dense[base];
+        r1 = stride > 1 ? dense[base + 1] : 0;
+      } else {
+        int[] es = ps.e;
+        for (int k = 0; k < ps.n; k++) {
+          int p = podOf(es[k]);
+          if (p < 64) {
+            r0 |= 1L << p;
+          } else {
+            r1 |= 1L << p;
+          }
+        }
+      }
+      off = ps.nonGpu;
+    }
+    rows[at] = r0;
+    rows[at + 1] = r1;
+    return off == 0 ? 0 : 1;
   }
 
   /**
