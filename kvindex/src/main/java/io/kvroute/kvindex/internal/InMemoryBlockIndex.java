@@ -34,21 +34,29 @@ import org.slf4j.LoggerFactory;
  * {@code pod << 12 | group << 4 | tier}, pods being small dense ids. A key's cell is its entry when
  * it has one (the common case: no other storage), else an index into {@code pairs[]} (two entries,
  * as two ints) or into {@code sets[]} (a {@link PodSet} once a key has more than two entries). A
- * {@code PodSet} with many entries also keeps two pod bitsets (any tier, GPU) so a lookup
- * intersects 64 pods per instruction. Engine keys live in a second table ({@link EngineKeyMap}: 17
- * bytes per slot).
+ * {@code PodSet} with many entries also keeps a row of two pod bitsets (any tier, GPU) in {@link
+ * PodBits}, one packed {@code long[]} for all sets, so a lookup intersects 64 pods per instruction;
+ * a compact descriptor array by set index (row, and whether any entry is off GPU) lets a lookup
+ * reach the row without touching the set object. Engine keys live in a second table ({@link
+ * EngineKeyMap}: 17 bytes per slot).
  *
  * <p><b>Memory.</b> Tables double from 1,024 slots up to {@code maxKeys / 0.8} slots (slots are
  * picked by multiply-shift, so the last size need not be a power of two): a full index is at load
  * 0.8. The request-key table costs 16 bytes per slot (20 per key when full), plus 8 bytes per
- * two-entry key and about 70 per key with more entries; an engine-key mapping about 21 per mapping.
- * Measured with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included,
- * before the table was interleaved (13 bytes per slot then): about 38 bytes per entry when each
- * block is on one pod, 24 on two and 27 on four; add about 4 bytes per key now.
+ * two-entry key and about 80 per key with more entries (a dense set's bitset row is {@code 16 *
+ * ceil(pods / 64)} bytes in {@code PodBits}); an engine-key mapping about 21 per mapping. Measured
+ * with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included, before the
+ * table was interleaved (13 bytes per slot then): about 38 bytes per entry when each block is on
+ * one pod, 24 on two and 27 on four; add about 4 bytes per key now.
  *
- * <p><b>Lookup.</b> All keys of the request are resolved to slots first (independent probes the CPU
- * overlaps), then the blocks are scanned in order with an "active pods" bitset; a pod drops out at
- * its first missing block; the scan stops when none is left.
+ * <p><b>Lookup.</b> The blocks are scanned in order with an "active pods" bitset; a pod drops out
+ * at its first missing block; the scan stops when none is left. Up to 128 pods, one pass probes
+ * each key and intersects its two words of pod bits with the active set held in registers. Beyond,
+ * all keys of the request are resolved first (independent probes the CPU overlaps, into primitive
+ * scratch), then scanned. The requested pod list is resolved to pod ids once and remembered per
+ * thread until the list (compared by element identity) or the index's pods change. Nothing is
+ * allocated and no reference is stored on the read path (a reference store into a long-lived array
+ * costs G1 a card-mark barrier with a fence).
  *
  * <p><b>Bounds.</b> {@code maxKeys}: when full, an insert evicts the least recently used of 8
  * randomly sampled keys (approximate LRU, like Redis); stamps are refreshed by stores and by lookup
@@ -58,7 +66,8 @@ import org.slf4j.LoggerFactory;
  * table: O(capacity) under the write lock (about 30 ms per 10 million keys).
  *
  * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
- * per call, lookups take the read lock and run concurrently.
+ * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
+ * they also refresh access stamps, racily and harmlessly).
  */
 public final class InMemoryBlockIndex implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -997,8 +1006,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       int activeCount = s.bind(podIds, podHigh, pods, podCount);
       if (activeCount > 0) {
         if (s.words <= 2) {
-          int found = resolveTwoWords(requestKeys, numKeys, s);
-          scanTwoWords(found, activeCount, s, into);
+          lookupTwoWords(requestKeys, numKeys, activeCount, s, into);
         } else {
           int found = resolve(requestKeys, numKeys, s);
           scan(found, activeCount, s, into);
@@ -1102,51 +1110,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   /**
-   * {@link #resolve} for at most 128 pods (two words of pod bits): also copies each key's pods into
-   * {@code s.rows} (two words per block: from its {@link PodBits} row, or built from its one, two
-   * or few entries), so the scan reads one sequential array. {@code s.rowOf[n]} is 1 for a key with
-   * entries off GPU (the scan's general step counts their tiers), else 0.
-   */
-  private int resolveTwoWords(long[] requestKeys, int numKeys, Scratch s) {
-    int[] cellOf = s.cells(numKeys);
-    int[] flagOf = s.rowOf;
-    long[] rows = s.rows(2 * numKeys);
-    long[] t = tab;
-    int[] desc = podBits.descriptors();
-    long[] dense = podBits.bits();
-    int stride = podBits.stride();
-    int rowLen = 2 * stride;
-    int second = stride - 1; // word 1 of a row; with one-word rows, word 0 masked out
-    long secondMask = stride > 1 ? -1L : 0L;
-    byte now = (byte) tick;
-    int n = 0;
-    while (n < numKeys) {
-      int sl = find(requestKeys[n]);
-      if (sl < 0) {
-        break;
-      }
-      long cv = t[2 * sl + 1];
-      if ((byte) (cv >>> 32) != now) {
-        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
-      }
-      int c = (int) cv;
-      int d;
-      if ((c & KIND_MASK) == SET && ((d = desc[index(c)]) & 0x80000001) == 0) {
-        // the common multi-pod case: a packed row, every entry on GPU
-        int base = (d >>> 1) * rowLen;
-        rows[2 * n] = dense[base];
-        rows[2 * n + 1] = dense[base + second] & secondMask;
-        flagOf[n] = 0;
-      } else {
-        cellOf[n] = c;
-        flagOf[n] = rowOf(c, rows, 2 * n);
-      }
-      n++;
-    }
-    return n;
-  }
-
-  /**
    * Writes the two words of pod bits of the key with cell {@code c} (at most 128 pods) into {@code
    * rows[at]} and {@code rows[at + 1]}; returns 1 if some of its entries are off GPU, else 0.
    */
@@ -1194,43 +1157,76 @@ public final class InMemoryBlockIndex implements BlockIndex {
   }
 
   /**
-   * {@link #scan} for at most 128 pods, over the rows {@link #resolveTwoWords} copied, with the
-   * active set held in registers.
+   * The lookup for at most 128 pods (two words of pod bits), in one pass: each key is probed and
+   * intersected with the active set, held in registers, at once. A key with a packed row whose
+   * entries are all on GPU (the common multi-pod case) costs a probe, a descriptor and two words; a
+   * cell, pair or small set has its two words built by {@link #rowOf}; keys with entries off GPU go
+   * through {@link #step}. (With two words there is little per-key work for a separate resolve
+   * phase to overlap: one pass measured faster than {@link #resolve} + {@link #scan}.)
    */
-  private void scanTwoWords(int n, int activeCount, Scratch s, PrefixMatch into) {
-    int[] flagOf = s.rowOf;
-    long[] rows = s.rowsOf;
+  private void lookupTwoWords(
+      long[] requestKeys, int numKeys, int activeCount, Scratch s, PrefixMatch into) {
+    int[] cellOf = s.cells(numKeys);
+    long[] row = s.two;
     long[] active = s.active;
     int[] matchedOf = s.matchedOf;
+    long[] t = tab;
+    int[] desc = podBits.descriptors();
+    long[] dense = podBits.bits();
+    int stride = podBits.stride();
+    int rowLen = 2 * stride;
+    int second = stride - 1; // word 1 of a row; with one-word rows, word 0 masked out
+    long secondMask = stride > 1 ? -1L : 0L;
+    byte now = (byte) tick;
     int left = activeCount;
     long a0 = active[0];
     long a1 = active[1]; // 0 when there is one word
     int b = 0;
-    for (; b < n; b++) {
-      if (flagOf[b] == 0) {
-        long n0 = a0 & rows[2 * b];
-        long n1 = a1 & rows[2 * b + 1];
-        if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
-          if (n0 != a0) {
-            left -= dropped(a0 & ~n0, 0, b, matchedOf);
-          }
-          if (n1 != a1) {
-            left -= dropped(a1 & ~n1, 1, b, matchedOf);
-          }
-          a0 = n0;
-          a1 = n1;
-          if (left == 0) {
-            break;
-          }
-        }
+    for (; b < numKeys; b++) {
+      int sl = find(requestKeys[b]);
+      if (sl < 0) {
+        break;
+      }
+      long cv = t[2 * sl + 1];
+      if ((byte) (cv >>> 32) != now) {
+        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
+      }
+      int c = (int) cv;
+      int d;
+      long r0;
+      long r1;
+      if ((c & KIND_MASK) == SET && ((d = desc[index(c)]) & 0x80000001) == 0) {
+        // the common multi-pod case: a packed row, every entry on GPU
+        int base = (d >>> 1) * rowLen;
+        r0 = dense[base];
+        r1 = dense[base + second] & secondMask;
+      } else if (rowOf(c, row, 0) == 0) {
+        r0 = row[0];
+        r1 = row[1];
       } else {
         active[0] = a0;
         active[1] = a1;
-        int c = s.cellOf[b];
-        int v = (c & KIND_MASK) == SET ? podBits.descriptors()[index(c)] : -1;
-        left = step(b, v, left, s, podBits.bits(), podBits.stride(), into);
+        cellOf[b] = c;
+        int v = (c & KIND_MASK) == SET ? desc[index(c)] : -1;
+        left = step(b, v, left, s, dense, stride, into);
         a0 = active[0];
         a1 = active[1];
+        if (left == 0) {
+          break;
+        }
+        continue;
+      }
+      long n0 = a0 & r0;
+      long n1 = a1 & r1;
+      if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
+        if (n0 != a0) {
+          left -= dropped(a0 & ~n0, 0, b, matchedOf);
+        }
+        if (n1 != a1) {
+          left -= dropped(a1 & ~n1, 1, b, matchedOf);
+        }
+        a0 = n0;
+        a1 = n1;
         if (left == 0) {
           break;
         }
@@ -1542,6 +1538,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private static final class Scratch {
     long[] active = new long[16];
     long[] sparse = new long[32];
+    long[] two = new long[2]; // lookupTwoWords: one key's pod bits
     int[] posOf = new int[0]; // pod id -> first position in the bound list, or -1
     int[] matchedOf = new int[0]; // pod id -> blocks matched (written by the scan)
     // phase 1 results by request block
@@ -1621,15 +1618,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
       initCount = known;
       System.arraycopy(initActive, 0, active, 0, w);
       return known;
-    }
-
-    long[] rowsOf = new long[2048]; // resolveTwoWords: two words of pod bits per request block
-
-    long[] rows(int n) {
-      if (rowsOf.length < n) {
-        rowsOf = new long[Math.max(n, rowsOf.length * 2)];
-      }
-      return rowsOf;
     }
 
     int[] cells(int numKeys) {
