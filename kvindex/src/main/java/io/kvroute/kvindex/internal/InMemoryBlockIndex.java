@@ -1530,12 +1530,11 @@ public final class InMemoryBlockIndex implements BlockIndex {
     }
   }
 
-  /**
-   * Per-thread lookup scratch. It also remembers the last pod list it resolved (the pod strings, by
-   * identity, and the {@link PodIds#version()} they were resolved at), so a gateway that passes the
-   * same endpoint strings again skips hashing them. Not thread-safe: one per thread and index.
-   */
+  /** Per-thread lookup scratch. */
   private static final class Scratch {
+    // Also remembers the last pod list it resolved (the pod strings, by identity, and the
+    // PodIds.version() they were resolved at), so a gateway that passes the same endpoint strings
+    // again skips hashing them. Not thread-safe: one per thread and index.
     long[] active = new long[16];
     long[] sparse = new long[32];
     long[] two = new long[2]; // lookupTwoWords: one key's pod bits
