@@ -75,7 +75,9 @@ public final class PrefixMatch {
   }
 
   void set(int i, String pod, int matched, double score) {
-    pods[i] = pod;
+    if (pods[i] != pod) { // skips the GC barrier of a reference store when reused
+      pods[i] = pod;
+    }
     blocks[i] = matched;
     scores[i] = score;
   }

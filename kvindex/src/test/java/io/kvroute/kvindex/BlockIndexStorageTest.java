@@ -69,6 +69,82 @@ class BlockIndexStorageTest {
     assertThat(idx.podEntries("c")).isEqualTo(Map.of("GPU", 4L));
   }
 
+  /**
+   * Dense keys keep their pods in packed bitset rows; pods registered later may lie beyond every
+   * row, and lookups reuse the pod list they resolved last while no pod came or went.
+   */
+  @Test
+  void denseRowsAndReusedPodListsFollowPodChanges() {
+    BlockIndex idx = BlockIndex.inMemory(IndexConfig.builder().blockSize(16).build());
+    SplittableRandom rnd = new SplittableRandom(7);
+    int[] t = BlockIndexTest.tokens(3, 4 * 16);
+    long[] e = hashes(rnd, 4);
+    List<String> pods = new java.util.ArrayList<>();
+    for (int p = 0; p < 70; p++) {
+      pods.add("p" + p);
+    }
+    for (int p = 0; p < 10; p++) {
+      idx.blockStored(pods.get(p), e, false, 0, t, 16, null, null, 0); // dense sets, pods < 64
+    }
+    for (int p = 10; p < 70; p++) { // more pods, none in the dense rows
+      int[] u = BlockIndexTest.tokens(100 + p, 16);
+      idx.blockStored(pods.get(p), hashes(rnd, 1), false, 0, u, 16, null, null, 0);
+    }
+    long[] keys = idx.requestKeys(t, (String) null);
+    int[] want = new int[70];
+    java.util.Arrays.fill(want, 0, 10, 4);
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+
+    idx.blockStored("p65", new long[] {e[0], e[1]}, false, 0, slice(t, 0, 2), 16, null, null, 0);
+    want[65] = 2;
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+    assertThat(matchedAll(idx, keys, new java.util.ArrayList<>(pods))).containsExactly(want);
+
+    idx.removePod("p3");
+    want[3] = 0;
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+    idx.blockStored("p69", new long[] {e[0]}, false, 0, slice(t, 0, 1), 16, null, "CPU", 0);
+    want[69] = 1;
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+    idx.blockStored("p3", new long[] {e[0]}, false, 0, slice(t, 0, 1), 16, null, null, 0);
+    want[3] = 1;
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+    PrefixMatch m = idx.lookup(keys, pods);
+    assertThat(m.score(69)).isEqualTo(0.8);
+    assertThat(m.blocksOnTier(69, "CPU")).isEqualTo(1);
+    assertThat(m.score(65)).isEqualTo(2.0);
+
+    // a cell and a pair whose pods are beyond the first word
+    int[] v = BlockIndexTest.tokens(9, 2 * 16);
+    long[] g = hashes(rnd, 2);
+    idx.blockStored("p66", g, false, 0, v, 16, null, null, 0);
+    idx.blockStored("p67", new long[] {g[0]}, false, 0, slice(v, 0, 1), 16, null, null, 0);
+    int[] wantV = new int[70];
+    wantV[66] = 2;
+    wantV[67] = 1;
+    assertThat(matchedAll(idx, idx.requestKeys(v, (String) null), pods)).containsExactly(wantV);
+
+    pods.set(5, "unknown"); // the same list, changed
+    want[5] = 0;
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+    pods.set(6, "p0"); // a duplicate
+    want[6] = 4;
+    assertThat(matchedAll(idx, keys, pods)).containsExactly(want);
+  }
+
+  private static int[] slice(int[] tokens, int fromBlock, int toBlock) {
+    return java.util.Arrays.copyOfRange(tokens, fromBlock * 16, toBlock * 16);
+  }
+
+  private static int[] matchedAll(BlockIndex idx, long[] keys, List<String> pods) {
+    PrefixMatch m = idx.lookup(keys, keys.length, pods, new PrefixMatch());
+    int[] out = new int[pods.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = m.matchedBlocks(i);
+    }
+    return out;
+  }
+
   @Test
   void fullTableStaysAtItsBoundAndKeepsAKeyInUse() {
     int maxKeys = 1000; // final capacity 1252 slots

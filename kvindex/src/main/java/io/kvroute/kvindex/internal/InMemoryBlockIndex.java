@@ -36,21 +36,29 @@ import org.slf4j.LoggerFactory;
  * {@code pod << 12 | group << 4 | tier}, pods being small dense ids. A key's cell is its entry when
  * it has one (the common case: no other storage), else an index into {@code pairs[]} (two entries,
  * as two ints) or into {@code sets[]} (a {@link PodSet} once a key has more than two entries). A
- * {@code PodSet} with many entries also keeps two pod bitsets (any tier, GPU) so a lookup
- * intersects 64 pods per instruction. Engine keys live in a second table ({@link EngineKeyMap}: 17
- * bytes per slot).
+ * {@code PodSet} with many entries also keeps a row of two pod bitsets (any tier, GPU) in {@link
+ * PodBits}, one packed {@code long[]} for all sets, so a lookup intersects 64 pods per instruction;
+ * a compact descriptor array by set index (row, and whether any entry is off GPU) lets a lookup
+ * reach the row without touching the set object. Engine keys live in a second table ({@link
+ * EngineKeyMap}: 17 bytes per slot).
  *
  * <p><b>Memory.</b> Tables double from 1,024 slots up to {@code maxKeys / 0.8} slots (slots are
  * picked by multiply-shift, so the last size need not be a power of two): a full index is at load
  * 0.8. The request-key table costs 16 bytes per slot (20 per key when full), plus 8 bytes per
- * two-entry key and about 70 per key with more entries; an engine-key mapping about 21 per mapping.
- * Measured with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included,
- * before the table was interleaved (13 bytes per slot then): about 38 bytes per entry when each
- * block is on one pod, 24 on two and 27 on four; add about 4 bytes per key now.
+ * two-entry key and about 80 per key with more entries (a dense set's bitset row is {@code 16 *
+ * ceil(pods / 64)} bytes in {@code PodBits}); an engine-key mapping about 21 per mapping. Measured
+ * with {@code IndexMemoryMain} at 10 million entries over 100 pods, mappings included, before the
+ * table was interleaved (13 bytes per slot then): about 38 bytes per entry when each block is on
+ * one pod, 24 on two and 27 on four; add about 4 bytes per key now.
  *
- * <p><b>Lookup.</b> All keys of the request are resolved to slots first (independent probes the CPU
- * overlaps), then the blocks are scanned in order with an "active pods" bitset; a pod drops out at
- * its first missing block; the scan stops when none is left.
+ * <p><b>Lookup.</b> The blocks are scanned in order with an "active pods" bitset; a pod drops out
+ * at its first missing block; the scan stops when none is left. Up to 128 pods, one pass probes
+ * each key and intersects its two words of pod bits with the active set held in registers. Beyond,
+ * all keys of the request are resolved first (independent probes the CPU overlaps, into primitive
+ * scratch), then scanned. The requested pod list is resolved to pod ids once and remembered per
+ * thread until the list (compared by element identity) or the index's pods change. Nothing is
+ * allocated and no reference is stored on the read path (a reference store into a long-lived array
+ * costs G1 a card-mark barrier with a fence).
  *
  * <p><b>Bounds.</b> {@code maxKeys}: when full, an insert evicts the least recently used of 8
  * randomly sampled keys (approximate LRU, like Redis); stamps are refreshed by stores and by lookup
@@ -60,7 +68,8 @@ import org.slf4j.LoggerFactory;
  * table: O(capacity) under the write lock (about 30 ms per 10 million keys).
  *
  * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
- * per call, lookups take the read lock and run concurrently.
+ * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
+ * they also refresh access stamps, racily and harmlessly).
  */
 public final class InMemoryBlockIndex implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -116,6 +125,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private int setTop;
   private int[] setFree = new int[16];
   private int setFreeCount;
+  private final PodBits podBits = new PodBits(); // rows of the dense sets
 
   // engine keys
   private final EngineKeyMap engine;
@@ -702,10 +712,12 @@ public final class InMemoryBlockIndex implements BlockIndex {
       }
     }
     sets[r] = ps;
+    ps.bind(r);
     return SET | r;
   }
 
   private void freeSet(int r) {
+    sets[r].release();
     sets[r] = null;
     if (setFreeCount == setFree.length) {
       setFree = Arrays.copyOf(setFree, grow(setFree.length, setFreeCount + 1));
@@ -754,7 +766,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
         pairs[2 * r] = b;
         pairs[2 * r + 1] = e;
       } else {
-        PodSet ps = new PodSet();
+        PodSet ps = new PodSet(podBits);
         ps.add(a, podHigh);
         ps.add(b, podHigh);
         ps.add(e, podHigh);
@@ -895,213 +907,397 @@ public final class InMemoryBlockIndex implements BlockIndex {
     Scratch s = scratch.get();
     long stamp = lock.readLock();
     try {
-      writer.reset(into, podCount, numKeys, tierNameList);
-      int high = podHigh;
-      int words = (high + 63) >>> 6;
-      s.ensure(words, numKeys, high);
-      long[] active = s.active;
-      long[] next = s.next;
-      long[] gnext = s.gnext;
-      int[] posOf = s.posOf;
-      int[] podOfPos = s.podOfPos(podCount);
-      int activeCount = 0;
-      for (int i = 0; i < podCount; i++) {
-        String pod = pods.get(i);
-        writer.set(into, i, pod, 0, 0);
-        int p = podIds.get(pod);
-        podOfPos[i] = p;
-        if (p >= 0 && posOf[p] < 0) {
-          posOf[p] = i;
-          active[p >>> 6] |= 1L << p;
-          activeCount++;
-        }
-      }
-      int scanned = 0;
+      List<String> tierNames = tierNameList;
+      writer.reset(into, podCount, numKeys, tierNames);
+      int activeCount = s.bind(podIds, podHigh, pods, podCount);
       if (activeCount > 0) {
-        // phase 1: resolve every key before scanning, keeping what phase 2 needs in sequential
-        // scratch arrays: the probes of different keys overlap here, while in phase 2 each block
-        // would wait on its own chain of loads (slot -> set -> pod bits). Stamps are refreshed
-        // here too, on the line the probe brought in.
-        int n = 0;
-        long[] t = tab;
-        int[] pr = pairs;
-        PodSet[] ss = sets;
-        int[] cellOf = s.cellOf;
-        PodSet[] setOf = s.setOf;
-        long[][] anyOf = s.anyOf;
-        long[][] gpuOf = s.gpuOf;
-        byte now = (byte) tick;
-        int touch = 0;
-        while (n < numKeys) {
-          int sl = find(requestKeys[n]);
-          if (sl < 0) {
-            break;
-          }
-          long cv = t[2 * sl + 1];
-          if ((byte) (cv >>> 32) != now) {
-            t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32; // (only on change)
-          }
-          int c = (int) cv;
-          PodSet ps = null;
-          long[] any = null;
-          long[] gpu = null;
-          if (c < 0) {
-            if (isPair(c)) {
-              touch += pr[2 * index(c)];
-            } else {
-              ps = ss[index(c)];
-              any = ps.any;
-              if (any != null) {
-                touch += (int) any[0];
-                gpu = ps.nonGpu == 0 ? null : ps.gpu; // all on GPU: no tier work
-              } else {
-                touch += ps.e[0];
-              }
-            }
-          }
-          cellOf[n] = c;
-          setOf[n] = ps;
-          anyOf[n] = any;
-          gpuOf[n] = gpu;
-          n++;
-        }
-        s.sink = touch;
-        // phase 2: scan in order; [lo, hi) bounds the non-zero words of active
-        int lo = 0;
-        int hi = words;
-        int b = 0;
-        for (; b < n && activeCount > 0; b++) {
-          int c = cellOf[b];
-          PodSet ps = setOf[b];
-          long[] any = anyOf[b];
-          long[] gpu;
-          int lim;
-          if (any != null) {
-            gpu = gpuOf[b];
-            lim = Math.min(hi, any.length);
-          } else {
-            any = next;
-            gpu = gnext;
-            lim = hi;
-            Arrays.fill(next, lo, hi, 0);
-            Arrays.fill(gnext, lo, hi, 0);
-            if (c >= 0) {
-              mark(c, active, next, gnext);
-            } else if (ps == null) {
-              mark(pr[2 * index(c)], active, next, gnext);
-              mark(pr[2 * index(c) + 1], active, next, gnext);
-            } else {
-              for (int k = 0; k < ps.n; k++) {
-                mark(ps.e[k], active, next, gnext);
-              }
-            }
-          }
-          int newLo = -1;
-          int newHi = lo;
-          for (int w = lo; w < hi; w++) {
-            long a = active[w];
-            if (a == 0) {
-              continue;
-            }
-            long nx = w < lim ? a & any[w] : 0;
-            long gone = a & ~nx;
-            while (gone != 0) {
-              int p = (w << 6) + Long.numberOfTrailingZeros(gone);
-              writer.set(into, posOf[p], podNames[p], b, 0);
-              activeCount--;
-              gone &= gone - 1;
-            }
-            if (nx != 0) {
-              long nonGpu = gpu == null ? 0 : nx & ~gpu[w];
-              while (nonGpu != 0) {
-                int p = (w << 6) + Long.numberOfTrailingZeros(nonGpu);
-                writer.addTierBlocks(into, posOf[p], bestTier(c, ps, p), 1);
-                nonGpu &= nonGpu - 1;
-              }
-              if (newLo < 0) {
-                newLo = w;
-              }
-              newHi = w + 1;
-            }
-            active[w] = nx;
-          }
-          lo = newLo < 0 ? 0 : newLo;
-          hi = newLo < 0 ? 0 : newHi;
-        }
-        scanned = b;
-        for (int w = 0; w < words; w++) {
-          long a = active[w];
-          while (a != 0) {
-            int p = (w << 6) + Long.numberOfTrailingZeros(a);
-            writer.set(into, posOf[p], podNames[p], scanned, 0);
-            a &= a - 1;
-          }
-          active[w] = 0;
-        }
-      }
-      // scores, duplicates, scratch reset
-      int tiers = tierNameList.size();
-      for (int i = 0; i < podCount; i++) {
-        int p = podOfPos[i];
-        if (p < 0) {
-          continue;
-        }
-        int src = posOf[p];
-        int matched = writer.matched(into, src);
-        if (matched == 0 && src == i) {
-          continue;
-        }
-        double score = 0;
-        int nonGpuBlocks = 0;
-        for (int t = 1; t < tiers; t++) {
-          int c = writer.tierBlocks(into, src, t);
-          nonGpuBlocks += c;
-          score += c * tierWeights[t];
-        }
-        if (src == i) {
-          writer.addTierBlocks(into, i, 0, matched - nonGpuBlocks);
+        if (s.words <= 2) {
+          lookupTwoWords(requestKeys, numKeys, activeCount, s, into);
         } else {
-          for (int t = 1; t < tiers; t++) {
-            writer.addTierBlocks(into, i, t, writer.tierBlocks(into, src, t));
-          }
-          writer.addTierBlocks(into, i, 0, matched - nonGpuBlocks);
-        }
-        score += (matched - nonGpuBlocks) * tierWeights[0];
-        writer.set(into, i, pods.get(i), matched, score);
-      }
-      for (int i = 0; i < podCount; i++) {
-        int p = podOfPos[i];
-        if (p >= 0) {
-          posOf[p] = -1;
+          int found = resolve(requestKeys, numKeys, s);
+          scan(found, activeCount, s, into);
         }
       }
+      finish(pods, podCount, s, into, tierNames.size());
     } finally {
       lock.unlockRead(stamp);
     }
     return into;
   }
 
-  private static void mark(int e, long[] active, long[] next, long[] gnext) {
+  /**
+   * Phase 1: for the request's leading run of known keys, each key's cell into {@code s.cellOf}
+   * and, for a dense set, its {@link PodBits} row into {@code s.rowOf} ({@code row << 1 | 1} if
+   * some of its entries are off GPU; -1 for no row). Returns the run's length. The probes of
+   * different keys are independent, so the CPU overlaps their misses here, while in phase 2 each
+   * block would wait on its own chain of loads. Stamps are refreshed on the line the probe brought
+   * in (only when they change). Only primitives are stored: a reference store into a long-lived
+   * array costs a GC card-mark barrier (with a fence) per key.
+   */
+  private int resolve(long[] requestKeys, int numKeys, Scratch s) {
+    int[] cellOf = s.cells(numKeys);
+    int[] rowOf = s.rowOf;
+    long[] t = tab;
+    int[] desc = podBits.descriptors();
+    PodSet[] ss = sets;
+    byte now = (byte) tick;
+    int touch = 0;
+    int n = 0;
+    while (n < numKeys) {
+      int sl = find(requestKeys[n]);
+      if (sl < 0) {
+        break;
+      }
+      long cv = t[2 * sl + 1];
+      if ((byte) (cv >>> 32) != now) {
+        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
+      }
+      int c = (int) cv;
+      int d = -1;
+      if ((c & KIND_MASK) == SET) {
+        d = desc[index(c)];
+        if (d < 0) {
+          touch += ss[index(c)].e[0]; // a small set: phase 2 reads its entries
+        }
+      }
+      cellOf[n] = c;
+      rowOf[n] = d;
+      n++;
+    }
+    s.sink += touch;
+    return n;
+  }
+
+  /**
+   * Phase 2: scans the {@code n} resolved blocks in order with the "active pods" bitset of {@code
+   * s} (bound by {@link Scratch#bind}); a pod drops out at its first missing block, recording in
+   * {@code s.matchedOf} how many blocks it matched, and the scan stops when none is left. Blocks
+   * held on tiers other than GPU are counted into {@code into} as the scan goes.
+   */
+  private void scan(int n, int activeCount, Scratch s, PrefixMatch into) {
+    int[] rowOf = s.rowOf;
+    long[] active = s.active;
+    int words = s.words;
+    int[] matchedOf = s.matchedOf;
+    long[] dense = podBits.bits();
+    int stride = podBits.stride();
+    // fast path: a row of pod bits, every entry on GPU, rows as wide as the active set
+    boolean wide = words <= stride;
+    int left = activeCount;
+    int b = 0;
+    for (; b < n; b++) {
+      int v = rowOf[b];
+      if ((v & 1) == 0 && wide) {
+        int base = (v >>> 1) * 2 * stride;
+        for (int w = 0; w < words; w++) {
+          long a = active[w];
+          long nx = a & dense[base + w];
+          if (nx != a) {
+            left -= dropped(a & ~nx, w, b, matchedOf);
+            active[w] = nx;
+          }
+        }
+      } else {
+        left = step(b, v, left, s, dense, stride, into);
+      }
+      if (left == 0) {
+        return;
+      }
+    }
+    // pods that hold every resolved block
+    for (int w = 0; w < words; w++) {
+      long a = active[w];
+      while (a != 0) {
+        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
+        a &= a - 1;
+      }
+      active[w] = 0;
+    }
+  }
+
+  /**
+   * Writes the two words of pod bits of the key with cell {@code c} (at most 128 pods) into {@code
+   * rows[at]} and {@code rows[at + 1]}; returns 1 if some of its entries are off GPU, else 0.
+   */
+  private int rowOf(int c, long[] rows, int at) {
+    long r0 = 0;
+    long r1 = 0;
+    int off;
+    if (c >= 0) {
+      int p = podOf(c);
+      r0 = p < 64 ? 1L << p : 0;
+      r1 = p < 64 ? 0 : 1L << p;
+      off = tierOf(c);
+    } else if (isPair(c)) {
+      int ea = pairs[2 * index(c)];
+      int eb = pairs[2 * index(c) + 1];
+      int pa = podOf(ea);
+      int pb = podOf(eb);
+      r0 = (pa < 64 ? 1L << pa : 0) | (pb < 64 ? 1L << pb : 0);
+      r1 = (pa < 64 ? 0 : 1L << pa) | (pb < 64 ? 0 : 1L << pb);
+      off = tierOf(ea) | tierOf(eb);
+    } else {
+      PodSet ps = sets[index(c)];
+      if (ps.row >= 0) {
+        long[] dense = podBits.bits();
+        int stride = podBits.stride();
+        int base = ps.row * 2 * stride;
+        r0 = dense[base];
+        r1 = stride > 1 ? dense[base + 1] : 0;
+      } else {
+        int[] es = ps.e;
+        for (int k = 0; k < ps.n; k++) {
+          int p = podOf(es[k]);
+          if (p < 64) {
+            r0 |= 1L << p;
+          } else {
+            r1 |= 1L << p;
+          }
+        }
+      }
+      off = ps.nonGpu;
+    }
+    rows[at] = r0;
+    rows[at + 1] = r1;
+    return off == 0 ? 0 : 1;
+  }
+
+  /**
+   * The lookup for at most 128 pods (two words of pod bits), in one pass: each key is probed and
+   * intersected with the active set, held in registers, at once. A key with a packed row whose
+   * entries are all on GPU (the common multi-pod case) costs a probe, a descriptor and two words; a
+   * cell, pair or small set has its two words built by {@link #rowOf}; keys with entries off GPU go
+   * through {@link #step}. (With two words there is little per-key work for a separate resolve
+   * phase to overlap: one pass measured faster than {@link #resolve} + {@link #scan}.)
+   */
+  private void lookupTwoWords(
+      long[] requestKeys, int numKeys, int activeCount, Scratch s, PrefixMatch into) {
+    int[] cellOf = s.cells(numKeys);
+    long[] row = s.two;
+    long[] active = s.active;
+    int[] matchedOf = s.matchedOf;
+    long[] t = tab;
+    int[] desc = podBits.descriptors();
+    long[] dense = podBits.bits();
+    int stride = podBits.stride();
+    int rowLen = 2 * stride;
+    int second = stride - 1; // word 1 of a row; with one-word rows, word 0 masked out
+    long secondMask = stride > 1 ? -1L : 0L;
+    byte now = (byte) tick;
+    int left = activeCount;
+    long a0 = active[0];
+    long a1 = active[1]; // 0 when there is one word
+    int b = 0;
+    for (; b < numKeys; b++) {
+      int sl = find(requestKeys[b]);
+      if (sl < 0) {
+        break;
+      }
+      long cv = t[2 * sl + 1];
+      if ((byte) (cv >>> 32) != now) {
+        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
+      }
+      int c = (int) cv;
+      int d;
+      long r0;
+      long r1;
+      if ((c & KIND_MASK) == SET && ((d = desc[index(c)]) & 0x80000001) == 0) {
+        // the common multi-pod case: a packed row, every entry on GPU
+        int base = (d >>> 1) * rowLen;
+        r0 = dense[base];
+        r1 = dense[base + second] & secondMask;
+      } else if (rowOf(c, row, 0) == 0) {
+        r0 = row[0];
+        r1 = row[1];
+      } else {
+        active[0] = a0;
+        active[1] = a1;
+        cellOf[b] = c;
+        int v = (c & KIND_MASK) == SET ? desc[index(c)] : -1;
+        left = step(b, v, left, s, dense, stride, into);
+        a0 = active[0];
+        a1 = active[1];
+        if (left == 0) {
+          break;
+        }
+        continue;
+      }
+      long n0 = a0 & r0;
+      long n1 = a1 & r1;
+      if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
+        if (n0 != a0) {
+          left -= dropped(a0 & ~n0, 0, b, matchedOf);
+        }
+        if (n1 != a1) {
+          left -= dropped(a1 & ~n1, 1, b, matchedOf);
+        }
+        a0 = n0;
+        a1 = n1;
+        if (left == 0) {
+          break;
+        }
+      }
+    }
+    // pods that hold every resolved block
+    for (int w = 0; w < 2; w++) {
+      long a = w == 0 ? a0 : a1;
+      while (a != 0) {
+        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
+        a &= a - 1;
+      }
+      active[w] = 0;
+    }
+  }
+
+  /**
+   * Records that the pods of {@code gone} (word {@code w}) matched {@code b} blocks; counts them.
+   */
+  private static int dropped(long gone, int w, int b, int[] matchedOf) {
+    int count = Long.bitCount(gone);
+    int first = w << 6;
+    do {
+      matchedOf[first + Long.numberOfTrailingZeros(gone)] = b;
+      gone &= gone - 1;
+    } while (gone != 0);
+    return count;
+  }
+
+  /**
+   * Phase 2's general step for block {@code b} (descriptor {@code v}): a key without a bitset row
+   * (one entry, a pair or a small set: its row is built for the active pods), with entries off GPU
+   * (counted per tier) or whose row is narrower than the active set. Returns the pods left.
+   */
+  private int step(int b, int v, int left, Scratch s, long[] dense, int stride, PrefixMatch into) {
+    long[] active = s.active;
+    int words = s.words;
+    int c = s.cellOf[b];
+    long[] row;
+    int base;
+    int gpuBase;
+    int lim;
+    boolean offGpu;
+    if (v >= 0) {
+      row = dense;
+      base = (v >>> 1) * 2 * stride;
+      gpuBase = base + stride;
+      lim = Math.min(words, stride);
+      offGpu = (v & 1) != 0;
+    } else {
+      row = s.sparse;
+      base = 0;
+      gpuBase = words;
+      lim = words;
+      offGpu = markSparse(c, active, row, words);
+    }
+    for (int w = 0; w < words; w++) {
+      long a = active[w];
+      if (a == 0) {
+        continue;
+      }
+      long nx = w < lim ? a & row[base + w] : 0;
+      if (nx != a) {
+        left -= dropped(a & ~nx, w, b, s.matchedOf);
+        active[w] = nx;
+      }
+      if (offGpu && nx != 0) {
+        tierBlocks(nx & ~row[gpuBase + w], w, c, s.posOf, into);
+      }
+    }
+    if (v < 0) {
+      Arrays.fill(row, 0, 2 * words, 0);
+    }
+    return left;
+  }
+
+  /**
+   * Builds the row of a key without a {@link PodBits} row (one entry, a pair or a small set) into
+   * {@code sparse}, for the active pods only; returns whether any of them holds it off GPU.
+   */
+  private boolean markSparse(int c, long[] active, long[] sparse, int words) {
+    if (c >= 0) {
+      return mark(c, active, sparse, words);
+    }
+    if (isPair(c)) {
+      int r = index(c);
+      return mark(pairs[2 * r], active, sparse, words)
+          | mark(pairs[2 * r + 1], active, sparse, words);
+    }
+    PodSet ps = sets[index(c)];
+    boolean off = false;
+    for (int k = 0; k < ps.n; k++) {
+      off |= mark(ps.e[k], active, sparse, words);
+    }
+    return off;
+  }
+
+  /** Marks entry {@code e}'s pod in {@code sparse} if active; returns whether it is off GPU. */
+  private static boolean mark(int e, long[] active, long[] sparse, int words) {
     int p = podOf(e);
     int w = p >>> 6;
     long bit = 1L << p;
-    if ((active[w] & bit) != 0) {
-      next[w] |= bit;
-      if (tierOf(e) == 0) {
-        gnext[w] |= bit;
+    if ((active[w] & bit) == 0) {
+      return false;
+    }
+    sparse[w] |= bit;
+    if (tierOf(e) == 0) {
+      sparse[words + w] |= bit;
+      return false;
+    }
+    return true;
+  }
+
+  /** Counts one block for each pod of {@code offGpu} (word {@code w}) on its best tier. */
+  private void tierBlocks(long offGpu, int w, int cell, int[] posOf, PrefixMatch into) {
+    while (offGpu != 0) {
+      int p = (w << 6) + Long.numberOfTrailingZeros(offGpu);
+      writer.addTierBlocks(into, posOf[p], bestTier(cell, p), 1);
+      offGpu &= offGpu - 1;
+    }
+  }
+
+  /** Writes each requested pod's match and score (duplicates copy their first occurrence). */
+  private void finish(List<String> pods, int podCount, Scratch s, PrefixMatch into, int tiers) {
+    int[] podOfPos = s.podOfPos;
+    int[] posOf = s.posOf;
+    int[] matchedOf = s.matchedOf;
+    double gpuWeight = tierWeights[0];
+    for (int i = 0; i < podCount; i++) {
+      String pod = pods.get(i);
+      int p = podOfPos[i];
+      int matched = p < 0 ? 0 : matchedOf[p];
+      if (matched == 0) {
+        writer.set(into, i, pod, 0, 0);
+        continue;
       }
+      int src = posOf[p];
+      double score = 0;
+      int offGpu = 0;
+      for (int t = 1; t < tiers; t++) {
+        int c = writer.tierBlocks(into, src, t);
+        if (c != 0) {
+          offGpu += c;
+          score += c * tierWeights[t];
+          if (src != i) {
+            writer.addTierBlocks(into, i, t, c);
+          }
+        }
+      }
+      writer.addTierBlocks(into, i, 0, matched - offGpu);
+      score += (matched - offGpu) * gpuWeight;
+      writer.set(into, i, pod, matched, score);
     }
   }
 
   /** Best (highest-weight) tier of pod {@code p} in a slot, GPU excluded (caller checked). */
-  private int bestTier(int cell, PodSet ps, int p) {
+  private int bestTier(int cell, int p) {
     int best = -1;
     if (cell >= 0) {
       best = better(best, cell, p);
-    } else if (ps == null) {
+    } else if (isPair(cell)) {
       best = better(best, pairs[2 * index(cell)], p);
       best = better(best, pairs[2 * index(cell) + 1], p);
     } else {
+      PodSet ps = sets[index(cell)];
       for (int k = 0; k < ps.n; k++) {
         best = better(best, ps.e[k], p);
       }
@@ -1198,36 +1394,98 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   /** Per-thread lookup scratch. */
   private static final class Scratch {
+    // Also remembers the last pod list it resolved (the pod strings, by identity, and the
+    // PodIds.version() they were resolved at), so a gateway that passes the same endpoint strings
+    // again skips hashing them. Not thread-safe: one per thread and index.
     long[] active = new long[16];
-    long[] next = new long[16];
-    long[] gnext = new long[16];
-    int[] posOf = new int[0];
-    // phase 1 results by request block (may hold the index's own sets until the next lookup)
+    long[] sparse = new long[32];
+    long[] two = new long[2]; // lookupTwoWords: one key's pod bits
+    int[] posOf = new int[0]; // pod id -> first position in the bound list, or -1
+    int[] matchedOf = new int[0]; // pod id -> blocks matched (written by the scan)
+    // phase 1 results by request block
     int[] cellOf = new int[1024];
-    PodSet[] setOf = new PodSet[1024];
-    long[][] anyOf = new long[1024][];
-    long[][] gpuOf = new long[1024][];
+    int[] rowOf = new int[1024];
+    // the bound pod list
+    String[] boundNames = new String[64];
+    int boundCount;
+    long boundVersion = -1;
+    int words;
+    long[] initActive = new long[16];
+    int initCount;
     int[] podOfPos = new int[64];
     int sink;
 
-    void ensure(int words, int numKeys, int high) {
-      if (active.length < words) {
-        active = new long[words * 2];
-        next = new long[words * 2];
-        gnext = new long[words * 2];
+    /**
+     * Binds {@code pods} (pod ids resolved through {@code ids}, whose highest id is below {@code
+     * high}): fills {@code podOfPos}, {@code posOf} and {@code active}; returns the number of
+     * distinct known pods.
+     */
+    int bind(PodIds ids, int high, List<String> pods, int count) {
+      if (boundVersion == ids.version() && boundCount == count) {
+        String[] names = boundNames;
+        int i = 0;
+        while (i < count && pods.get(i) == names[i]) {
+          i++;
+        }
+        if (i == count) {
+          System.arraycopy(initActive, 0, active, 0, words);
+          return initCount;
+        }
       }
-      if (cellOf.length < numKeys) {
-        int len = Math.max(numKeys, cellOf.length * 2);
-        cellOf = new int[len];
-        setOf = new PodSet[len];
-        anyOf = new long[len][];
-        gpuOf = new long[len][];
+      return rebind(ids, high, pods, count);
+    }
+
+    private int rebind(PodIds ids, int high, List<String> pods, int count) {
+      for (int i = 0; i < boundCount; i++) {
+        int p = podOfPos[i];
+        if (p >= 0) {
+          posOf[p] = -1;
+        }
+      }
+      int w = (high + 63) >>> 6;
+      if (active.length < w) {
+        active = new long[w * 2];
+        sparse = new long[w * 4];
+        initActive = new long[w * 2];
       }
       if (posOf.length < high) {
         int old = posOf.length;
         posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
         Arrays.fill(posOf, old, posOf.length, -1);
+        matchedOf = new int[posOf.length];
       }
+      if (boundNames.length < count) {
+        boundNames = new String[Math.max(count, boundNames.length * 2)];
+      }
+      int[] pos = podOfPos(count);
+      Arrays.fill(initActive, 0);
+      int known = 0;
+      for (int i = 0; i < count; i++) {
+        String pod = pods.get(i);
+        boundNames[i] = pod;
+        int p = ids.get(pod);
+        pos[i] = p;
+        if (p >= 0 && posOf[p] < 0) {
+          posOf[p] = i;
+          initActive[p >>> 6] |= 1L << p;
+          known++;
+        }
+      }
+      Arrays.fill(boundNames, count, boundNames.length, null);
+      boundCount = count;
+      boundVersion = ids.version();
+      words = w;
+      initCount = known;
+      System.arraycopy(initActive, 0, active, 0, w);
+      return known;
+    }
+
+    int[] cells(int numKeys) {
+      if (cellOf.length < numKeys) {
+        cellOf = new int[Math.max(numKeys, cellOf.length * 2)];
+        rowOf = new int[cellOf.length];
+      }
+      return cellOf;
     }
 
     int[] podOfPos(int n) {

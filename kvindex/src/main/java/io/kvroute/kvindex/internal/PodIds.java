@@ -12,9 +12,15 @@ final class PodIds {
   private int[] hashes = new int[64];
   private int[] ids = new int[64];
   private int size;
+  private long version;
 
   int size() {
     return size;
+  }
+
+  /** Changes whenever a mapping is added, changed or removed (lookups cache resolved lists). */
+  long version() {
+    return version;
   }
 
   /** The id of {@code pod}, or -1. */
@@ -39,6 +45,7 @@ final class PodIds {
     if ((size + 1) * 2 > keys.length) {
       grow();
     }
+    version++;
     int h = pod.hashCode();
     int m = keys.length - 1;
     int i = mix(h) & m;
@@ -61,6 +68,7 @@ final class PodIds {
     int i = mix(h) & m;
     while (keys[i] != null) {
       if (keys[i].equals(pod)) {
+        version++;
         // backward-shift deletion
         int j = i;
         while (true) {

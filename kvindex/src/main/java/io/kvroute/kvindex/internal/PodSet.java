@@ -4,17 +4,23 @@ import java.util.Arrays;
 
 /**
  * The entries of one request key once it has more than two, in insertion order. Above a size
- * threshold it also keeps two pod bitsets (pods holding the key on any tier; on GPU) so lookups
- * intersect 64 pods per word. Not thread-safe: guarded by the index lock.
+ * threshold it also keeps a row of two pod bitsets (pods holding the key on any tier; on GPU) in
+ * the index's {@link PodBits}, so lookups intersect 64 pods per word. Not thread-safe: guarded by
+ * the index lock.
  */
 final class PodSet {
   private static final int DENSE_MIN = 8;
 
+  private final PodBits bits;
   int[] e = new int[4];
   int n;
   int nonGpu; // entries on a tier other than GPU
-  long[] any;
-  long[] gpu;
+  int row = -1; // row in bits once dense, else -1
+  private int id = -1; // index in the index's sets[], once allocated
+
+  PodSet(PodBits bits) {
+    this.bits = bits;
+  }
 
   int indexOf(int entry) {
     for (int i = 0; i < n; i++) {
@@ -25,6 +31,18 @@ final class PodSet {
     return -1;
   }
 
+  /** Records this set's index in the index's {@code sets[]} (its descriptor's position). */
+  void bind(int setIndex) {
+    id = setIndex;
+    describe();
+  }
+
+  private void describe() {
+    if (id >= 0) {
+      bits.describe(id, row, nonGpu != 0);
+    }
+  }
+
   void add(int entry, int podHigh) {
     if (n == e.length) {
       e = Arrays.copyOf(e, n * 2);
@@ -33,29 +51,19 @@ final class PodSet {
     if ((entry & 0xF) != 0) {
       nonGpu++;
     }
-    if (any != null) {
+    if (row >= 0) {
       setBits(entry);
     } else if (n >= Math.max(DENSE_MIN, 2 * ((podHigh + 63) >>> 6))) {
-      int words = (podHigh + 63) >>> 6;
-      any = new long[words];
-      gpu = new long[words];
+      row = bits.alloc(podHigh);
       for (int i = 0; i < n; i++) {
         setBits(e[i]);
       }
     }
+    describe();
   }
 
   private void setBits(int entry) {
-    int p = entry >>> 12;
-    int w = p >>> 6;
-    if (w >= any.length) {
-      any = Arrays.copyOf(any, w + 1);
-      gpu = Arrays.copyOf(gpu, w + 1);
-    }
-    any[w] |= 1L << p;
-    if ((entry & 0xF) == 0) {
-      gpu[w] |= 1L << p;
-    }
+    bits.set(row, entry >>> 12, (entry & 0xF) == 0);
   }
 
   void removeAt(int i) {
@@ -65,7 +73,7 @@ final class PodSet {
     if ((entry & 0xF) != 0) {
       nonGpu--;
     }
-    if (any != null) {
+    if (row >= 0) {
       int p = entry >>> 12;
       boolean stillAny = false;
       boolean stillGpu = false;
@@ -75,13 +83,18 @@ final class PodSet {
           stillGpu |= (e[k] & 0xF) == 0;
         }
       }
-      int w = p >>> 6;
-      if (!stillAny) {
-        any[w] &= ~(1L << p);
-      }
-      if (!stillGpu) {
-        gpu[w] &= ~(1L << p);
-      }
+      bits.clear(row, p, !stillAny, !stillGpu);
     }
+    describe();
+  }
+
+  /** Returns the bitset row (the set is being dropped). */
+  void release() {
+    if (row >= 0) {
+      bits.free(row);
+      row = -1;
+    }
+    describe();
+    id = -1;
   }
 }

@@ -71,7 +71,7 @@ public abstract class BlockIndexPropertyContract {
   public void agreesWithReferenceModel() {
     qt().withExamples(examples())
         .forAll(lists().of(integers().between(0, Integer.MAX_VALUE)).ofSizeBetween(1, 50))
-        .checkAssert(ops -> run(ops, 0));
+        .checkAssert(ops -> run(ops, 0, true));
   }
 
   /** With 70 more pods holding every block, keys use the dense (bitset) pod sets. */
@@ -79,13 +79,32 @@ public abstract class BlockIndexPropertyContract {
   public void agreesWithReferenceModelOnDenseKeys() {
     qt().withExamples(Math.max(1, examples() * 4 / 15))
         .forAll(lists().of(integers().between(0, Integer.MAX_VALUE)).ofSizeBetween(1, 50))
-        .checkAssert(ops -> run(ops, 70));
+        .checkAssert(ops -> run(ops, 70, true));
   }
 
-  private void run(List<Integer> ops, int fillers) {
+  /**
+   * With 70 more pods holding only unrelated blocks, the four pods' ids lie beyond the first 64
+   * (their keys are cells, pairs and small sets).
+   */
+  @Test
+  public void agreesWithReferenceModelBeyondSixtyFourPods() {
+    qt().withExamples(Math.max(1, examples() / 5))
+        .forAll(lists().of(integers().between(0, Integer.MAX_VALUE)).ofSizeBetween(1, 50))
+        .checkAssert(ops -> run(ops, 70, false));
+  }
+
+  /** With 150 more pods holding every block: more than two words of pod bits per key. */
+  @Test
+  public void agreesWithReferenceModelOnDenseKeysOverManyPods() {
+    qt().withExamples(Math.max(1, examples() / 10))
+        .forAll(lists().of(integers().between(0, Integer.MAX_VALUE)).ofSizeBetween(1, 50))
+        .checkAssert(ops -> run(ops, 150, true));
+  }
+
+  private void run(List<Integer> ops, int fillers, boolean fillersHoldAll) {
     BlockIndex idx = createIndex(IndexConfig.builder().tierWeight("STORAGE", 0.5).build());
     try {
-      check(idx, ops, fillers);
+      check(idx, ops, fillers, fillersHoldAll);
     } finally {
       if (idx instanceof AutoCloseable) {
         try {
@@ -97,11 +116,20 @@ public abstract class BlockIndexPropertyContract {
     }
   }
 
-  private static void check(BlockIndex idx, List<Integer> ops, int fillers) {
+  private static void check(
+      BlockIndex idx, List<Integer> ops, int fillers, boolean fillersHoldAll) {
     Model m = new Model();
     for (int f = 0; f < fillers; f++) {
       String pod = "filler-" + f;
       m.pods.add(pod);
+      if (!fillersHoldAll) {
+        int[] own = BlockIndexContract.tokens(1000 + f, 16);
+        long[] ownEngine = BlockIndexContract.engine(16, own, null);
+        idx.blockStored(pod, ownEngine, false, 0, own, 16, null, null, 0);
+        m.add(ownEngine[0], pod, 0);
+        m.mapped.add(ownEngine[0]);
+        continue;
+      }
       for (int seq = 0; seq < 3; seq++) {
         idx.blockStored(pod, ENGINE[seq], false, 0, SEQS[seq], 16, null, TIERS[f % 2], 0);
         for (long h : ENGINE[seq]) {
