@@ -369,6 +369,31 @@ public abstract class AbstractHttpConnector implements KVConnector {
     return PeekedStream.prepend(first, rest);
   }
 
+  /**
+   * The decode leg of a request served without a prefill ({@code mode=decode_only}): the client's
+   * body with any client-sent KV-transfer fields removed. When it has none, the client's bytes are
+   * sent as they came (the same JSON, not encoded again).
+   */
+  protected CompletableFuture<DecodeRequest> decodeOnly(PdRequest pd) {
+    ObjectNode body;
+    try {
+      body = parseBody(pd.request());
+    } catch (ConnectorException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    boolean clean = true;
+    for (String f : OpenAiJson.TRANSFER_FIELDS) {
+      clean &= !body.has(f);
+    }
+    byte[] bytes =
+        clean ? pd.request().body() : OpenAiJson.toBytes(OpenAiJson.stripTransferFields(body));
+    return CompletableFuture.completedFuture(
+        DecodeRequest.builder(pd.decode(), pd.request().api().path(), bytes)
+            .headers(legHeaders(pd.request()))
+            .attributes(Map.of("mode", "decode_only"))
+            .build());
+  }
+
   /** A decode request to {@code endpoint} with {@code body}. */
   protected DecodeRequest decodeRequest(
       InferenceRequest request, Endpoint endpoint, ObjectNode body, Map<String, String> attrs) {

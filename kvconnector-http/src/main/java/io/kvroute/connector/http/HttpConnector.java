@@ -52,15 +52,14 @@ public class HttpConnector extends AbstractHttpConnector {
 
   @Override
   public final CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    if (!pd.disaggregated()) {
+      return decodeOnly(pd);
+    }
     ObjectNode body;
     try {
       body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
     } catch (ConnectorException e) {
       return failed(e);
-    }
-    if (!pd.disaggregated()) {
-      return CompletableFuture.completedFuture(
-          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
     }
     ObjectNode prefill = OpenAiJson.prefillBody(body, pd.request().api());
     return cancellable(

@@ -374,15 +374,14 @@ public final class MooncakeConnector extends AbstractHttpConnector {
 
   @Override
   public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    if (!pd.disaggregated()) {
+      return decodeOnly(pd);
+    }
     ObjectNode body;
     try {
       body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
     } catch (ConnectorException e) {
       return failed(e);
-    }
-    if (!pd.disaggregated()) {
-      return CompletableFuture.completedFuture(
-          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
     }
     return cancellable(
         bootstrap(pd.prefill()),

@@ -182,14 +182,13 @@ public final class SglangConnector extends AbstractHttpConnector {
 
   @Override
   public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
+    if (!pd.disaggregated()) {
+      return decodeOnly(pd);
+    }
     ObjectNode body;
     Legs legs;
     try {
       body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-      if (!pd.disaggregated()) {
-        return CompletableFuture.completedFuture(
-            decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
-      }
       legs = legs(pd, body);
     } catch (ConnectorException e) {
       return failed(e);
