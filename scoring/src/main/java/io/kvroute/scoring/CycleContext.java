@@ -14,6 +14,8 @@ final class CycleContext implements SchedulingContext {
   private final List<Endpoint> all;
   private final RandomGenerator random;
   private final long now;
+  // Whether this cycle times its plugins (set by the scheduler; sampled).
+  boolean timePlugins;
   private final int[] tokens;
   private String profileName = "";
   private Endpoint peer;

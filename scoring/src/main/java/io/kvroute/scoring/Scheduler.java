@@ -67,6 +67,12 @@ public final class Scheduler {
   final PrefixCacheLookup lookup;
   final ApproximatePrefixIndex approximate;
   final int approxBlockSize;
+
+  /** One scheduling cycle in this many has its plugins timed ({@code plugin.duration}). */
+  static final int PLUGIN_TIMING_SAMPLE = 8;
+
+  private final java.util.concurrent.atomic.AtomicLong cycles =
+      new java.util.concurrent.atomic.AtomicLong();
   final int approxMaxBlocks;
   final SpeculativeIndex speculative;
   final InFlightTracker inFlight;
@@ -297,6 +303,9 @@ public final class Scheduler {
   }
 
   private Decision schedule(CycleContext ctx, SchedulingRequest request, boolean tokFailed) {
+    // Plugin timings are sampled: one cycle in PLUGIN_TIMING_SAMPLE is timed (the first one
+    // included). Timing every plugin of every cycle cost about 7% of a gateway request's CPU.
+    ctx.timePlugins = meters.enabled() && cycles.getAndIncrement() % PLUGIN_TIMING_SAMPLE == 0;
     LinkedHashMap<String, ProfileResult> results = new LinkedHashMap<>(4);
     List<Endpoint> all = request.candidates();
     if (all.isEmpty()) {
@@ -390,7 +399,7 @@ public final class Scheduler {
     String name = rt.profile.name();
     ctx.profile(name);
     List<Endpoint> c = all;
-    boolean timed = meters.enabled();
+    boolean timed = ctx.timePlugins;
     // One clock read per plugin: each plugin's time runs from the previous one's end.
     long t = timed ? clock.getAsLong() : 0;
     for (int i = 0; i < rt.filters.length; i++) {

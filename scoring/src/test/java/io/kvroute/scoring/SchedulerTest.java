@@ -333,6 +333,25 @@ class SchedulerTest {
   }
 
   @Test
+  void pluginTimingsAreSampled() {
+    SimpleMeterRegistry reg = new SimpleMeterRegistry();
+    Scheduler s = base().meterRegistry(reg).build();
+    int cycles = 3 * Scheduler.PLUGIN_TIMING_SAMPLE + 1;
+    for (int i = 0; i < cycles; i++) {
+      s.pick(req(eps("a", "b"), null));
+    }
+    assertThat(reg.get("kvroute.scheduler.duration").tag("result", "routed").timer().count())
+        .isEqualTo(cycles);
+    assertThat(
+            reg.get("kvroute.scheduler.plugin.duration")
+                .tag("plugin", "queue-scorer")
+                .tag("profile", "decode")
+                .timer()
+                .count())
+        .isEqualTo(4);
+  }
+
+  @Test
   void builderValidation() {
     assertThatThrownBy(() -> Scheduler.builder().approximatePrefix(0, 1, 1).build())
         .hasMessage("approximatePrefix.blockSizeTokens must be >= 1, was 0");

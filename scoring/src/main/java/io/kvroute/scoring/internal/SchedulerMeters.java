@@ -15,7 +15,7 @@ import java.util.function.ToDoubleFunction;
  * <ul>
  *   <li>{@code kvroute.scheduler.duration} — timer of {@code pick}, tag {@code result}
  *   <li>{@code kvroute.scheduler.plugin.duration} — timer per plugin, tags {@code profile}, {@code
- *       plugin}, {@code kind} (filter, scorer, picker)
+ *       plugin}, {@code kind} (filter, scorer, picker); one scheduling cycle in 8 is timed
  *   <li>{@code kvroute.scheduler.decisions} — counter, tag {@code result}
  *   <li>{@code kvroute.scheduler.pd.decisions} — counter, tag {@code outcome}
  *   <li>{@code kvroute.scheduler.tokenization.failures} — counter
