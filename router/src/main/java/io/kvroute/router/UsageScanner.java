@@ -84,16 +84,28 @@ final class UsageScanner {
     if (n == 0) {
       return;
     }
-    if (tail == null) {
-      tail = new byte[TAIL];
-    }
     int from = chunk.position();
     if (n >= TAIL) {
+      if (tail == null || tail.length < TAIL) {
+        tail = new byte[TAIL];
+      }
       chunk.get(from + n - TAIL, tail, 0, TAIL);
       tailLen = TAIL;
       return;
     }
     int keepOld = Math.min(tailLen, TAIL - n);
+    if (tail == null || tail.length < keepOld + n) {
+      // sized to what is kept: a short answer costs a short array, not TAIL bytes to clear
+      byte[] grown = new byte[Math.min(TAIL, Math.max(2 * (keepOld + n), 256))];
+      if (tail != null) {
+        System.arraycopy(tail, tailLen - keepOld, grown, 0, keepOld);
+        tailLen = keepOld;
+      }
+      tail = grown;
+      chunk.get(from, tail, keepOld, n);
+      tailLen = keepOld + n;
+      return;
+    }
     if (keepOld < tailLen) {
       System.arraycopy(tail, tailLen - keepOld, tail, 0, keepOld);
     }
