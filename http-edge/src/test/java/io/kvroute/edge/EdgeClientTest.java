@@ -247,23 +247,10 @@ class EdgeClientTest {
   void aStreamThatFallsSilentTimesOut() throws Exception {
     try (ServerSocket raw = new ServerSocket(0)) {
       Thread t =
-          new Thread(
-              () -> {
-                try (Socket c = raw.accept()) {
-                  readHead(c.getInputStream());
-                  OutputStream o = c.getOutputStream();
-                  o.write(
-                      ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                              + "Transfer-Encoding: chunked\r\n\r\n5\r\ndata:\r\n")
-                          .getBytes(StandardCharsets.US_ASCII));
-                  o.flush();
-                  Thread.sleep(60_000);
-                } catch (IOException | InterruptedException e) {
-                  // test over
-                }
-              });
-      t.setDaemon(true);
-      t.start();
+          answerOnceThenStall(
+              raw,
+              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                  + "Transfer-Encoding: chunked\r\n\r\n5\r\ndata:\r\n");
       StreamingResponse r =
           client
               .send(
@@ -330,24 +317,10 @@ class EdgeClientTest {
   void aResponseHeadTooLargeIsAProtocolFailure() throws Exception {
     try (ServerSocket raw = new ServerSocket(0)) {
       Thread t =
-          new Thread(
-              () -> {
-                try (Socket c = raw.accept()) {
-                  readHead(c.getInputStream());
-                  OutputStream o = c.getOutputStream();
-                  o.write(
-                      ("HTTP/1.1 200 OK\r\nX-Big: " + "a".repeat(100_000) + "\r\n\r\n")
-                          .getBytes(StandardCharsets.US_ASCII));
-                  o.flush();
-                  Thread.sleep(5_000);
-                } catch (IOException | InterruptedException e) {
-                  // test over
-                }
-              });
-      t.setDaemon(true);
-      t.start();
+          answerOnceThenStall(raw, "HTTP/1.1 200 OK\r\nX-Big: " + "a".repeat(100_000) + "\r\n\r\n");
       UpstreamException e = failureOf(client.send(post(raw.getLocalPort(), "{}").build()));
       assertThat(e.kind()).isEqualTo(UpstreamException.Kind.PROTOCOL);
+      t.interrupt();
     }
   }
 
@@ -415,6 +388,29 @@ class EdgeClientTest {
   }
 
   // ------------------------------------------------------------------ helpers
+
+  /**
+   * A daemon thread that accepts one connection on {@code raw}, reads a request head, writes {@code
+   * answer} and then holds the connection open until interrupted (or for 60 s).
+   */
+  private static Thread answerOnceThenStall(ServerSocket raw, String answer) {
+    Thread t =
+        new Thread(
+            () -> {
+              try (Socket c = raw.accept()) {
+                readHead(c.getInputStream());
+                OutputStream o = c.getOutputStream();
+                o.write(answer.getBytes(StandardCharsets.US_ASCII));
+                o.flush();
+                Thread.sleep(60_000);
+              } catch (IOException | InterruptedException e) {
+                // test over
+              }
+            });
+    t.setDaemon(true);
+    t.start();
+    return t;
+  }
 
   private static void awaitZero(java.util.function.IntSupplier n) throws InterruptedException {
     for (int i = 0; i < 3_000 && n.getAsInt() != 0; i++) {
