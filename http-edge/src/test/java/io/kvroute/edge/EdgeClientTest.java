@@ -220,13 +220,10 @@ class EdgeClientTest {
     r.subscribe(sub);
     sub.subscription.get(30, TimeUnit.SECONDS).request(3);
     sub.awaitItems(3);
-    // Nothing more is asked for: the upstream stalls once the socket buffers are full, and no
-    // more than was asked for reaches the subscriber.
-    int before;
-    do {
-      before = produced.get();
-      Thread.sleep(200);
-    } while (produced.get() != before);
+    // Nothing more is asked for: the client stops reading, the socket buffers fill, and the
+    // upstream's writes stall (the server says so); no more than was asked for reaches the
+    // subscriber.
+    Raw.await("the upstream's writes stall", () -> s.stats().stalledWrites() == 1);
     assertThat(produced.get()).isLessThan(64 << 20);
     assertThat(sub.items).hasSize(3);
     sub.subscription.get().cancel();
@@ -246,11 +243,10 @@ class EdgeClientTest {
   @Test
   void aStreamThatFallsSilentTimesOut() throws Exception {
     try (ServerSocket raw = new ServerSocket(0)) {
-      Thread t =
-          answerOnceThenStall(
-              raw,
-              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                  + "Transfer-Encoding: chunked\r\n\r\n5\r\ndata:\r\n");
+      answerOnceThenStall(
+          raw,
+          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+              + "Transfer-Encoding: chunked\r\n\r\n5\r\ndata:\r\n");
       StreamingResponse r =
           client
               .send(
@@ -262,7 +258,6 @@ class EdgeClientTest {
       CompletableFuture<byte[]> body = r.readAll(1024);
       UpstreamException e = failureOf(body);
       assertThat(e.kind()).isEqualTo(UpstreamException.Kind.TIMEOUT);
-      t.interrupt();
     }
   }
 
@@ -316,11 +311,9 @@ class EdgeClientTest {
   @Test
   void aResponseHeadTooLargeIsAProtocolFailure() throws Exception {
     try (ServerSocket raw = new ServerSocket(0)) {
-      Thread t =
-          answerOnceThenStall(raw, "HTTP/1.1 200 OK\r\nX-Big: " + "a".repeat(100_000) + "\r\n\r\n");
+      answerOnceThenStall(raw, "HTTP/1.1 200 OK\r\nX-Big: " + "a".repeat(100_000) + "\r\n\r\n");
       UpstreamException e = failureOf(client.send(post(raw.getLocalPort(), "{}").build()));
       assertThat(e.kind()).isEqualTo(UpstreamException.Kind.PROTOCOL);
-      t.interrupt();
     }
   }
 
@@ -391,9 +384,9 @@ class EdgeClientTest {
 
   /**
    * A daemon thread that accepts one connection on {@code raw}, reads a request head, writes {@code
-   * answer} and then holds the connection open until interrupted (or for 60 s).
+   * answer} and then holds the connection open until the client closes it (at most 60 s).
    */
-  private static Thread answerOnceThenStall(ServerSocket raw, String answer) {
+  private static void answerOnceThenStall(ServerSocket raw, String answer) {
     Thread t =
         new Thread(
             () -> {
@@ -402,21 +395,20 @@ class EdgeClientTest {
                 OutputStream o = c.getOutputStream();
                 o.write(answer.getBytes(StandardCharsets.US_ASCII));
                 o.flush();
-                Thread.sleep(60_000);
-              } catch (IOException | InterruptedException e) {
+                c.setSoTimeout(60_000);
+                while (c.getInputStream().read() >= 0) {
+                  // the client's bytes, if any, until it closes the connection
+                }
+              } catch (IOException e) {
                 // test over
               }
             });
     t.setDaemon(true);
     t.start();
-    return t;
   }
 
-  private static void awaitZero(java.util.function.IntSupplier n) throws InterruptedException {
-    for (int i = 0; i < 3_000 && n.getAsInt() != 0; i++) {
-      Thread.sleep(10);
-    }
-    assertThat(n.getAsInt()).isZero();
+  private static void awaitZero(java.util.function.IntSupplier n) {
+    Raw.await("the count returns to 0", () -> n.getAsInt() == 0);
   }
 
   private static void readHead(InputStream in) throws IOException {
@@ -490,11 +482,8 @@ class EdgeClientTest {
     @Override
     public void onComplete() {}
 
-    void awaitItems(int n) throws InterruptedException {
-      for (int i = 0; i < 3_000 && items.size() < n; i++) {
-        Thread.sleep(10);
-      }
-      assertThat(items.size()).isGreaterThanOrEqualTo(n);
+    void awaitItems(int n) {
+      Raw.await(n + " items", () -> items.size() >= n);
     }
   }
 }
