@@ -7,7 +7,6 @@ import io.kvroute.kvindex.event.EventSchema;
 import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.event.KvEventBatch;
 import io.kvroute.kvindex.event.KvEventCodec;
-import io.kvroute.kvindex.event.KvEventSink;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -400,43 +399,23 @@ class KvEventSubscriberTest {
   void queueOverflowMarksThePodForResyncAndReplayRestoresIt() throws Exception {
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch blocked = new CountDownLatch(1);
-    KvEventSink blocking =
-        new KvEventSink() {
-          @Override
-          public void blockStored(String podId, KvEvent.BlockStored e) {
-            if (e.blockHashes().get(0) == 1L) {
-              blocked.countDown();
-              try {
-                release.await(10, TimeUnit.SECONDS);
-              } catch (InterruptedException ex) {
-                Thread.currentThread().interrupt();
-              }
+    sink.beforeStored(
+        e -> {
+          if (e.blockHashes().get(0) == 1L) {
+            blocked.countDown();
+            try {
+              release.await(60, TimeUnit.SECONDS); // the test releases it
+            } catch (InterruptedException ex) {
+              Thread.currentThread().interrupt();
             }
-            sink.blockStored(podId, e);
           }
-
-          @Override
-          public void blockRemoved(String podId, KvEvent.BlockRemoved e) {
-            sink.blockRemoved(podId, e);
-          }
-
-          @Override
-          public void allBlocksCleared(String podId) {
-            sink.allBlocksCleared(podId);
-          }
-
-          @Override
-          public void removePod(String podId) {
-            sink.removePod(podId);
-          }
-        };
+        });
     KvEventPublisher p = publisher("t", true);
-    KvEventSubscriber sub =
-        fx.track(subscriber().sink(blocking).shards(1).queueCapacity(1).build().start());
+    KvEventSubscriber sub = fx.track(subscriber().shards(1).queueCapacity(1).build().start());
     sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
     warmUp(p, "pod-a");
     p.publish(stored(1));
-    assertThat(blocked.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(blocked.await(60, TimeUnit.SECONDS)).isTrue();
     for (long h = 2; h <= 6; h++) {
       p.publish(stored(h));
     }
