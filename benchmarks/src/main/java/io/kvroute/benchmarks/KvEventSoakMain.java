@@ -1,25 +1,17 @@
 package io.kvroute.benchmarks;
 
-import io.kvroute.kvindex.event.EngineHashes;
-import io.kvroute.kvindex.event.KvEvent;
-import io.kvroute.kvindex.event.KvEventBatch;
-import io.kvroute.kvindex.event.KvEventSink;
-import io.kvroute.kvindex.zmq.KvEventListener;
+import io.kvroute.kvindex.zmq.EpochPublisher;
+import io.kvroute.kvindex.zmq.EventLogSink;
 import io.kvroute.kvindex.zmq.KvEventPublisher;
 import io.kvroute.kvindex.zmq.KvEventSubscriber;
-import io.kvroute.kvindex.zmq.PodEndpoint;
+import io.kvroute.kvindex.zmq.NoteListener;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -37,10 +29,12 @@ import java.util.concurrent.locks.LockSupport;
  * [--publishers 8] [--minutes 5] [--seed 1] [--no-replay-every 0] [--rate 200]} ({@code rate}:
  * batches per second per publisher, roughly; {@code no-replay-every K}: every K-th pod has no
  * replay endpoint). Exits 1 if anything was lost or cleared spuriously.
+ *
+ * <p>The publishers, the sink and the listener are {@code KvEventSubscriberModelTest}'s ({@link
+ * EpochPublisher}, {@link EventLogSink}, {@link NoteListener}, from kvindex's test-jar): the soak
+ * checks for longer, with wall-clock pacing, what the model test checks per schedule.
  */
 public final class KvEventSoakMain {
-  private static final AtomicLong TS = new AtomicLong(System.currentTimeMillis() * 1000);
-
   private KvEventSoakMain() {}
 
   /** Runs the soak. */
@@ -68,8 +62,8 @@ public final class KvEventSoakMain {
         seed,
         rate,
         noReplayEvery > 0 ? ", every " + noReplayEvery + "th pod without replay" : "");
-    Sink sink = new Sink();
-    Listener listener = new Listener();
+    EventLogSink sink = new EventLogSink();
+    NoteListener listener = new NoteListener();
     SplittableRandom rnd = new SplittableRandom(seed);
     int failures = 0;
     try (KvEventSubscriber sub =
@@ -85,7 +79,7 @@ public final class KvEventSoakMain {
       for (int i = 0; i < publishers; i++) {
         boolean replay = noReplayEvery <= 0 || (i + 1) % noReplayEvery != 0;
         Pod p = new Pod("soak-" + i, replay, sink, listener);
-        sub.addPod(p.endpoint()).join();
+        sub.addPod(p.pub.podEndpoint()).join();
         pods.add(p);
       }
       long end = System.nanoTime() + (long) (minutes * 60e9);
@@ -175,256 +169,118 @@ public final class KvEventSoakMain {
     }
   }
 
-  /** One publisher through its epochs. */
+  /** One publisher through its epochs, and what was already counted in earlier rounds. */
   static final class Pod {
-    final String id;
     final boolean replay;
-    final Sink sink;
-    final Listener listener;
-    final List<List<Long>> published = new ArrayList<>();
-    KvEventPublisher pub;
-    String endpoint;
-    String replayEndpoint;
-    int restarts;
-    int checkedRestarts;
-    int checkedPublished;
+    final EventLogSink sink;
+    final NoteListener listener;
+    final EpochPublisher pub;
     boolean paused;
     int pausedSteps;
+    int checkedPublished;
+    int checkedApplied;
+    int checkedSpurious;
+    int checkedLosses;
+    int checkedRestarts;
+    int checkedRestartsSeen;
+    int checkedDuplicates;
 
-    Pod(String id, boolean replay, Sink sink, Listener listener) {
-      this.id = id;
+    Pod(String id, boolean replay, EventLogSink sink, NoteListener listener) {
       this.replay = replay;
       this.sink = sink;
       this.listener = listener;
-      published.add(new ArrayList<>());
-      pub = bind("tcp://127.0.0.1:0", replay ? "tcp://127.0.0.1:0" : null);
-      endpoint = pub.endpoint();
-      replayEndpoint = pub.replayEndpoint();
-    }
-
-    PodEndpoint endpoint() {
-      PodEndpoint p = PodEndpoint.of(id, endpoint);
-      return replay ? p.withReplay(replayEndpoint) : p;
-    }
-
-    private KvEventPublisher bind(String ep, String rep) {
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (true) {
-        try {
-          return KvEventPublisher.builder()
-              .endpoint(ep)
-              .replayEndpoint(rep)
-              .bind(true)
-              .topic("kv@" + id + "@soak")
-              .build();
-        } catch (RuntimeException e) {
-          if (System.nanoTime() - deadline > 0) {
-            throw e;
-          }
-          LockSupport.parkNanos(5_000_000); // the restarted publisher's port is being released
-        }
-      }
-    }
-
-    int epoch() {
-      return published.size() - 1;
-    }
-
-    void publish() {
-      long seq = pub.nextSequence();
-      long code = epoch() * 100_000_000L + seq + 1;
-      KvEventBatch b =
-          KvEventBatch.of(
-              TS.incrementAndGet() / 1e6,
-              List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(code), null, new int[16], 16)));
-      pub.publish(b);
-      published.get(epoch()).add(code);
+      pub = new EpochPublisher(id, "soak", replay, b -> b);
     }
 
     void step(SplittableRandom rnd) {
+      KvEventPublisher p = pub.publisher();
       if (paused && --pausedSteps <= 0) {
-        pub.pauseReplays(false);
+        p.pauseReplays(false);
         paused = false;
       }
       int r = rnd.nextInt(1000);
       if (r < 20) {
-        pub.dropSequence(pub.nextSequence());
+        p.dropSequence(p.nextSequence());
       } else if (r < 40) {
-        pub.duplicateSequence(pub.nextSequence());
+        p.duplicateSequence(p.nextSequence());
       } else if (r < 60) {
-        pub.delaySequence(pub.nextSequence());
+        p.delaySequence(p.nextSequence());
       } else if (r < 63) {
-        pub.close();
-        published.add(new ArrayList<>());
-        pub = bind(endpoint, replayEndpoint);
+        pub.restart();
         paused = false;
-        restarts++;
         return;
       } else if (r < 68) {
-        pub.reconnectSubscribers();
+        p.reconnectSubscribers();
         return;
       } else if (r < 73 && replay && !paused) {
-        pub.pauseReplays(true);
+        p.pauseReplays(true);
         paused = true;
         pausedSteps = 5 + rnd.nextInt(50);
       }
-      publish();
+      pub.publish();
     }
 
-    /** Resumes replays and publishes until the last batch is applied. */
+    /** Resumes replays and publishes until the last batch is applied (or 120 s passed). */
     void converge() {
       if (paused) {
-        pub.pauseReplays(false);
+        pub.publisher().pauseReplays(false);
         paused = false;
       }
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-      do {
-        publish();
-        long until = System.nanoTime() + 50_000_000;
-        while (System.nanoTime() < until && !lastApplied()) {
-          LockSupport.parkNanos(1_000_000);
-        }
-      } while (!lastApplied() && System.nanoTime() < deadline);
+      pub.publishUntilApplied(sink, System.nanoTime() + TimeUnit.SECONDS.toNanos(120));
     }
 
     boolean lastApplied() {
-      List<Long> e = published.get(epoch());
-      return !e.isEmpty() && sink.events(id).contains(e.get(e.size() - 1));
+      return pub.lastApplied(sink);
     }
 
     void check(Totals t) {
+      String id = pub.pod();
       List<Long> events = sink.events(id);
-      int lastClear = events.lastIndexOf(Sink.CLEAR);
+      int lastClear = events.lastIndexOf(EventLogSink.CLEAR);
       int clears = 0;
       Set<Long> applied = new HashSet<>();
       for (long e : events) {
-        if (e == Sink.CLEAR) {
+        if (e == EventLogSink.CLEAR) {
           clears++;
         } else {
           applied.add(e);
         }
       }
       List<Long> segment = events.subList(lastClear + 1, events.size());
-      List<Long> current = published.get(epoch());
       int missing = 0;
       Set<Long> inSegment = new HashSet<>(segment);
-      for (long code : current) {
+      for (long code : pub.lastEpoch()) {
         if (!inSegment.contains(code)) {
           missing++;
         }
       }
       int seen = listener.count(id, "restart");
       int losses = listener.losses(id);
-      int total = published.stream().mapToInt(List::size).sum();
+      int total = pub.published().stream().mapToInt(List::size).sum();
       t.published += total - checkedPublished;
       checkedPublished = total;
-      t.applied += applied.size() - sink.checkedApplied(id, applied.size());
+      t.applied += applied.size() - checkedApplied;
+      checkedApplied = applied.size();
       t.lost += replay ? missing : Math.max(0, losses == 0 ? missing : 0);
-      t.spuriousClears += sink.newClears(id, Math.max(0, clears - seen - losses));
-      int newLosses = listener.newLosses(id, losses);
-      t.resyncs += newLosses;
+      int spurious = Math.max(0, clears - seen - losses);
+      t.spuriousClears += Math.max(0, spurious - checkedSpurious);
+      checkedSpurious = spurious;
+      t.resyncs += losses - checkedLosses;
       if (replay) {
-        t.resyncsWithReplay += newLosses;
+        t.resyncsWithReplay += losses - checkedLosses;
       }
-      t.restartsPerformed += restarts - checkedRestarts;
-      checkedRestarts = restarts;
-      t.restartsSeen += listener.newCount(id, "restart", seen);
-      t.duplicates += listener.newCount(id, "duplicate", listener.count(id, "duplicate"));
+      checkedLosses = losses;
+      t.restartsPerformed += pub.epoch() - checkedRestarts;
+      checkedRestarts = pub.epoch();
+      t.restartsSeen += seen - checkedRestartsSeen;
+      checkedRestartsSeen = seen;
+      int duplicates = listener.count(id, "duplicate");
+      t.duplicates += duplicates - checkedDuplicates;
+      checkedDuplicates = duplicates;
     }
 
     void close() {
       pub.close();
-    }
-  }
-
-  /** Per pod: the applied block codes and the clears, in order. */
-  static final class Sink implements KvEventSink {
-    static final long CLEAR = -1;
-    private final Map<String, List<Long>> events = new ConcurrentHashMap<>();
-    private final Map<String, Integer> checked = new ConcurrentHashMap<>();
-
-    List<Long> events(String pod) {
-      return new ArrayList<>(events.getOrDefault(pod, List.of()));
-    }
-
-    int checkedApplied(String pod, int now) {
-      Integer before = checked.put(pod + "/applied", now);
-      return before == null ? 0 : before;
-    }
-
-    int newClears(String pod, int spurious) {
-      Integer before = checked.put(pod + "/spurious", spurious);
-      return Math.max(0, spurious - (before == null ? 0 : before));
-    }
-
-    private List<Long> of(String pod) {
-      return events.computeIfAbsent(pod, k -> new CopyOnWriteArrayList<>());
-    }
-
-    @Override
-    public void blockStored(String podId, KvEvent.BlockStored event) {
-      for (long h : event.blockHashes().values()) {
-        of(podId).add(h);
-      }
-    }
-
-    @Override
-    public void blockRemoved(String podId, KvEvent.BlockRemoved event) {}
-
-    @Override
-    public void allBlocksCleared(String podId) {
-      of(podId).add(CLEAR);
-    }
-
-    @Override
-    public void removePod(String podId) {
-      events.remove(podId);
-    }
-  }
-
-  /** Per pod: restarts, resyncs (losses), duplicates. */
-  static final class Listener implements KvEventListener {
-    private final Map<String, List<String>> notes = new ConcurrentHashMap<>();
-    private final Map<String, AtomicInteger> reported = new ConcurrentHashMap<>();
-
-    private void note(String pod, String n) {
-      notes.computeIfAbsent(pod, k -> new CopyOnWriteArrayList<>()).add(n);
-    }
-
-    int count(String pod, String prefix) {
-      return (int)
-          notes.getOrDefault(pod, List.of()).stream().filter(n -> n.startsWith(prefix)).count();
-    }
-
-    int losses(String pod) {
-      return (int)
-          notes.getOrDefault(pod, List.of()).stream()
-              .filter(n -> n.startsWith("resync ") && !n.equals("resync restart"))
-              .count();
-    }
-
-    int newLosses(String pod, int now) {
-      return newCount(pod, "losses", now);
-    }
-
-    int newCount(String pod, String what, int now) {
-      AtomicInteger r = reported.computeIfAbsent(pod + "/" + what, k -> new AtomicInteger());
-      return now - r.getAndSet(now);
-    }
-
-    @Override
-    public void onRestart(String pod, long last, long received) {
-      note(pod, "restart");
-    }
-
-    @Override
-    public void onResync(String pod, String reason) {
-      note(pod, "resync " + reason);
-    }
-
-    @Override
-    public void onDuplicate(String pod, long seq) {
-      note(pod, "duplicate");
     }
   }
 }

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvroute.kvindex.contract.BlockIndexContract;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The {@link BlockIndexContract} on the in-memory index, plus its own bounds and meters. */
@@ -27,12 +26,7 @@ class BlockIndexTest extends BlockIndexContract {
     }
     assertThat(idx.stats().keys()).isEqualTo(8);
     assertThat(idx.stats().evictions()).containsEntry("max_keys", 2L);
-    int[] t = tokens(100, 16);
-    long[] e = engine(16, t, null);
-    for (String pod : List.of("p1", "p2", "p3")) {
-      idx.blockStored(pod, e, false, 0, t, 16, null, null, 0);
-    }
-    PrefixMatch m = idx.lookup(idx.requestKeys(t, (String) null), List.of("p1", "p2", "p3"));
+    PrefixMatch m = oneBlockOnThreePods(idx);
     assertThat(m.matchedBlocks("p1")).isZero();
     assertThat(m.matchedBlocks("p3")).isEqualTo(1);
     assertThat(

@@ -345,15 +345,20 @@ public abstract class BlockIndexContract {
     }
   }
 
-  @Test
-  public void maxPodsPerKeyDropsTheOldestEntryAndCountsIt() {
-    BlockIndex idx = newIndex(IndexConfig.builder().maxPodsPerKey(2).build());
+  /** Stores one block (16 tokens) on p1, p2, then p3, and looks it up for the three. */
+  protected static PrefixMatch oneBlockOnThreePods(BlockIndex idx) {
     int[] t = tokens(100, 16);
     long[] e = engine(16, t, null);
     for (String pod : List.of("p1", "p2", "p3")) {
       idx.blockStored(pod, e, false, 0, t, 16, null, null, 0);
     }
-    PrefixMatch m = idx.lookup(idx.requestKeys(t, (String) null), List.of("p1", "p2", "p3"));
+    return idx.lookup(idx.requestKeys(t, (String) null), List.of("p1", "p2", "p3"));
+  }
+
+  @Test
+  public void maxPodsPerKeyDropsTheOldestEntryAndCountsIt() {
+    BlockIndex idx = newIndex(IndexConfig.builder().maxPodsPerKey(2).build());
+    PrefixMatch m = oneBlockOnThreePods(idx);
     assertThat(m.matchedBlocks("p1")).isZero();
     assertThat(m.matchedBlocks("p2")).isEqualTo(1);
     assertThat(m.matchedBlocks("p3")).isEqualTo(1);

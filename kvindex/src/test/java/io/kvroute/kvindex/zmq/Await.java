@@ -18,6 +18,26 @@ final class Await {
     until(what, Duration.ofSeconds(60), condition);
   }
 
+  /**
+   * Runs {@code attempt}, then polls {@code condition} for 20 ms; again until it holds (for what
+   * must be sent more than once, such as the first batches while PUB/SUB joins asynchronously).
+   */
+  static void retrying(String what, Runnable attempt, BooleanSupplier condition) {
+    until(
+        what,
+        () -> {
+          attempt.run();
+          long until = System.nanoTime() + 20_000_000;
+          while (System.nanoTime() - until < 0) {
+            if (condition.getAsBoolean()) {
+              return true;
+            }
+            LockSupport.parkNanos(500_000);
+          }
+          return false;
+        });
+  }
+
   static void until(String what, Duration timeout, BooleanSupplier condition) {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (!condition.getAsBoolean()) {

@@ -34,10 +34,7 @@ class BlockIndexIngestionTest {
     KvEvent.BlockStored stored = (KvEvent.BlockStored) KvEventCodec.decode(payload).events().get(0);
     int[] tokens = stored.tokenIds();
     try (KvEventPublisher p =
-            KvEventPublisher.builder()
-                .handshakeTimeout(Duration.ofMillis(500))
-                .endpoint("tcp://127.0.0.1:0")
-                .bind(true)
+            Publishers.bound()
                 .replayEndpoint("tcp://127.0.0.1:0")
                 .topic("kv@pod-a@Qwen/Qwen3-8B")
                 .build();

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.kvindex.vectors.GoldenVectors;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -32,10 +31,7 @@ class KvEventPublisherCaptureTest {
             java.nio.charset.StandardCharsets.UTF_8);
     try (ZContext ctx = new ZContext(1);
         KvEventPublisher p =
-            KvEventPublisher.builder()
-                .handshakeTimeout(Duration.ofMillis(500))
-                .endpoint("tcp://127.0.0.1:0")
-                .bind(true)
+            Publishers.bound()
                 .replayEndpoint("tcp://127.0.0.1:0")
                 .replyFormat(format)
                 .topic(topic)

@@ -6,10 +6,6 @@ import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
-import io.kvroute.kvindex.event.EngineHashes;
-import io.kvroute.kvindex.event.KvEvent;
-import io.kvroute.kvindex.event.KvEventBatch;
-import io.kvroute.kvindex.event.KvEventSink;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -17,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -26,7 +21,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.quicktheories.core.Gen;
-import org.zeromq.ZMQException;
 
 /**
  * The whole subscriber against a reference model: real JeroMQ publishers ({@link KvEventPublisher}
@@ -47,12 +41,11 @@ class KvEventSubscriberModelTest {
   static final int SCHEDULES = Integer.getInteger("kvroute.model.schedules", 512);
   static final int PARALLEL = Integer.getInteger("kvroute.model.parallel", 8);
   private static final Duration CONVERGE = Duration.ofSeconds(120);
-  private static final AtomicLong TS = new AtomicLong(System.currentTimeMillis() * 1000);
   private static final AtomicInteger PODS = new AtomicInteger();
 
-  private static final ModelSink SINK = new ModelSink();
+  private static final EventLogSink SINK = new EventLogSink();
   private static final Map<String, AtomicInteger> STATS = new ConcurrentHashMap<>();
-  private static final ModelListener LISTENER = new ModelListener();
+  private static final NoteListener LISTENER = new NoteListener();
   private static final io.micrometer.core.instrument.simple.SimpleMeterRegistry REGISTRY =
       new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
   private static KvEventSubscriber sub;
@@ -191,68 +184,24 @@ class KvEventSubscriberModelTest {
   /** A pod's publisher through its epochs, and what it published. */
   static final class PodRun {
     final Schedule s;
-    final String pod = "m" + PODS.incrementAndGet();
-    final List<List<Long>> published = new ArrayList<>(); // per epoch, the codes by sequence
+    final EpochPublisher pub;
     final List<String> steps = new ArrayList<>();
-    KvEventPublisher pub;
-    String endpoint;
-    String replayEndpoint;
     boolean added;
-    int restarts;
 
     PodRun(Schedule s) {
       this.s = s;
-      published.add(new ArrayList<>());
-      pub = bind("tcp://127.0.0.1:0", s.replay() ? "tcp://127.0.0.1:0" : null);
-      endpoint = pub.endpoint();
-      replayEndpoint = pub.replayEndpoint();
-    }
-
-    private KvEventPublisher bind(String ep, String replay) {
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (true) {
-        try {
-          return KvEventPublisher.builder()
-              .endpoint(ep)
-              .replayEndpoint(replay)
-              .bind(true)
-              .bufferSteps(s.bufferSteps())
-              .handshakeTimeout(Duration.ofSeconds(2))
-              .topic("kv@" + pod + "@m")
-              .build();
-        } catch (ZMQException e) {
-          if (System.nanoTime() - deadline > 0) {
-            throw e; // the restarted publisher's port was never released
-          }
-          LockSupport.parkNanos(2_000_000);
-        }
-      }
-    }
-
-    int epoch() {
-      return published.size() - 1;
-    }
-
-    long publish() {
-      int epoch = epoch();
-      long seq = pub.nextSequence();
-      long code = code(epoch, seq);
-      int[] tokens = new int[16];
-      KvEventBatch b =
-          KvEventBatch.of(
-              TS.incrementAndGet() / 1e6,
-              List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(code), null, tokens, 16)));
-      long got = pub.publish(b);
-      assertThat(got).isEqualTo(seq);
-      published.get(epoch).add(code);
-      return seq;
+      pub =
+          new EpochPublisher(
+              "m" + PODS.incrementAndGet(),
+              "m",
+              s.replay(),
+              b -> b.bufferSteps(s.bufferSteps()).handshakeTimeout(Duration.ofSeconds(2)));
     }
 
     void step(int i) {
       if (i == s.addAt() && !added) {
         added = true;
-        PodEndpoint pe = PodEndpoint.of(pod, endpoint);
-        sub.addPod(s.replay() ? pe.withReplay(replayEndpoint) : pe).join();
+        sub.addPod(pub.podEndpoint()).join();
         steps.add("subscribe");
       }
       if (i >= s.ops().size()) {
@@ -260,50 +209,48 @@ class KvEventSubscriberModelTest {
       }
       int op = s.ops().get(i);
       int kind = s.quiet() ? 0 : op % 16;
+      KvEventPublisher p = pub.publisher();
       switch (kind) {
         case 5 -> {
-          pub.dropSequence(pub.nextSequence());
-          publish();
+          p.dropSequence(p.nextSequence());
+          pub.publish();
           steps.add("drop");
         }
         case 6 -> {
-          pub.delaySequence(pub.nextSequence());
-          publish();
+          p.delaySequence(p.nextSequence());
+          pub.publish();
           steps.add("delay");
         }
         case 7 -> {
-          pub.duplicateSequence(pub.nextSequence());
-          publish();
+          p.duplicateSequence(p.nextSequence());
+          pub.publish();
           steps.add("duplicate");
         }
         case 8 -> {
-          pub.close();
-          published.add(new ArrayList<>());
-          pub = bind(endpoint, replayEndpoint);
-          restarts++;
+          pub.restart();
           steps.add("restart");
         }
         case 9 -> {
-          pub.reconnectSubscribers();
+          p.reconnectSubscribers();
           steps.add("bounce");
         }
         case 10 -> {
-          pub.pauseReplays(true);
+          p.pauseReplays(true);
           steps.add("pause replays");
         }
         case 11 -> {
-          pub.pauseReplays(false);
+          p.pauseReplays(false);
           steps.add("resume replays");
         }
         case 12 -> steps.add("quiet");
         case 13 -> {
           for (int k = 0; k < 5; k++) {
-            publish();
+            pub.publish();
           }
           steps.add("burst");
         }
         default -> {
-          publish();
+          pub.publish();
           steps.add("publish");
         }
       }
@@ -313,16 +260,16 @@ class KvEventSubscriberModelTest {
       if (!added) {
         step(s.addAt());
       }
-      pub.pauseReplays(false); // slow replays answer now
+      pub.publisher().pauseReplays(false); // slow replays answer now
     }
 
     /** Waits until the last batch is applied, publishing more while it is not (unless quiet). */
     void awaitLast(long deadline) {
       if (s.quiet()) {
-        if (published.get(epoch()).isEmpty()) {
+        if (pub.lastEpoch().isEmpty()) {
           return;
         }
-        while (!applied(lastCode())) {
+        while (!pub.lastApplied(SINK)) {
           if (System.nanoTime() - deadline > 0) {
             fail("quiet pod never caught up\n" + this + "\n" + sub.describe().join());
           }
@@ -330,31 +277,13 @@ class KvEventSubscriberModelTest {
         }
         return;
       }
-      while (true) {
-        publish(); // also flushes a delayed frame; a lost one is recovered or counted
-        long until = System.nanoTime() + 50_000_000;
-        while (System.nanoTime() < until) {
-          if (applied(lastCode())) {
-            return;
-          }
-          LockSupport.parkNanos(1_000_000);
-        }
-        if (System.nanoTime() - deadline > 0) {
-          fail("last batch never applied\n" + this + "\n" + sub.describe().join());
-        }
+      if (!pub.publishUntilApplied(SINK, deadline)) {
+        fail("last batch never applied\n" + this + "\n" + sub.describe().join());
       }
     }
 
-    long lastCode() {
-      List<Long> e = published.get(epoch());
-      return e.get(e.size() - 1);
-    }
-
-    boolean applied(long code) {
-      return SINK.events(pod).contains(code);
-    }
-
     void check() {
+      String pod = pub.pod();
       List<Long> events = SINK.events(pod);
       String why =
           "\n"
@@ -373,27 +302,29 @@ class KvEventSubscriberModelTest {
       int clears = 0;
       for (int i = 0; i < events.size(); i++) {
         long c = events.get(i);
-        if (c == ModelSink.CLEAR) {
+        if (c == EventLogSink.CLEAR) {
           lastClear = i;
           clears++;
         } else {
-          assertThat(seen.add(c)).as("applied twice: " + decode(c) + why).isTrue();
+          assertThat(seen.add(c)).as("applied twice: " + EpochPublisher.decode(c) + why).isTrue();
         }
       }
       int restartsSeen = LISTENER.count(pod, "restart");
       int losses = LISTENER.losses(pod);
-      assertThat(restartsSeen).as("restarts seen" + why).isLessThanOrEqualTo(restarts);
+      assertThat(restartsSeen).as("restarts seen" + why).isLessThanOrEqualTo(pub.epoch());
       assertThat(clears).as("clears" + why).isLessThanOrEqualTo(restartsSeen + losses);
       List<Long> segment = events.subList(lastClear + 1, events.size());
-      List<Long> finalEpoch = published.get(epoch());
+      List<Long> finalEpoch = pub.lastEpoch();
       if (finalEpoch.isEmpty()) {
         return; // a quiet pod whose last epoch published nothing
       }
       assertThat(segment).as("applied since the last clear" + why).isNotEmpty();
-      assertThat(segment.get(segment.size() - 1)).as("the last batch" + why).isEqualTo(lastCode());
-      long r = seq(segment.get(0));
+      assertThat(segment.get(segment.size() - 1))
+          .as("the last batch" + why)
+          .isEqualTo(pub.lastCode());
+      long r = EpochPublisher.seq(segment.get(0));
       stat(s.strict() ? "strict schedules" : "lossy schedules", 1);
-      stat("restarts performed", restarts);
+      stat("restarts performed", pub.epoch());
       stat("restarts seen", restartsSeen);
       stat("losses counted", losses);
       stat("clears", clears);
@@ -408,7 +339,7 @@ class KvEventSubscriberModelTest {
         for (int i = 0; i < segment.size(); i++) {
           // without a working replay, a restart first seen at exactly the next sequence number
           // cannot be told from a continuation: only sequence numbers are checked
-          assertThat(seq(segment.get(i))).as("position " + i + why).isEqualTo(r + i);
+          assertThat(EpochPublisher.seq(segment.get(i))).as("position " + i + why).isEqualTo(r + i);
         }
         if (r > 0) {
           assertThat(losses).as("batches before " + r + " lost: counted" + why).isPositive();
@@ -418,116 +349,18 @@ class KvEventSubscriberModelTest {
 
     void close() {
       if (added) {
-        sub.removePod(pod).orTimeout(60, TimeUnit.SECONDS).join();
+        sub.removePod(pub.pod()).orTimeout(60, TimeUnit.SECONDS).join();
       }
       pub.close();
     }
 
     @Override
     public String toString() {
-      return pod + " " + s + "\nsteps " + steps + "\npublished " + published;
+      return pub.pod() + " " + s + "\nsteps " + steps + "\npublished " + pub.published();
     }
   }
 
   static void stat(String name, int n) {
     STATS.computeIfAbsent(name, k -> new AtomicInteger()).addAndGet(n);
-  }
-
-  static long code(int epoch, long seq) {
-    return epoch * 1_000_000L + seq + 1;
-  }
-
-  static long seq(long code) {
-    return code % 1_000_000L - 1;
-  }
-
-  static String decode(long code) {
-    return "e" + code / 1_000_000L + ":" + seq(code);
-  }
-
-  // ------------------------------------------------------------------ recording
-
-  /** Per pod, the stored block codes and the clears ({@link #CLEAR}), in order. */
-  static final class ModelSink implements KvEventSink {
-    static final long CLEAR = -1;
-    private final Map<String, List<Long>> events = new ConcurrentHashMap<>();
-
-    List<Long> events(String pod) {
-      return new ArrayList<>(events.getOrDefault(pod, List.of()));
-    }
-
-    private List<Long> of(String pod) {
-      return events.computeIfAbsent(pod, k -> new CopyOnWriteArrayList<>());
-    }
-
-    @Override
-    public void blockStored(String podId, KvEvent.BlockStored event) {
-      for (long h : event.blockHashes().values()) {
-        of(podId).add(h);
-      }
-    }
-
-    @Override
-    public void blockRemoved(String podId, KvEvent.BlockRemoved event) {}
-
-    @Override
-    public void allBlocksCleared(String podId) {
-      of(podId).add(CLEAR);
-    }
-
-    @Override
-    public void removePod(String podId) {
-      events.remove(podId);
-    }
-  }
-
-  /** Per pod, the listener's restart / resync / duplicate notes. */
-  static final class ModelListener implements KvEventListener {
-    private final Map<String, List<String>> notes = new ConcurrentHashMap<>();
-
-    private void note(String pod, String n) {
-      notes.computeIfAbsent(pod, k -> new CopyOnWriteArrayList<>()).add(n);
-    }
-
-    List<String> notes(String pod) {
-      return notes.getOrDefault(pod, List.of());
-    }
-
-    int count(String pod, String prefix) {
-      return (int) notes(pod).stream().filter(n -> n.startsWith(prefix)).count();
-    }
-
-    /** Resyncs other than for a restart: batches that were lost. */
-    int losses(String pod) {
-      return (int)
-          notes(pod).stream()
-              .filter(n -> n.startsWith("resync ") && !n.equals("resync restart"))
-              .count();
-    }
-
-    @Override
-    public void onRestart(String pod, long last, long received) {
-      note(pod, "restart " + last + "->" + received);
-    }
-
-    @Override
-    public void onResync(String pod, String reason) {
-      note(pod, "resync " + reason);
-    }
-
-    @Override
-    public void onGap(String pod, long expected, long received) {
-      note(pod, "gap " + expected + ".." + received);
-    }
-
-    @Override
-    public void onReplay(String pod, long from, long to, int replayed, boolean complete) {
-      note(pod, "replay " + from + ".." + to + " n=" + replayed + " " + complete);
-    }
-
-    @Override
-    public void onDuplicate(String pod, long seq) {
-      note(pod, "duplicate " + seq);
-    }
   }
 }

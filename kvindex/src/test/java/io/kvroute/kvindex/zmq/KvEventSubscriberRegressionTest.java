@@ -5,21 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.zmq.internal.Endpoints;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
-import org.zeromq.ZMQException;
 
 /**
  * The three bugs of issue 13, each over real JeroMQ sockets: the last batch lost after the connect
@@ -28,32 +22,13 @@ import org.zeromq.ZMQException;
  */
 class KvEventSubscriberRegressionTest {
 
-  private final List<AutoCloseable> closeables = new ArrayList<>();
-  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-  private final RecordingSink sink = new RecordingSink();
-  private final RecordingListener listener = new RecordingListener();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    for (int i = closeables.size() - 1; i >= 0; i--) {
-      closeables.get(i).close();
-    }
-  }
-
-  private <T extends AutoCloseable> T track(T t) {
-    closeables.add(t);
-    return t;
-  }
+  @RegisterExtension final SubscriberFixture fx = new SubscriberFixture();
+  private final RecordingSink sink = fx.sink;
+  private final RecordingListener listener = fx.listener;
 
   private KvEventSubscriber subscriber() {
-    return track(
-        KvEventSubscriber.builder()
-            .sink(sink)
-            .listener(listener)
-            .meterRegistry(registry)
-            .pollInterval(Duration.ofMillis(5))
-            .reconnectInterval(Duration.ofMillis(10))
-            .reconnectIntervalMax(Duration.ofMillis(50))
+    return fx.track(
+        fx.subscriber()
             .handshakeTimeout(Duration.ofSeconds(2))
             .replayIdleTimeout(Duration.ofSeconds(30))
             .build()
@@ -61,39 +36,20 @@ class KvEventSubscriberRegressionTest {
   }
 
   private KvEventPublisher publisher(String endpoint, String replay) {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (true) {
-      try {
-        return track(
-            KvEventPublisher.builder()
-                .handshakeTimeout(Duration.ofSeconds(2))
-                .endpoint(endpoint)
-                .replayEndpoint(replay)
-                .bind(true)
-                .topic("kv@pod@m")
-                .build());
-      } catch (ZMQException e) {
-        // the port of a closed publisher is still being released
-        assertThat(System.nanoTime()).as("bind " + endpoint + ": " + e).isLessThan(deadline);
-        LockSupport.parkNanos(5_000_000);
-      }
-    }
-  }
-
-  private double count(String name, String... tags) {
-    Counter c = registry.find(name).tags(tags).counter();
-    return c == null ? 0 : c.count();
+    return fx.track(
+        Publishers.rebind(
+            () ->
+                KvEventPublisher.builder()
+                    .handshakeTimeout(Duration.ofSeconds(2))
+                    .endpoint(endpoint)
+                    .replayEndpoint(replay)
+                    .bind(true)
+                    .topic("kv@pod@m")
+                    .build()));
   }
 
   private List<Long> seqs(String pod) {
-    List<Long> out = new ArrayList<>();
-    for (String b : listener.batches) {
-      String[] f = b.split(":");
-      if (f[0].equals(pod)) {
-        out.add(Long.parseLong(f[1]));
-      }
-    }
-    return out;
+    return listener.seqs(pod, 0);
   }
 
   /**
@@ -112,8 +68,8 @@ class KvEventSubscriberRegressionTest {
     Await.until("all six applied", () -> seqs("pod").size() >= 6 && sub.quiescent().join());
     assertThat(seqs("pod")).containsExactly(0L, 1L, 2L, 3L, 4L, 5L);
     assertThat(sink.blocks("pod")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
-    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
-    assertThat(count("kvroute.kvindex.restarts")).isZero();
+    assertThat(fx.count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
+    assertThat(fx.count("kvroute.kvindex.restarts")).isZero();
     assertThat(sink.calls()).doesNotContain("cleared pod");
   }
 
@@ -132,21 +88,14 @@ class KvEventSubscriberRegressionTest {
       byte[] topic = "kv@pod@m".getBytes(StandardCharsets.UTF_8);
       // PUB/SUB joins asynchronously: send seq 0 until it is applied
       byte[] first = KvEventCodec.encode(stored(10));
-      Await.until(
+      Await.retrying(
           "joined",
           () -> {
             pub.sendMore(topic.clone());
             pub.sendMore(Endpoints.seqBytes(0));
             pub.send(first.clone());
-            long until = System.nanoTime() + 20_000_000;
-            while (System.nanoTime() < until) {
-              if (listener.seen("pod", 0)) {
-                return true;
-              }
-              LockSupport.parkNanos(500_000);
-            }
-            return false;
-          });
+          },
+          () -> listener.seen("pod", 0));
       byte[] one = KvEventCodec.encode(stored(11));
       byte[] two = KvEventCodec.encode(stored(12));
       for (byte[][] frame :
@@ -158,9 +107,9 @@ class KvEventSubscriberRegressionTest {
         pub.send(frame[1].clone());
       }
       Await.until("seq 2 applied", () -> listener.seen("pod", 2));
-      Await.until("the duplicates counted", () -> count("kvroute.kvindex.duplicates") >= 1);
+      Await.until("the duplicates counted", () -> fx.count("kvroute.kvindex.duplicates") >= 1);
       assertThat(sink.blocks("pod")).containsExactly(10L, 11L, 12L);
-      assertThat(count("kvroute.kvindex.restarts")).isZero();
+      assertThat(fx.count("kvroute.kvindex.restarts")).isZero();
       assertThat(sink.calls()).doesNotContain("cleared pod");
       assertThat(seqs("pod")).containsExactly(0L, 1L, 2L);
       sub.close();
@@ -195,9 +144,9 @@ class KvEventSubscriberRegressionTest {
     Await.until(
         "epoch 1 applied", () -> sink.blocks("pod").contains(106L) && sub.quiescent().join());
     assertThat(sink.blocks("pod")).containsExactly(101L, 102L, 103L, 104L, 105L, 106L);
-    assertThat(count("kvroute.kvindex.restarts")).isEqualTo(1);
+    assertThat(fx.count("kvroute.kvindex.restarts")).isEqualTo(1);
     assertThat(sink.calls().stream().filter(c -> c.equals("cleared pod")).count()).isEqualTo(1);
     assertThat(listener.seen("pod", last)).isTrue();
-    assertThat(count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
+    assertThat(fx.count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
   }
 }

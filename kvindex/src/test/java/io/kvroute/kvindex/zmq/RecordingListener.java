@@ -1,6 +1,7 @@
 package io.kvroute.kvindex.zmq;
 
 import io.kvroute.kvindex.event.KvEventBatch;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -38,6 +39,23 @@ final class RecordingListener implements KvEventListener {
   @Override
   public void onDropped(String pod, long seq, String reason, Exception cause) {
     notes.add("dropped " + pod + " " + seq + " " + reason);
+  }
+
+  /** The sequence numbers of {@code pod}'s batches from {@code from} on, in the order applied. */
+  List<Long> seqs(String pod, long from) {
+    return batchesFrom(pod, from).stream().map(b -> Long.parseLong(b.split(":")[1])).toList();
+  }
+
+  /** The batches of {@code pod} from sequence {@code from} on, in the order they were applied. */
+  List<String> batchesFrom(String pod, long from) {
+    List<String> out = new ArrayList<>();
+    for (String b : batches) {
+      String[] f = b.split(":");
+      if (f[0].equals(pod) && Long.parseLong(f[1]) >= from) {
+        out.add(b);
+      }
+    }
+    return out;
   }
 
   boolean seen(String pod, long seq) {

@@ -8,14 +8,30 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 
 /** A thread-safe sink keeping, per pod, the set of stored engine hashes and a call log. */
 final class RecordingSink implements KvEventSink {
   private final Map<String, Set<Long>> blocks = new HashMap<>();
   private final List<String> calls = new ArrayList<>();
 
+  private volatile Consumer<KvEvent.BlockStored> beforeStored = e -> {};
+
+  /**
+   * Runs {@code hook} before each stored event is recorded, on the subscriber's shard thread and
+   * outside this sink's lock: a test holds the shard in it.
+   */
+  void beforeStored(Consumer<KvEvent.BlockStored> hook) {
+    beforeStored = hook;
+  }
+
   @Override
-  public synchronized void blockStored(String podId, KvEvent.BlockStored event) {
+  public void blockStored(String podId, KvEvent.BlockStored event) {
+    beforeStored.accept(event);
+    stored(podId, event);
+  }
+
+  private synchronized void stored(String podId, KvEvent.BlockStored event) {
     Set<Long> s = blocks.computeIfAbsent(podId, k -> new TreeSet<>());
     for (long h : event.blockHashes().values()) {
       s.add(h);
