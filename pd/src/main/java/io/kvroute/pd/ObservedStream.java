@@ -124,13 +124,9 @@ final class ObservedStream {
   private void complete() {
     if (sse && !endedWithDone()) {
       relay.onError(
-          new UpstreamException(
+          UpstreamException.protocol(
               Leg.DECODE,
               endpointId,
-              UpstreamException.Kind.PROTOCOL,
-              0,
-              null,
-              null,
               "decode stream from " + endpointId + " ended without data: [DONE]",
               null));
       return;
