@@ -142,21 +142,40 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, ObjectNode body) {
     long start = context.nanoClock().getAsLong();
-    CompletableFuture<ObjectNode> result =
+    return reported(
         requestJson(
             Leg.PREFILL,
             pd.prefill(),
             pd.request().api().path(),
             legHeaders(pd.request()),
             body,
-            context.prefillTimeout());
-    result.whenComplete(
-        (r, t) ->
-            listener.prefillEnded(
-                type(),
-                pd.prefill().id(),
-                ConnectorListener.outcome(t),
-                context.nanoClock().getAsLong() - start));
+            context.prefillTimeout()),
+        listener::prefillEnded,
+        pd.prefill(),
+        start);
+  }
+
+  /** One of the listener's leg-timing callbacks, such as {@code prefillEnded}. */
+  @FunctionalInterface
+  interface LegTiming {
+    void report(String connectorType, String endpointId, String outcome, long nanos);
+  }
+
+  /**
+   * Reports with {@code timing} how a leg to {@code endpoint} begun at {@code startNanos} ended.
+   */
+  void reportLeg(LegTiming timing, Endpoint endpoint, long startNanos, Throwable failure) {
+    timing.report(
+        type(),
+        endpoint.id(),
+        ConnectorListener.outcome(failure),
+        context.nanoClock().getAsLong() - startNanos);
+  }
+
+  /** {@code result}, reported with {@code timing} once it completes. */
+  private <T> CompletableFuture<T> reported(
+      CompletableFuture<T> result, LegTiming timing, Endpoint endpoint, long startNanos) {
+    result.whenComplete((r, t) -> reportLeg(timing, endpoint, startNanos, t));
     return result;
   }
 
@@ -266,7 +285,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected CompletableFuture<StreamingResponse> sendDecode(DecodeRequest decode) {
     long start = context.nanoClock().getAsLong();
-    CompletableFuture<StreamingResponse> result =
+    return reported(
         cancellable(
             transport.send(
                 HttpTransport.Outbound.post(decode.endpoint(), decode.path(), decode.body())
@@ -275,15 +294,10 @@ public abstract class AbstractHttpConnector implements KVConnector {
                     .timeout(context.decodeTimeout())
                     .streaming(true)
                     .build()),
-            resp -> successful(Leg.DECODE, decode.endpoint(), resp));
-    result.whenComplete(
-        (r, t) ->
-            listener.decodeHead(
-                type(),
-                decode.endpoint().id(),
-                ConnectorListener.outcome(t),
-                context.nanoClock().getAsLong() - start));
-    return result;
+            resp -> successful(Leg.DECODE, decode.endpoint(), resp)),
+        listener::decodeHead,
+        decode.endpoint(),
+        start);
   }
 
   /**

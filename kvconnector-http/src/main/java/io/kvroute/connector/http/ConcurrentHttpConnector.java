@@ -1,7 +1,6 @@
 package io.kvroute.connector.http;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
@@ -61,15 +60,13 @@ public abstract class ConcurrentHttpConnector extends AbstractHttpConnector {
   /** Starts the prefill leg detached and returns the decode leg. */
   @Override
   public final CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    return prepareDisaggregated(
-        pd,
-        body ->
-            cancellable(
-                attempt(pd, body),
-                a -> {
-                  sendPrefill(pd, a); // detached: bounded by the prefill timeout, reported
-                  return CompletableFuture.completedFuture(a.decode());
-                }));
+    return prepareDisaggregated(pd, body -> cancellable(attempt(pd, body), a -> detached(pd, a)));
+  }
+
+  /** The decode leg of {@code a}, its prefill leg started and left to run on its own. */
+  private CompletableFuture<DecodeRequest> detached(PdRequest pd, Attempt a) {
+    sendPrefill(pd, a); // bounded by the prefill timeout, reported to the listener
+    return CompletableFuture.completedFuture(a.decode());
   }
 
   /** Sends both legs together; see the class description. */
@@ -105,11 +102,7 @@ public abstract class ConcurrentHttpConnector extends AbstractHttpConnector {
             maxPrefillResponseBytes(),
             resp -> errorFrom(Leg.PREFILL, pd.prefill(), resp),
             (answer, t) -> {
-              listener.prefillEnded(
-                  type(),
-                  pd.prefill().id(),
-                  ConnectorListener.outcome(t),
-                  context.nanoClock().getAsLong() - start);
+              reportLeg(listener::prefillEnded, pd.prefill(), start, t);
               a.prefillSettled().accept(t);
             })
         .result();
