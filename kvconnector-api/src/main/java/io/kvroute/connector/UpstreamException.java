@@ -60,6 +60,15 @@ public final class UpstreamException extends ConnectorException {
     this.upstreamBody = upstreamBody;
   }
 
+  /**
+   * A {@link Kind#PROTOCOL} failure: the upstream answered, but not as the protocol requires (no
+   * status, body or {@code Retry-After} to carry).
+   */
+  public static UpstreamException protocol(
+      Leg leg, String endpointId, String message, Throwable cause) {
+    return new UpstreamException(leg, endpointId, Kind.PROTOCOL, 0, null, null, message, cause);
+  }
+
   private static int gatewayStatus(Kind kind, int upstreamStatus) {
     switch (kind) {
       case STATUS:
@@ -120,17 +129,10 @@ public final class UpstreamException extends ConnectorException {
     }
   }
 
+  /** Every endpoint fault, and also a 429 or 408 (the endpoint is busy, not broken). */
   @Override
   public boolean retryable() {
-    switch (kind) {
-      case STATUS:
-        return upstreamStatus >= 500 || upstreamStatus == 429 || upstreamStatus == 408;
-      case TIMEOUT:
-      case IO:
-      case PROTOCOL:
-        return true;
-      default:
-        return false;
-    }
+    return endpointFault()
+        || (kind == Kind.STATUS && (upstreamStatus == 429 || upstreamStatus == 408));
   }
 }

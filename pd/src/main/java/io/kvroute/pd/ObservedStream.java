@@ -3,11 +3,11 @@ package io.kvroute.pd;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.FlowRelay;
 import io.kvroute.connector.Leg;
+import io.kvroute.connector.ReadAhead;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -20,15 +20,9 @@ import java.util.function.LongSupplier;
  *
  * <p>Thread-safe; the demand and cancellation plumbing is a {@link FlowRelay}.
  */
-final class ObservedStream {
-  private final StreamingResponse upstream;
-  private final String connectorType;
+final class ObservedStream extends ReadAhead<StreamingResponse> {
+  private final Timing timing;
   private final String endpointId;
-  private final ConnectorListener listener;
-  private final LongSupplier nanoClock;
-  private final long startNanos;
-  private final CompletableFuture<StreamingResponse> ready = new CompletableFuture<>();
-  private final FlowRelay<ByteBuffer> relay;
   private final StreamingResponse response;
   private volatile long lastChunkNanos;
 
@@ -43,30 +37,32 @@ final class ObservedStream {
   private static final int TAIL = 32;
   private static final byte[] DONE = "[DONE]".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
-  private ObservedStream(
-      StreamingResponse upstream,
+  /** The listener's view of one decode stream: what it reports, and when the stream started. */
+  private record Timing(
       String connectorType,
       String endpointId,
       ConnectorListener listener,
       LongSupplier nanoClock,
-      long startNanos,
-      Consumer<Throwable> onEnd) {
-    this.upstream = upstream;
-    this.connectorType = connectorType;
-    this.endpointId = endpointId;
-    this.listener = listener;
-    this.nanoClock = nanoClock;
-    this.startNanos = startNanos;
-    this.relay =
-        FlowRelay.create(
-            error -> {
-              listener.decodeEnded(
-                  connectorType,
-                  endpointId,
-                  ConnectorListener.outcome(error),
-                  nanoClock.getAsLong() - startNanos);
-              onEnd.accept(error);
-            });
+      long startNanos) {
+
+    long now() {
+      return nanoClock.getAsLong();
+    }
+
+    void firstByte(long now) {
+      listener.decodeFirstByte(connectorType, endpointId, now - startNanos);
+    }
+
+    void ended(Throwable error) {
+      listener.decodeEnded(
+          connectorType, endpointId, ConnectorListener.outcome(error), now() - startNanos);
+    }
+  }
+
+  private ObservedStream(StreamingResponse upstream, Timing timing, FlowRelay<ByteBuffer> relay) {
+    super(relay);
+    this.timing = timing;
+    this.endpointId = timing.endpointId();
     this.response = StreamingResponse.relayed(upstream, relay);
     this.sse = upstream.contentType().map(t -> t.startsWith("text/event-stream")).orElse(false);
   }
@@ -121,21 +117,19 @@ final class ObservedStream {
    * The end of a delivered stream: an SSE stream without its {@code data: [DONE]} was cut short
    * (the engine died or a proxy dropped it), which is an upstream failure, not a success.
    */
-  private void complete() {
+  @Override
+  protected void ended() {
     if (sse && !endedWithDone()) {
-      relay.onError(
-          new UpstreamException(
-              Leg.DECODE,
-              endpointId,
-              UpstreamException.Kind.PROTOCOL,
-              0,
-              null,
-              null,
-              "decode stream from " + endpointId + " ended without data: [DONE]",
-              null));
+      relay()
+          .onError(
+              UpstreamException.protocol(
+                  Leg.DECODE,
+                  endpointId,
+                  "decode stream from " + endpointId + " ended without data: [DONE]",
+                  null));
       return;
     }
-    relay.onComplete();
+    relay().onComplete();
   }
 
   /**
@@ -152,79 +146,57 @@ final class ObservedStream {
       LongSupplier nanoClock,
       long startNanos,
       Consumer<Throwable> onEnd) {
-    ObservedStream s =
-        new ObservedStream(
-            upstream, connectorType, endpointId, listener, nanoClock, startNanos, onEnd);
-    upstream.subscribe(s.new FirstChunk());
-    s.ready.whenComplete(
-        (r, t) -> {
-          if (s.ready.isCancelled()) {
-            upstream.cancel();
-          }
-        });
-    return s.ready;
+    Timing timing = new Timing(connectorType, endpointId, listener, nanoClock, startNanos);
+    FlowRelay<ByteBuffer> relay =
+        FlowRelay.create(
+            error -> {
+              timing.ended(error);
+              onEnd.accept(error);
+            });
+    return new ObservedStream(upstream, timing, relay).start(upstream);
   }
 
-  /** Reads the first chunk, then hands the upstream over to the relay. */
-  private final class FirstChunk implements Flow.Subscriber<ByteBuffer> {
-    private Flow.Subscription subscription;
+  /** The first chunk: reported, kept for the subscriber, and the upstream handed over. */
+  @Override
+  protected void ahead(ByteBuffer item) {
+    long now = timing.now();
+    lastChunkNanos = now;
+    timing.firstByte(now);
+    remember(item);
+    handOver(item, response);
+  }
 
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-      subscription = s;
-      s.request(1);
-    }
+  /** A later chunk: its gap since the previous one is reported. */
+  @Override
+  protected void passed(ByteBuffer item) {
+    long now = timing.now();
+    timing.listener().decodeChunk(timing.connectorType(), now - lastChunkNanos);
+    lastChunkNanos = now;
+    remember(item);
+  }
 
-    @Override
-    public void onNext(ByteBuffer item) {
-      long now = nanoClock.getAsLong();
-      if (!ready.isDone()) {
-        lastChunkNanos = now;
-        listener.decodeFirstByte(connectorType, endpointId, now - startNanos);
-        remember(item);
-        relay.buffered(item);
-        relay.onSubscribe(subscription);
-        ready.complete(response);
-        return;
-      }
-      listener.decodeChunk(connectorType, now - lastChunkNanos);
-      lastChunkNanos = now;
-      remember(item);
-      relay.onNext(item);
-    }
+  @Override
+  protected Throwable failedAhead(Throwable throwable) {
+    return new UpstreamException(
+        Leg.DECODE,
+        endpointId,
+        UpstreamException.Kind.IO,
+        0,
+        null,
+        null,
+        "decode stream from " + endpointId + " failed before its first byte: " + throwable,
+        throwable);
+  }
 
-    @Override
-    public void onError(Throwable throwable) {
-      if (!ready.isDone()) {
-        ready.completeExceptionally(
-            new UpstreamException(
-                Leg.DECODE,
-                endpointId,
-                UpstreamException.Kind.IO,
-                0,
-                null,
-                null,
-                "decode stream from " + endpointId + " failed before its first byte: " + throwable,
-                throwable));
-        return;
-      }
-      relay.onError(throwable);
+  /** An empty body: delivered as such, except an SSE stream, which must have had an event. */
+  @Override
+  protected void endedAhead() {
+    if (sse) {
+      onError(new java.io.EOFException("the SSE stream ended without an event"));
+      return;
     }
-
-    @Override
-    public void onComplete() {
-      if (!ready.isDone() && sse) {
-        onError(new java.io.EOFException("the SSE stream ended without an event"));
-        return;
-      }
-      if (!ready.isDone()) {
-        listener.decodeFirstByte(connectorType, endpointId, nanoClock.getAsLong() - startNanos);
-        relay.onSubscribe(subscription);
-        relay.onComplete();
-        ready.complete(response);
-        return;
-      }
-      complete();
-    }
+    timing.firstByte(timing.now());
+    handOver(null, response);
+    relay().onComplete();
   }
 }

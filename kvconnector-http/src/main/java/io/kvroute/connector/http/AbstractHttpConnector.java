@@ -1,6 +1,5 @@
 package io.kvroute.connector.http;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
@@ -113,33 +112,88 @@ public abstract class AbstractHttpConnector implements KVConnector {
   }
 
   /**
-   * Sends a non-streaming leg and parses its JSON answer. A non-2xx status, a timeout or an
+   * Parses the client's body ({@link #parseBody}), removes any client-sent KV-transfer fields
+   * ({@link OpenAiJson#stripTransferFields}) and continues with {@code then}. A body that does not
+   * parse, or a {@link ConnectorException} that {@code then} throws, fails the future instead.
+   */
+  protected <T> CompletableFuture<T> withClientBody(
+      PdRequest pd, Function<ObjectNode, CompletableFuture<T>> then) {
+    try {
+      return then.apply(OpenAiJson.stripTransferFields(parseBody(pd.request())));
+    } catch (ConnectorException e) {
+      return failed(e);
+    }
+  }
+
+  /**
+   * {@link #prepareDecode} of a connector that serves a request without a prefill endpoint with
+   * {@link #decodeOnly}: for a disaggregated one, {@link #withClientBody withClientBody(pd, then)}.
+   */
+  protected CompletableFuture<DecodeRequest> prepareDisaggregated(
+      PdRequest pd, Function<ObjectNode, CompletableFuture<DecodeRequest>> then) {
+    return pd.disaggregated() ? withClientBody(pd, then) : decodeOnly(pd);
+  }
+
+  /**
+   * Sends the blocking prefill leg of {@code pd}: {@code POST} of {@code body} to the client's path
+   * on the prefill endpoint with the leg headers, timed out after the prefill timeout, its JSON
+   * answer parsed, its outcome reported to the listener. A non-2xx status, a timeout or an
    * unparsable body fails with {@link UpstreamException}.
    */
-  protected CompletableFuture<ObjectNode> sendJson(
-      Leg leg,
-      Endpoint endpoint,
-      String path,
-      Map<String, List<String>> headers,
-      ObjectNode body,
-      Duration timeout) {
+  protected CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, ObjectNode body) {
     long start = context.nanoClock().getAsLong();
-    CompletableFuture<ObjectNode> result = requestJson(leg, endpoint, path, headers, body, timeout);
-    if (leg == Leg.PREFILL) {
-      result.whenComplete(
-          (r, t) ->
-              listener.prefillEnded(
-                  type(),
-                  endpoint.id(),
-                  ConnectorListener.outcome(t),
-                  context.nanoClock().getAsLong() - start));
-    }
+    return reported(
+        requestJson(
+            Leg.PREFILL,
+            pd.prefill(),
+            pd.request().api().path(),
+            legHeaders(pd.request()),
+            body,
+            context.prefillTimeout()),
+        listener::prefillEnded,
+        pd.prefill(),
+        start);
+  }
+
+  /** One of the listener's leg-timing callbacks, such as {@code prefillEnded}. */
+  @FunctionalInterface
+  interface LegTiming {
+    void report(String connectorType, String endpointId, String outcome, long nanos);
+  }
+
+  /**
+   * Reports with {@code timing} how a leg to {@code endpoint} begun at {@code startNanos} ended.
+   */
+  void reportLeg(LegTiming timing, Endpoint endpoint, long startNanos, Throwable failure) {
+    timing.report(
+        type(),
+        endpoint.id(),
+        ConnectorListener.outcome(failure),
+        context.nanoClock().getAsLong() - startNanos);
+  }
+
+  /** {@code result}, reported with {@code timing} once it completes. */
+  private <T> CompletableFuture<T> reported(
+      CompletableFuture<T> result, LegTiming timing, Endpoint endpoint, long startNanos) {
+    result.whenComplete((r, t) -> reportLeg(timing, endpoint, startNanos, t));
     return result;
   }
 
   /**
-   * Like {@link #sendJson} but not reported to the listener as a prefill: for side calls such as
-   * {@code /tokenize} made on a leg's endpoint.
+   * The two-step flow: {@link #sendPrefill} of {@code prefillBody}, then the decode request that
+   * {@code decode} makes of the prefill's answer. Cancelling the future cancels the prefill.
+   */
+  protected CompletableFuture<DecodeRequest> afterPrefill(
+      PdRequest pd, ObjectNode prefillBody, Function<ObjectNode, DecodeRequest> decode) {
+    return cancellable(
+        sendPrefill(pd, prefillBody),
+        answer -> CompletableFuture.completedFuture(decode.apply(answer)));
+  }
+
+  /**
+   * Sends a non-streaming leg and parses its JSON answer, without reporting it to the listener (for
+   * side calls such as {@code /tokenize} made on a leg's endpoint). A non-2xx status, a timeout or
+   * an unparsable body fails with {@link UpstreamException}.
    */
   protected CompletableFuture<ObjectNode> requestJson(
       Leg leg,
@@ -155,40 +209,23 @@ public abstract class AbstractHttpConnector implements KVConnector {
                 .headers(headers)
                 .timeout(timeout)
                 .build()),
-        resp -> {
-          if (resp.status() / 100 != 2) {
-            return errorFrom(leg, endpoint, resp)
-                .thenApply(
-                    e -> {
-                      throw e;
-                    });
-          }
-          return resp.readAll(maxPrefillResponseBytes)
-              .thenApply(bytes -> parseResponse(leg, endpoint, bytes));
-        });
+        resp ->
+            successful(leg, endpoint, resp)
+                .thenCompose(ok -> ok.readAll(maxPrefillResponseBytes))
+                .thenApply(bytes -> ConcurrentLegs.jsonObject(leg, endpoint, bytes)));
   }
 
-  private static ObjectNode parseResponse(Leg leg, Endpoint endpoint, byte[] bytes) {
-    try {
-      JsonNode n = OpenAiJson.readTree(bytes);
-      if (n != null && n.isObject()) {
-        return (ObjectNode) n;
-      }
-    } catch (java.io.IOException e) {
-      // reported below
+  /** {@code resp} when its status is 2xx; otherwise a future failed with {@link #errorFrom}. */
+  private static CompletableFuture<StreamingResponse> successful(
+      Leg leg, Endpoint endpoint, StreamingResponse resp) {
+    if (resp.status() / 100 == 2) {
+      return CompletableFuture.completedFuture(resp);
     }
-    throw new UpstreamException(
-        leg,
-        endpoint.id(),
-        UpstreamException.Kind.PROTOCOL,
-        0,
-        null,
-        null,
-        leg.name().toLowerCase(Locale.ROOT)
-            + " response from "
-            + endpoint.baseUrl()
-            + " is not a JSON object",
-        null);
+    return errorFrom(leg, endpoint, resp)
+        .thenApply(
+            e -> {
+              throw e;
+            });
   }
 
   /**
@@ -248,7 +285,7 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected CompletableFuture<StreamingResponse> sendDecode(DecodeRequest decode) {
     long start = context.nanoClock().getAsLong();
-    CompletableFuture<StreamingResponse> result =
+    return reported(
         cancellable(
             transport.send(
                 HttpTransport.Outbound.post(decode.endpoint(), decode.path(), decode.body())
@@ -257,24 +294,10 @@ public abstract class AbstractHttpConnector implements KVConnector {
                     .timeout(context.decodeTimeout())
                     .streaming(true)
                     .build()),
-            resp -> {
-              if (resp.status() / 100 != 2) {
-                return errorFrom(Leg.DECODE, decode.endpoint(), resp)
-                    .thenApply(
-                        e -> {
-                          throw e;
-                        });
-              }
-              return CompletableFuture.completedFuture(resp);
-            });
-    result.whenComplete(
-        (r, t) ->
-            listener.decodeHead(
-                type(),
-                decode.endpoint().id(),
-                ConnectorListener.outcome(t),
-                context.nanoClock().getAsLong() - start));
-    return result;
+            resp -> successful(Leg.DECODE, decode.endpoint(), resp)),
+        listener::decodeHead,
+        decode.endpoint(),
+        start);
   }
 
   /**
@@ -314,54 +337,6 @@ public abstract class AbstractHttpConnector implements KVConnector {
   }
 
   /**
-   * Starts a prefill leg that runs at the same time as the decode leg (SGLang, vLLM's
-   * MooncakeConnector): {@code POST path} of {@code body} to {@code endpoint}, timed out after the
-   * prefill timeout, its 2xx JSON answer parsed (at most {@code maxPrefillResponseBytes}), a
-   * non-2xx answer turned into an {@link UpstreamException}, its outcome reported to the listener.
-   * {@code settled} runs once with the failure (or null) before the future completes. Cancelling
-   * the future releases the upstream call at whatever stage it is. Pass it to {@link
-   * #joinConcurrentLegs}.
-   */
-  protected CompletableFuture<ObjectNode> sendConcurrentPrefill(
-      Endpoint endpoint,
-      String path,
-      Map<String, List<String>> headers,
-      ObjectNode body,
-      java.util.function.Consumer<Throwable> settled) {
-    long start = context.nanoClock().getAsLong();
-    ConcurrentLegs.PrefillLeg leg =
-        ConcurrentLegs.PrefillLeg.send(
-            transport,
-            HttpTransport.Outbound.post(endpoint, path, OpenAiJson.toBytes(body))
-                .leg(Leg.PREFILL)
-                .headers(headers)
-                .timeout(context.prefillTimeout())
-                .build(),
-            maxPrefillResponseBytes,
-            resp -> errorFrom(Leg.PREFILL, endpoint, resp),
-            (answer, t) -> {
-              listener.prefillEnded(
-                  type(),
-                  endpoint.id(),
-                  ConnectorListener.outcome(t),
-                  context.nanoClock().getAsLong() - start);
-              settled.accept(t);
-            });
-    return leg.result();
-  }
-
-  /**
-   * The decode response of two legs running together, handed out only once the prefill succeeded
-   * too (so a dead prefill is seen before any decode byte reaches the client, and the pair can
-   * still be retried). A failure of either leg cancels the other and fails the result with that
-   * leg's error; cancelling the result cancels both.
-   */
-  protected static CompletableFuture<StreamingResponse> joinConcurrentLegs(
-      CompletableFuture<ObjectNode> prefill, CompletableFuture<StreamingResponse> decode) {
-    return ConcurrentLegs.join(prefill, decode);
-  }
-
-  /**
    * A response that sends {@code first} as its first chunk and then {@code rest}'s body, read only
    * as the subscriber asks for it (for a synthetic first chunk, such as a prefill's token).
    */
@@ -394,11 +369,13 @@ public abstract class AbstractHttpConnector implements KVConnector {
             .build());
   }
 
-  /** A decode request to {@code endpoint} with {@code body}. */
-  protected DecodeRequest decodeRequest(
-      InferenceRequest request, Endpoint endpoint, ObjectNode body, Map<String, String> attrs) {
-    return DecodeRequest.builder(endpoint, request.api().path(), OpenAiJson.toBytes(body))
-        .headers(legHeaders(request))
+  /**
+   * The decode leg of {@code pd} with {@code body}: to the decode endpoint, on the client's path,
+   * with the leg headers and the attributes {@code attrs}.
+   */
+  protected DecodeRequest decodeRequest(PdRequest pd, ObjectNode body, Map<String, String> attrs) {
+    return DecodeRequest.builder(pd.decode(), pd.request().api().path(), OpenAiJson.toBytes(body))
+        .headers(legHeaders(pd.request()))
         .attributes(attrs)
         .build();
   }

@@ -1,9 +1,6 @@
 package io.kvroute.connector.http;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.KVConnectorProvider;
-import io.kvroute.connector.Leg;
 import io.kvroute.connector.SimpleConnectorProvider;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -52,27 +49,13 @@ public class HttpConnector extends AbstractHttpConnector {
 
   @Override
   public final CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    if (!pd.disaggregated()) {
-      return decodeOnly(pd);
-    }
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    ObjectNode prefill = OpenAiJson.prefillBody(body, pd.request().api());
-    return cancellable(
-        sendJson(
-            Leg.PREFILL,
-            pd.prefill(),
-            pd.request().api().path(),
-            legHeaders(pd.request()),
-            prefill,
-            context.prefillTimeout()),
-        ignored ->
-            CompletableFuture.completedFuture(
-                decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "prefill_decode"))));
+    return prepareDisaggregated(
+        pd,
+        body ->
+            afterPrefill(
+                pd,
+                OpenAiJson.prefillBody(body, pd.request().api()),
+                ignored -> decodeRequest(pd, body, Map.of("mode", "prefill_decode"))));
   }
 
   /** The ServiceLoader provider of {@code http}. */

@@ -155,6 +155,29 @@ public final class OpenAiJson {
     return p;
   }
 
+  /**
+   * The prefill leg as vLLM's and SGLang's reference proxies build it: a copy of {@code body}
+   * (which must already be free of client transfer fields) with {@code kv_transfer_params} set to
+   * {@code kvTransferParams} when that is not null, {@code stream=false}, {@code max_tokens=1},
+   * {@code max_completion_tokens=1} only when the client sent it, and without {@code
+   * stream_options}, {@code min_tokens} and {@code min_completion_tokens}; in that key order.
+   */
+  public static ObjectNode oneTokenPrefill(ObjectNode body, ObjectNode kvTransferParams) {
+    ObjectNode p = body.deepCopy();
+    if (kvTransferParams != null) {
+      p.set("kv_transfer_params", kvTransferParams);
+    }
+    p.put("stream", false);
+    p.put("max_tokens", 1);
+    if (p.has("max_completion_tokens")) {
+      p.put("max_completion_tokens", 1);
+    }
+    p.remove("stream_options");
+    p.remove("min_tokens");
+    p.remove("min_completion_tokens");
+    return p;
+  }
+
   /** True when the client asked for a streamed response ({@code "stream": true}). */
   public static boolean isStreaming(ObjectNode body) {
     JsonNode s = body.get("stream");

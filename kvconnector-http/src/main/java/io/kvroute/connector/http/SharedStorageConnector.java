@@ -3,7 +3,6 @@ package io.kvroute.connector.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfigException;
-import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.SimpleConnectorProvider;
@@ -102,46 +101,28 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
 
   @Override
   public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    return prefillThenDecode(pd, body);
+    return withClientBody(pd, body -> prefillThenDecode(pd, body));
   }
 
   private CompletableFuture<DecodeRequest> prefillThenDecode(PdRequest pd, ObjectNode body) {
     if (!pd.disaggregated()) {
       return CompletableFuture.completedFuture(
-          decodeRequest(pd.request(), pd.decode(), body, Map.of("mode", "decode_only")));
+          decodeRequest(pd, body, Map.of("mode", "decode_only")));
     }
     ObjectNode prefill = OpenAiJson.prefillBody(body, pd.request().api());
     prefill.put(FIELD, 0);
     ObjectNode decode = body.deepCopy();
     decode.put(FIELD, 0);
-    return cancellable(
-        sendJson(
-            Leg.PREFILL,
-            pd.prefill(),
-            pd.request().api().path(),
-            legHeaders(pd.request()),
-            prefill,
-            context.prefillTimeout()),
-        ignored ->
-            CompletableFuture.completedFuture(
-                decodeRequest(
-                    pd.request(), pd.decode(), decode, Map.of("mode", "prefill_decode"))));
+    return afterPrefill(
+        pd, prefill, ignored -> decodeRequest(pd, decode, Map.of("mode", "prefill_decode")));
   }
 
   @Override
   public CompletableFuture<StreamingResponse> proxy(PdRequest pd) {
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
+    return withClientBody(pd, body -> proxy(pd, body));
+  }
+
+  private CompletableFuture<StreamingResponse> proxy(PdRequest pd, ObjectNode body) {
     JsonNode given = body.get(FIELD);
     boolean decodeFirst =
         pd.disaggregated()
@@ -157,8 +138,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
       attempt.put(FIELD, defaultThreshold);
     }
     boolean streaming = OpenAiJson.isStreaming(body);
-    DecodeRequest first =
-        decodeRequest(pd.request(), pd.decode(), attempt, Map.of("mode", "decode_first"));
+    DecodeRequest first = decodeRequest(pd, attempt, Map.of("mode", "decode_first"));
     CompletableFuture<StreamingResponse> decided =
         cancellable(
             sendDecode(first), resp -> streaming ? inspectStream(resp) : inspectWhole(pd, resp));
@@ -195,13 +175,9 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
               try {
                 n = OpenAiJson.readTree(bytes);
               } catch (IOException e) {
-                throw new UpstreamException(
+                throw UpstreamException.protocol(
                     Leg.DECODE,
                     pd.decode().id(),
-                    UpstreamException.Kind.PROTOCOL,
-                    0,
-                    null,
-                    null,
                     "decode-first answer from " + pd.decode().baseUrl() + " is not JSON",
                     e);
               }

@@ -101,12 +101,11 @@ public final class LmcacheConnector extends HttpConnector {
         || pd.request().api() != InferenceRequest.Api.COMPLETIONS) {
       return super.proxy(pd);
     }
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
+    return withClientBody(pd, body -> proxyFirstToken(pd, body));
+  }
+
+  /** The first-token flow of a single-prompt completions request with client body {@code body}. */
+  private CompletableFuture<StreamingResponse> proxyFirstToken(PdRequest pd, ObjectNode body) {
     JsonNode prompt = body.get("prompt");
     boolean ids = prompt != null && prompt.isArray() && allIntegers(prompt);
     if (prompt == null || !(prompt.isTextual() || ids)) {
@@ -148,14 +147,7 @@ public final class LmcacheConnector extends HttpConnector {
           prefill.set("prompt", t.deepCopy());
           prefill.putObject("kv_transfer_params").put("ret_first_tok", true);
           return cancellable(
-              sendJson(
-                  Leg.PREFILL,
-                  pd.prefill(),
-                  pd.request().api().path(),
-                  legHeaders(pd.request()),
-                  prefill,
-                  context.prefillTimeout()),
-              answer -> continueFrom(pd, body, t, maxTokens, answer));
+              sendPrefill(pd, prefill), answer -> continueFrom(pd, body, t, maxTokens, answer));
         });
   }
 
@@ -191,8 +183,7 @@ public final class LmcacheConnector extends HttpConnector {
     prompt.add(first);
     decode.set("prompt", prompt);
     decode.put("max_tokens", maxTokens - 1);
-    DecodeRequest req =
-        decodeRequest(pd.request(), pd.decode(), decode, Map.of("mode", "first_token"));
+    DecodeRequest req = decodeRequest(pd, decode, Map.of("mode", "first_token"));
     String prefillText = choice.path("text").asText("");
     return cancellable(
         sendDecode(req),
@@ -215,13 +206,9 @@ public final class LmcacheConnector extends HttpConnector {
       n = null;
     }
     if (n == null || !n.isObject() || !n.path("choices").path(0).isObject()) {
-      throw new UpstreamException(
+      throw UpstreamException.protocol(
           Leg.DECODE,
           pd.decode().id(),
-          UpstreamException.Kind.PROTOCOL,
-          0,
-          null,
-          null,
           "decode answer from " + pd.decode().baseUrl() + " is not a completion",
           null);
     }
@@ -279,13 +266,9 @@ public final class LmcacheConnector extends HttpConnector {
   }
 
   private static UpstreamException protocol(PdRequest pd, String what) {
-    return new UpstreamException(
+    return UpstreamException.protocol(
         Leg.PREFILL,
         pd.prefill().id(),
-        UpstreamException.Kind.PROTOCOL,
-        0,
-        null,
-        null,
         "prefill pod " + pd.prefill().baseUrl() + ": " + what,
         null);
   }

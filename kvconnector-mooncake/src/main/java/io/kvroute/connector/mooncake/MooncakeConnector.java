@@ -13,7 +13,7 @@ import io.kvroute.connector.Leg;
 import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
-import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.ConcurrentHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
 import java.io.IOException;
 import java.time.Duration;
@@ -89,7 +89,7 @@ import java.util.function.Supplier;
  * The {@code /query} call goes through the shared {@link io.kvroute.connector.HttpTransport} like
  * both legs, so a decorator on it (an allowlist, TLS, tracing) sees it too.
  */
-public final class MooncakeConnector extends AbstractHttpConnector {
+public final class MooncakeConnector extends ConcurrentHttpConnector {
 
   /** The type name. */
   public static final String TYPE = "mooncake";
@@ -160,13 +160,6 @@ public final class MooncakeConnector extends AbstractHttpConnector {
 
   /** One prefiller's bootstrap answer: its address and the engine id of each DP rank, by rank. */
   private record Bootstrap(String address, Map<Integer, String> engineIds, long expiresNanos) {}
-
-  /** The legs of one attempt. */
-  private record Legs(
-      Endpoint prefill,
-      Map<String, List<String>> prefillHeaders,
-      ObjectNode prefillBody,
-      DecodeRequest decode) {}
 
   private int bootstrapPort(Endpoint prefill) {
     return intLabel(prefill, BOOTSTRAP_PORT_LABEL, bootstrapPort);
@@ -296,13 +289,9 @@ public final class MooncakeConnector extends AbstractHttpConnector {
       } catch (NumberFormatException e) {
         // fall through to the error below
       }
-      throw new UpstreamException(
+      throw UpstreamException.protocol(
           Leg.PREFILL,
           prefill.id(),
-          UpstreamException.Kind.PROTOCOL,
-          0,
-          null,
-          null,
           "endpoint "
               + prefill.id()
               + " label "
@@ -317,23 +306,20 @@ public final class MooncakeConnector extends AbstractHttpConnector {
     return ranks.get(Math.floorMod(roundRobin.getAndIncrement(), ranks.size()));
   }
 
-  private Legs legs(PdRequest pd, ObjectNode body, Bootstrap b) {
+  @Override
+  protected CompletableFuture<Attempt> attempt(PdRequest pd, ObjectNode body) {
+    return cancellable(
+        bootstrap(pd.prefill()), b -> CompletableFuture.completedFuture(attempt(pd, body, b)));
+  }
+
+  private Attempt attempt(PdRequest pd, ObjectNode body, Bootstrap b) {
     int rank = rank(pd.prefill(), b);
     String transferId = transferIds.get();
-    ObjectNode prefill = body.deepCopy();
     ObjectNode pp = JsonNodeFactory.instance.objectNode();
     pp.put("do_remote_decode", true);
     pp.put("do_remote_prefill", false);
     pp.put("transfer_id", transferId);
-    prefill.set("kv_transfer_params", pp);
-    prefill.put("stream", false);
-    prefill.put("max_tokens", 1);
-    if (prefill.has("max_completion_tokens")) {
-      prefill.put("max_completion_tokens", 1);
-    }
-    prefill.remove("stream_options");
-    prefill.remove("min_tokens");
-    prefill.remove("min_completion_tokens");
+    ObjectNode prefill = OpenAiJson.oneTokenPrefill(body, pp);
     Map<String, List<String>> prefillHeaders = legHeaders(pd.request());
     prefillHeaders.put("X-data-parallel-rank", List.of(Integer.toString(rank)));
 
@@ -348,67 +334,18 @@ public final class MooncakeConnector extends AbstractHttpConnector {
     attrs.put("mode", "prefill_decode");
     attrs.put("transfer_id", transferId);
     attrs.put("dp_rank", Integer.toString(rank));
-    return new Legs(
-        pd.prefill(),
+    Endpoint endpoint = pd.prefill();
+    return new Attempt(
         prefillHeaders,
         prefill,
-        decodeRequest(pd.request(), pd.decode(), body, attrs));
-  }
-
-  private CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, Legs legs) {
-    Endpoint prefill = legs.prefill();
-    return sendConcurrentPrefill(
-        prefill,
-        pd.request().api().path(),
-        legs.prefillHeaders(),
-        legs.prefillBody(),
+        decodeRequest(pd, body, attrs),
         t -> {
           if (t != null) {
             // A restarted prefiller has a new engine id: ask its bootstrap server again next time.
             synchronized (cache) {
-              cache.remove(prefill.id());
+              cache.remove(endpoint.id());
             }
           }
-        });
-  }
-
-  @Override
-  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    if (!pd.disaggregated()) {
-      return decodeOnly(pd);
-    }
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    return cancellable(
-        bootstrap(pd.prefill()),
-        b -> {
-          Legs legs = legs(pd, body, b);
-          sendPrefill(
-              pd, legs); // detached: bounded by the prefill timeout, reported to the listener
-          return CompletableFuture.completedFuture(legs.decode());
-        });
-  }
-
-  @Override
-  public CompletableFuture<StreamingResponse> proxy(PdRequest pd) {
-    if (!pd.disaggregated()) {
-      return super.proxy(pd);
-    }
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    return cancellable(
-        bootstrap(pd.prefill()),
-        b -> {
-          Legs legs = legs(pd, body, b);
-          return joinConcurrentLegs(sendPrefill(pd, legs), sendDecode(legs.decode()));
         });
   }
 

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfigException;
-import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
@@ -123,7 +122,6 @@ public final class NixlConnector extends AbstractHttpConnector {
    * exactly as vLLM's reference NIXL proxy builds it.
    */
   static ObjectNode prefillBody(ObjectNode body) {
-    ObjectNode p = body.deepCopy();
     ObjectNode params = JsonNodeFactory.instance.objectNode();
     params.put("do_remote_decode", true);
     params.put("do_remote_prefill", false);
@@ -131,38 +129,13 @@ public final class NixlConnector extends AbstractHttpConnector {
     params.putNull("remote_block_ids");
     params.putNull("remote_host");
     params.putNull("remote_port");
-    p.set("kv_transfer_params", params);
-    p.put("stream", false);
-    p.put("max_tokens", 1);
-    if (p.has("max_completion_tokens")) {
-      p.put("max_completion_tokens", 1);
-    }
-    p.remove("stream_options");
-    p.remove("min_tokens");
-    p.remove("min_completion_tokens");
-    return p;
+    return OpenAiJson.oneTokenPrefill(body, params);
   }
 
   @Override
   public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    if (!pd.disaggregated()) {
-      return decodeOnly(pd);
-    }
-    ObjectNode body;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    return cancellable(
-        sendJson(
-            Leg.PREFILL,
-            pd.prefill(),
-            pd.request().api().path(),
-            legHeaders(pd.request()),
-            prefillBody(body),
-            context.prefillTimeout()),
-        answer -> CompletableFuture.completedFuture(decodeAfter(pd, body, answer)));
+    return prepareDisaggregated(
+        pd, body -> afterPrefill(pd, prefillBody(body), answer -> decodeAfter(pd, body, answer)));
   }
 
   private DecodeRequest decodeAfter(PdRequest pd, ObjectNode body, ObjectNode answer) {
@@ -181,7 +154,7 @@ public final class NixlConnector extends AbstractHttpConnector {
       attrs.put("kv_transfer_params", "absent");
       listener.connectorEvent(TYPE, EVENT_NO_PARAMS);
     }
-    return decodeRequest(pd.request(), pd.decode(), body, attrs);
+    return decodeRequest(pd, body, attrs);
   }
 
   private void rewriteRemoteHost(ObjectNode params, Endpoint prefill) {

@@ -4,13 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorConfigException;
-import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.SimpleConnectorProvider;
-import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.ConcurrentHttpConnector;
 import io.kvroute.connector.http.OpenAiJson;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -66,7 +64,7 @@ import java.util.function.LongSupplier;
  *
  * <p>Thread-safe; the room source is {@link ThreadLocalRandom} unless a test injects one.
  */
-public final class SglangConnector extends AbstractHttpConnector {
+public final class SglangConnector extends ConcurrentHttpConnector {
 
   /** The type name. */
   public static final String TYPE = "sglang";
@@ -152,63 +150,18 @@ public final class SglangConnector extends AbstractHttpConnector {
     return first;
   }
 
-  private static ObjectNode prefillBody(ObjectNode decodeBody) {
-    ObjectNode p = decodeBody.deepCopy();
-    p.put("stream", false);
-    p.put("max_tokens", 1);
-    if (p.has("max_completion_tokens")) {
-      p.put("max_completion_tokens", 1);
-    }
-    p.remove("stream_options");
-    p.remove("min_tokens");
-    p.remove("min_completion_tokens");
-    return p;
-  }
-
-  private record Legs(ObjectNode prefill, DecodeRequest decode) {}
-
-  private Legs legs(PdRequest pd, ObjectNode body) {
+  @Override
+  protected CompletableFuture<Attempt> attempt(PdRequest pd, ObjectNode body) {
     long room = addBootstrap(body, pd.prefill());
     Map<String, String> attrs = new LinkedHashMap<>();
     attrs.put("mode", "prefill_decode");
     attrs.put("bootstrap_room", Long.toString(room));
-    return new Legs(prefillBody(body), decodeRequest(pd.request(), pd.decode(), body, attrs));
-  }
-
-  private CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, ObjectNode prefill) {
-    return sendConcurrentPrefill(
-        pd.prefill(), pd.request().api().path(), legHeaders(pd.request()), prefill, t -> {});
-  }
-
-  @Override
-  public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
-    if (!pd.disaggregated()) {
-      return decodeOnly(pd);
-    }
-    ObjectNode body;
-    Legs legs;
-    try {
-      body = OpenAiJson.stripTransferFields(parseBody(pd.request()));
-      legs = legs(pd, body);
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    sendPrefill(pd, legs.prefill()); // detached: bounded by the prefill timeout, reported
-    return CompletableFuture.completedFuture(legs.decode());
-  }
-
-  @Override
-  public CompletableFuture<StreamingResponse> proxy(PdRequest pd) {
-    if (!pd.disaggregated()) {
-      return super.proxy(pd);
-    }
-    Legs legs;
-    try {
-      legs = legs(pd, OpenAiJson.stripTransferFields(parseBody(pd.request())));
-    } catch (ConnectorException e) {
-      return failed(e);
-    }
-    return joinConcurrentLegs(sendPrefill(pd, legs.prefill()), sendDecode(legs.decode()));
+    return CompletableFuture.completedFuture(
+        new Attempt(
+            legHeaders(pd.request()),
+            OpenAiJson.oneTokenPrefill(body, null),
+            decodeRequest(pd, body, attrs),
+            t -> {}));
   }
 
   /** The ServiceLoader provider of {@code sglang}. */

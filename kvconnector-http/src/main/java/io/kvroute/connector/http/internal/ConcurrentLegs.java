@@ -4,12 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.OpenAiJson;
 import java.io.IOException;
+import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
@@ -24,8 +26,8 @@ import java.util.function.Function;
  * releases the connection at once, whatever stage it is in. Stateless; callbacks run on the
  * completing leg's thread.
  *
- * <p>Used through {@link io.kvroute.connector.http.AbstractHttpConnector}'s concurrent-prefill
- * methods by the connectors that run both legs together (Mooncake, SGLang). Not exported.
+ * <p>Used through {@link io.kvroute.connector.http.ConcurrentHttpConnector} by the connectors that
+ * run both legs together (Mooncake, SGLang). Not exported.
  */
 public final class ConcurrentLegs {
   private ConcurrentLegs() {}
@@ -105,22 +107,10 @@ public final class ConcurrentLegs {
 
     private static Object parse(HttpTransport.Outbound out, byte[] bytes) {
       try {
-        JsonNode n = OpenAiJson.readTree(bytes);
-        if (n != null && n.isObject()) {
-          return n;
-        }
-      } catch (IOException e) {
-        // reported below
+        return jsonObject(Leg.PREFILL, out.endpoint(), bytes);
+      } catch (UpstreamException e) {
+        return e;
       }
-      return new UpstreamException(
-          Leg.PREFILL,
-          out.endpoint().id(),
-          UpstreamException.Kind.PROTOCOL,
-          0,
-          null,
-          null,
-          "prefill response from " + out.endpoint().baseUrl() + " is not a JSON object",
-          null);
     }
 
     private void finish(Object value, Throwable error, BiConsumer<ObjectNode, Throwable> settled) {
@@ -163,7 +153,34 @@ public final class ConcurrentLegs {
     }
   }
 
-  /** See {@link io.kvroute.connector.http.AbstractHttpConnector#joinConcurrentLegs}. */
+  /**
+   * A leg's 2xx answer as a JSON object.
+   *
+   * @throws UpstreamException of kind {@code PROTOCOL} when the bytes are not one JSON object
+   */
+  public static ObjectNode jsonObject(Leg leg, Endpoint endpoint, byte[] bytes) {
+    try {
+      JsonNode n = OpenAiJson.readTree(bytes);
+      if (n != null && n.isObject()) {
+        return (ObjectNode) n;
+      }
+    } catch (IOException e) {
+      // reported below
+    }
+    throw UpstreamException.protocol(
+        leg,
+        endpoint.id(),
+        leg.name().toLowerCase(Locale.ROOT)
+            + " response from "
+            + endpoint.baseUrl()
+            + " is not a JSON object",
+        null);
+  }
+
+  /**
+   * The decode response of two legs running together; see {@link
+   * io.kvroute.connector.http.ConcurrentHttpConnector}.
+   */
   public static CompletableFuture<StreamingResponse> join(
       CompletableFuture<ObjectNode> prefill, CompletableFuture<StreamingResponse> decode) {
     CompletableFuture<StreamingResponse> result = new CompletableFuture<>();

@@ -1,6 +1,7 @@
 package io.kvroute.connector.http.internal;
 
 import io.kvroute.connector.FlowRelay;
+import io.kvroute.connector.ReadAhead;
 import io.kvroute.connector.StreamingResponse;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
@@ -21,7 +22,6 @@ import java.util.function.Predicate;
 public final class PeekedStream implements StreamingResponse {
   private final StreamingResponse upstream;
   private final FlowRelay<ByteBuffer> relay = FlowRelay.create();
-  private final CompletableFuture<PeekedStream> ready = new CompletableFuture<>();
   private final Predicate<byte[]> enough;
   private final int maxPeekBytes;
   private final ByteArrayOutputStream head = new ByteArrayOutputStream();
@@ -42,14 +42,7 @@ public final class PeekedStream implements StreamingResponse {
   public static CompletableFuture<PeekedStream> peek(
       StreamingResponse upstream, Predicate<byte[]> enough, int maxPeekBytes) {
     PeekedStream s = new PeekedStream(upstream, enough, maxPeekBytes);
-    s.ready.whenComplete(
-        (r, t) -> {
-          if (s.ready.isCancelled()) {
-            upstream.cancel();
-          }
-        });
-    upstream.subscribe(s.new Peeking());
-    return s.ready;
+    return s.new Peeking().start(upstream);
   }
 
   /**
@@ -62,7 +55,6 @@ public final class PeekedStream implements StreamingResponse {
     if (prefix.length > 0) {
       s.relay.buffered(ByteBuffer.wrap(s.prefix).asReadOnlyBuffer());
     }
-    s.ready.complete(s);
     upstream.subscribe(s.relay);
     return s;
   }
@@ -99,21 +91,13 @@ public final class PeekedStream implements StreamingResponse {
   }
 
   /** Collects chunks until the predicate decides, then hands the upstream over to the relay. */
-  private final class Peeking implements Flow.Subscriber<ByteBuffer> {
-    private Flow.Subscription subscription;
-
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-      subscription = s;
-      s.request(1);
+  private final class Peeking extends ReadAhead<PeekedStream> {
+    Peeking() {
+      super(relay);
     }
 
     @Override
-    public void onNext(ByteBuffer item) {
-      if (ready.isDone()) {
-        relay.onNext(item);
-        return;
-      }
+    protected void ahead(ByteBuffer item) {
       byte[] b = new byte[item.remaining()];
       item.get(b);
       head.write(b, 0, b.length);
@@ -121,35 +105,21 @@ public final class PeekedStream implements StreamingResponse {
       if (head.size() >= maxPeekBytes || enough.test(soFar)) {
         decided(soFar);
       } else {
-        subscription.request(1);
+        next();
       }
     }
 
     @Override
-    public void onError(Throwable t) {
-      if (ready.isDone()) {
-        relay.onError(t);
-      } else {
-        ready.completeExceptionally(t);
-      }
-    }
-
-    @Override
-    public void onComplete() {
-      if (!ready.isDone()) {
-        complete = true;
-        decided(head.toByteArray());
-      }
+    protected void endedAhead() {
+      complete = true;
+      decided(head.toByteArray());
       relay.onComplete();
     }
 
     private void decided(byte[] bytes) {
       prefix = bytes;
-      if (bytes.length > 0) {
-        relay.buffered(ByteBuffer.wrap(bytes).asReadOnlyBuffer());
-      }
-      relay.onSubscribe(subscription);
-      ready.complete(PeekedStream.this);
+      handOver(
+          bytes.length > 0 ? ByteBuffer.wrap(bytes).asReadOnlyBuffer() : null, PeekedStream.this);
     }
   }
 }
