@@ -419,21 +419,18 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   public void allBlocksCleared(String podId) {
     Objects.requireNonNull(podId, "podId");
     counters.eventCleared();
-    long stamp = lock.writeLock();
-    try {
-      int pod = podIndex(podId, false);
-      if (pod >= 0) {
-        sweepPod(pod);
-      }
-    } finally {
-      lock.unlockWrite(stamp);
-    }
+    sweep(podId, false);
   }
 
   @Override
   public void removePod(String podId) {
     Objects.requireNonNull(podId, "podId");
     counters.eventPodRemoved();
+    sweep(podId, true);
+  }
+
+  /** Drops every entry of {@code podId} if known, and with {@code forget} the pod itself. */
+  private void sweep(String podId, boolean forget) {
     long stamp = lock.writeLock();
     try {
       int pod = podIndex(podId, false);
@@ -441,12 +438,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         return;
       }
       sweepPod(pod);
-      podIds.remove(podId);
-      podNames[pod] = null;
-      if (freeCount == freePods.length) {
-        freePods = Arrays.copyOf(freePods, freeCount * 2);
+      if (forget) {
+        podIds.remove(podId);
+        podNames[pod] = null;
+        if (freeCount == freePods.length) {
+          freePods = Arrays.copyOf(freePods, freeCount * 2);
+        }
+        freePods[freeCount++] = pod;
       }
-      freePods[freeCount++] = pod;
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -469,8 +468,24 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   private void touchSlot(int i) {
-    long v = tab[2 * i + 1];
-    tab[2 * i + 1] = (v & 0xFFFFFFFFL) | (long) (tick & 0xFF) << 32;
+    tab[2 * i + 1] = withStamp(tab[2 * i + 1], tick);
+  }
+
+  /** The value word {@code v} (cell in the low 32 bits) with stamp {@code stamp}. */
+  private static long withStamp(long v, int stamp) {
+    return (v & 0xFFFFFFFFL) | (long) (stamp & 0xFF) << 32;
+  }
+
+  /**
+   * The value word of the key in {@code slot} of table {@code t}, a lookup hit: its stamp is set to
+   * {@code now} first, written only if it changes (the line is already in cache from the probe).
+   */
+  private static long hit(long[] t, int slot, byte now) {
+    long cv = t[2 * slot + 1];
+    if ((byte) (cv >>> 32) != now) {
+      t[2 * slot + 1] = withStamp(cv, now);
+    }
+    return cv;
   }
 
   /** Evicts the key in {@code slot} (the table is full): drops its entries. */
@@ -576,7 +591,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private void addEntry(long rk, int e) {
     int slot = find(rk);
     if (slot < 0) {
-      slot = insert(rk, (EMPTY & 0xFFFFFFFFL) | (long) (tick & 0xFF) << 32);
+      slot = insert(rk, withStamp(EMPTY, tick));
     } else {
       touchSlot(slot);
     }
@@ -788,10 +803,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (sl < 0) {
         break;
       }
-      long cv = t[2 * sl + 1];
-      if ((byte) (cv >>> 32) != now) {
-        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
-      }
+      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d = -1;
       if ((c & KIND_MASK) == SET) {
@@ -933,10 +945,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (sl < 0) {
         break;
       }
-      long cv = t[2 * sl + 1];
-      if ((byte) (cv >>> 32) != now) {
-        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
-      }
+      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d;
       long r0;
