@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * One KV-cache event of a vLLM (or SGLang) {@code KVEventBatch}: {@link BlockStored}, {@link
- * BlockRemoved} or {@link AllBlocksCleared}.
+ * BlockRemoved} (both a {@link BlockEvent}) or {@link AllBlocksCleared}.
  *
  * <p>Events are final classes built with static factories or builders (not records), so that fields
  * vLLM adds later can be added here without breaking callers. Nullable fields mirror vLLM's {@code
