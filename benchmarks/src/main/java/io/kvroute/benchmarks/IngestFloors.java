@@ -224,7 +224,11 @@ final class IngestFloors {
       return c == 0xde ? u16() : s32();
     }
 
-    /** Integer (any width), nil (0) or a string (its length, skipped). */
+    /**
+     * Integer (any width), nil (0) or a string (its length, skipped). The int formats are read as
+     * {@code KvEventCodec} reads them, written again on purpose: the floor runs none of the codec's
+     * code (no bounds checks, no error paths), or it would not be a floor.
+     */
     long scalar() {
       int c = u8();
       if (c < 0x80) {

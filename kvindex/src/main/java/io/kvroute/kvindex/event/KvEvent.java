@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * One KV-cache event of a vLLM (or SGLang) {@code KVEventBatch}: {@link BlockStored}, {@link
- * BlockRemoved} or {@link AllBlocksCleared}.
+ * BlockRemoved} (both a {@link BlockEvent}) or {@link AllBlocksCleared}.
  *
  * <p>Events are final classes built with static factories or builders (not records), so that fields
  * vLLM adds later can be added here without breaking callers. Nullable fields mirror vLLM's {@code
@@ -14,30 +14,109 @@ import java.util.Objects;
  * requires. Array fields are shared, not copied (ingestion stays allocation-light): treat them as
  * read-only. Instances are immutable by that contract and thread-safe once published.
  */
-public sealed interface KvEvent
-    permits KvEvent.BlockStored, KvEvent.BlockRemoved, KvEvent.AllBlocksCleared {
+public sealed interface KvEvent permits KvEvent.BlockEvent, KvEvent.AllBlocksCleared {
 
   /** The wire tag: {@code "BlockStored"}, {@code "BlockRemoved"} or {@code "AllBlocksCleared"}. */
   String type();
 
   /**
+   * An event about some blocks, {@link BlockStored} or {@link BlockRemoved}: their hashes and the
+   * fields both carry (where the blocks are: medium and KV-cache group; locality, ownership).
+   */
+  abstract sealed class BlockEvent implements KvEvent permits BlockStored, BlockRemoved {
+    private final EngineHashes blockHashes;
+    private final String medium;
+    private final Integer groupIdx;
+    private final Object locality;
+    private final Object ownership;
+
+    BlockEvent(
+        EngineHashes blockHashes,
+        String medium,
+        Integer groupIdx,
+        Object locality,
+        Object ownership) {
+      this.blockHashes = blockHashes;
+      this.medium = medium;
+      this.groupIdx = groupIdx;
+      this.locality = locality;
+      this.ownership = ownership;
+    }
+
+    /**
+     * The blocks' hashes: for a store one per newly cached block, parent to child; for a removal,
+     * the removed blocks.
+     */
+    public EngineHashes blockHashes() {
+      return blockHashes;
+    }
+
+    /** Storage tier ({@code GPU}, {@code CPU}, ...), or {@code null} (A0 schema; means GPU). */
+    public String medium() {
+      return medium;
+    }
+
+    /** KV-cache group index, or {@code null}. */
+    public Integer groupIdx() {
+      return groupIdx;
+    }
+
+    /** The KV-cache group index, 0 when absent. */
+    public int groupIndex() {
+      return groupIdx == null ? 0 : groupIdx;
+    }
+
+    /** M1+ {@code locality} value as decoded, or {@code null}. */
+    public Object locality() {
+      return locality;
+    }
+
+    /** M2 {@code ownership} value as decoded, or {@code null}. */
+    public Object ownership() {
+      return ownership;
+    }
+
+    @Override
+    public String toString() {
+      return type()
+          + "[hashes="
+          + blockHashes
+          + details()
+          + ", medium="
+          + medium
+          + ", groupIdx="
+          + groupIdx
+          + "]";
+    }
+
+    /** What {@link #toString()} shows between the hashes and the medium. */
+    String details() {
+      return "";
+    }
+
+    /** Whether {@code o}'s shared fields equal this event's (the subclass compares the rest). */
+    final boolean sameBlockFields(BlockEvent o) {
+      return blockHashes.equals(o.blockHashes)
+          && Objects.equals(medium, o.medium)
+          && Objects.equals(groupIdx, o.groupIdx)
+          && Objects.deepEquals(locality, o.locality)
+          && Objects.deepEquals(ownership, o.ownership);
+    }
+  }
+
+  /**
    * Blocks became cached on a pod ({@code BlockPool.cache_full_blocks}). Build with {@link
    * #builder()} or {@link #of(EngineHashes, EngineHashes, int[], int)}.
    */
-  final class BlockStored implements KvEvent {
-    private final EngineHashes blockHashes;
+  final class BlockStored extends BlockEvent {
     private final EngineHashes parentBlockHash;
     private final int[] tokenIds;
     private final int blockSize;
     private final Long loraId;
-    private final String medium;
     private final String loraName;
     private final List<Object> extraKeys;
-    private final Integer groupIdx;
     private final String kvCacheSpecKind;
     private final Integer kvCacheSpecSlidingWindow;
-    private final Object locality;
-    private final Object ownership;
     private final Object sessionId;
 
     // the decoder's constructor: validated by the decoder, no builder allocated
@@ -56,19 +135,15 @@ public sealed interface KvEvent
         Object locality,
         Object ownership,
         Object sessionId) {
-      this.blockHashes = blockHashes;
+      super(blockHashes, medium, groupIdx, locality, ownership);
       this.parentBlockHash = parentBlockHash;
       this.tokenIds = tokenIds;
       this.blockSize = blockSize;
       this.loraId = loraId;
-      this.medium = medium;
       this.loraName = loraName;
       this.extraKeys = extraKeys;
-      this.groupIdx = groupIdx;
       this.kvCacheSpecKind = kvCacheSpecKind;
       this.kvCacheSpecSlidingWindow = kvCacheSpecSlidingWindow;
-      this.locality = locality;
-      this.ownership = ownership;
       this.sessionId = sessionId;
     }
 
@@ -90,20 +165,15 @@ public sealed interface KvEvent
 
     /** A builder holding this event's values. */
     public Builder toBuilder() {
-      Builder b = new Builder();
-      b.blockHashes = blockHashes;
+      Builder b = new Builder().from(this);
       b.parentBlockHash = parentBlockHash;
       b.tokenIds = tokenIds;
       b.blockSize = blockSize;
       b.loraId = loraId;
-      b.medium = medium;
       b.loraName = loraName;
       b.extraKeys = extraKeys;
-      b.groupIdx = groupIdx;
       b.kvCacheSpecKind = kvCacheSpecKind;
       b.kvCacheSpecSlidingWindow = kvCacheSpecSlidingWindow;
-      b.locality = locality;
-      b.ownership = ownership;
       b.sessionId = sessionId;
       return b;
     }
@@ -111,11 +181,6 @@ public sealed interface KvEvent
     @Override
     public String type() {
       return "BlockStored";
-    }
-
-    /** One hash per newly cached block, parent to child. */
-    public EngineHashes blockHashes() {
-      return blockHashes;
     }
 
     /** Hash of the block before the first one (one element), or {@code null} at the root. */
@@ -148,11 +213,6 @@ public sealed interface KvEvent
       return loraId;
     }
 
-    /** Storage tier ({@code GPU}, {@code CPU}, ...), or {@code null} (A0 schema; means GPU). */
-    public String medium() {
-      return medium;
-    }
-
     /** LoRA adapter name, or {@code null}; wins over {@link #loraId()}. */
     public String loraName() {
       return loraName;
@@ -172,16 +232,6 @@ public sealed interface KvEvent
       return extraKeys;
     }
 
-    /** KV-cache group index, or {@code null}. */
-    public Integer groupIdx() {
-      return groupIdx;
-    }
-
-    /** The KV-cache group index, 0 when absent. */
-    public int groupIndex() {
-      return groupIdx == null ? 0 : groupIdx;
-    }
-
     /** E.g. {@code full_attention}, {@code sliding_window}, or {@code null}. */
     public String kvCacheSpecKind() {
       return kvCacheSpecKind;
@@ -190,16 +240,6 @@ public sealed interface KvEvent
     /** Sliding window size, or {@code null}. */
     public Integer kvCacheSpecSlidingWindow() {
       return kvCacheSpecSlidingWindow;
-    }
-
-    /** M1+ {@code locality} value as decoded, or {@code null}. */
-    public Object locality() {
-      return locality;
-    }
-
-    /** M2 {@code ownership} value as decoded, or {@code null}. */
-    public Object ownership() {
-      return ownership;
     }
 
     /** M2 {@code session_id} value as decoded, or {@code null}. */
@@ -213,75 +253,51 @@ public sealed interface KvEvent
         return false;
       }
       BlockStored b = (BlockStored) o;
-      return blockHashes.equals(b.blockHashes)
+      return sameBlockFields(b)
           && Objects.equals(parentBlockHash, b.parentBlockHash)
           && Arrays.equals(tokenIds, b.tokenIds)
           && blockSize == b.blockSize
           && Objects.equals(loraId, b.loraId)
-          && Objects.equals(medium, b.medium)
           && Objects.equals(loraName, b.loraName)
           && Objects.deepEquals(extraKeys, b.extraKeys)
-          && Objects.equals(groupIdx, b.groupIdx)
           && Objects.equals(kvCacheSpecKind, b.kvCacheSpecKind)
           && Objects.equals(kvCacheSpecSlidingWindow, b.kvCacheSpecSlidingWindow)
-          && Objects.deepEquals(locality, b.locality)
-          && Objects.deepEquals(ownership, b.ownership)
           && Objects.deepEquals(sessionId, b.sessionId);
     }
 
     @Override
     public int hashCode() {
-      return blockHashes.hashCode() * 31 + Arrays.hashCode(tokenIds);
+      return blockHashes().hashCode() * 31 + Arrays.hashCode(tokenIds);
     }
 
     @Override
-    public String toString() {
-      return "BlockStored[hashes="
-          + blockHashes
-          + ", parent="
+    String details() {
+      return ", parent="
           + parentBlockHash
           + ", tokens="
           + tokenIds.length
           + ", blockSize="
           + blockSize
           + ", lora="
-          + effectiveLoraName()
-          + ", medium="
-          + medium
-          + ", groupIdx="
-          + groupIdx
-          + "]";
+          + effectiveLoraName();
     }
 
-    /** Builds {@link BlockStored} events; validates at {@link #build()}. Not thread-safe. */
-    public static final class Builder {
-      private EngineHashes blockHashes;
+    /**
+     * Builds {@link BlockStored} events (the block hashes are those of the newly cached blocks,
+     * parent to child); validates at {@link #build()}. Not thread-safe.
+     */
+    public static final class Builder extends BlockEventBuilder<Builder> {
       private EngineHashes parentBlockHash;
       private int[] tokenIds = new int[0];
       private int blockSize;
       private Long loraId;
-      private String medium = "GPU";
       private String loraName;
       private List<Object> extraKeys;
-      private Integer groupIdx = 0;
       private String kvCacheSpecKind = "full_attention";
       private Integer kvCacheSpecSlidingWindow;
-      private Object locality;
-      private Object ownership;
       private Object sessionId;
 
       private Builder() {}
-
-      /** The hashes of the newly cached blocks, parent to child (required). */
-      public Builder blockHashes(EngineHashes hashes) {
-        this.blockHashes = Objects.requireNonNull(hashes, "blockHashes");
-        return this;
-      }
-
-      /** Unsigned integer hashes (vLLM's default int mode); the array is shared, not copied. */
-      public Builder blockHashes(long... hashes) {
-        return blockHashes(EngineHashes.ofInts(hashes));
-      }
 
       /** The parent's hash (one element), or {@code null} for a chain starting at the root. */
       public Builder parentBlockHash(EngineHashes parent) {
@@ -312,12 +328,6 @@ public sealed interface KvEvent
         return this;
       }
 
-      /** Storage tier (default {@code GPU}; {@code null} as in the A0 schema). */
-      public Builder medium(String medium) {
-        this.medium = medium;
-        return this;
-      }
-
       /** LoRA adapter name (default none). */
       public Builder loraName(String loraName) {
         this.loraName = loraName;
@@ -331,12 +341,6 @@ public sealed interface KvEvent
         return this;
       }
 
-      /** KV-cache group (default 0; {@code null} as before vLLM added it). */
-      public Builder groupIdx(Integer groupIdx) {
-        this.groupIdx = groupIdx;
-        return this;
-      }
-
       /** KV-cache spec kind (default {@code full_attention}). */
       public Builder kvCacheSpecKind(String kind) {
         this.kvCacheSpecKind = kind;
@@ -346,18 +350,6 @@ public sealed interface KvEvent
       /** Sliding window size (default none). */
       public Builder kvCacheSpecSlidingWindow(Integer window) {
         this.kvCacheSpecSlidingWindow = window;
-        return this;
-      }
-
-      /** M1+ {@code locality} (default none). */
-      public Builder locality(Object locality) {
-        this.locality = locality;
-        return this;
-      }
-
-      /** M2 {@code ownership} (default none). */
-      public Builder ownership(Object ownership) {
-        this.ownership = ownership;
         return this;
       }
 
@@ -374,9 +366,7 @@ public sealed interface KvEvent
        *     exactly one hash, or the block size is negative
        */
       public BlockStored build() {
-        if (blockHashes == null) {
-          throw new IllegalArgumentException("blockHashes is required");
-        }
+        EngineHashes blockHashes = requiredHashes();
         if (parentBlockHash != null && parentBlockHash.size() != 1) {
           throw new IllegalArgumentException(
               "parentBlockHash must hold exactly one hash, was " + parentBlockHash.size());
@@ -407,24 +397,14 @@ public sealed interface KvEvent
    * Cached blocks were evicted (one event per evicted block in vLLM). Build with {@link #builder()}
    * or {@link #of(EngineHashes)}.
    */
-  final class BlockRemoved implements KvEvent {
-    private final EngineHashes blockHashes;
-    private final String medium;
-    private final Integer groupIdx;
-    private final Object locality;
-    private final Object ownership;
-
+  final class BlockRemoved extends BlockEvent {
     BlockRemoved(
         EngineHashes blockHashes,
         String medium,
         Integer groupIdx,
         Object locality,
         Object ownership) {
-      this.blockHashes = blockHashes;
-      this.medium = medium;
-      this.groupIdx = groupIdx;
-      this.locality = locality;
-      this.ownership = ownership;
+      super(blockHashes, medium, groupIdx, locality, ownership);
     }
 
     /** A builder with vLLM's usual values (GPU, group 0). */
@@ -439,12 +419,7 @@ public sealed interface KvEvent
 
     /** A builder holding this event's values. */
     public Builder toBuilder() {
-      return builder()
-          .blockHashes(blockHashes)
-          .medium(medium)
-          .groupIdx(groupIdx)
-          .locality(locality)
-          .ownership(ownership);
+      return new Builder().from(this);
     }
 
     @Override
@@ -452,109 +427,25 @@ public sealed interface KvEvent
       return "BlockRemoved";
     }
 
-    /** Hashes of the removed blocks. */
-    public EngineHashes blockHashes() {
-      return blockHashes;
-    }
-
-    /** Storage tier, or {@code null} (A0 schema; means GPU). */
-    public String medium() {
-      return medium;
-    }
-
-    /** KV-cache group index, or {@code null}. */
-    public Integer groupIdx() {
-      return groupIdx;
-    }
-
-    /** The KV-cache group index, 0 when absent. */
-    public int groupIndex() {
-      return groupIdx == null ? 0 : groupIdx;
-    }
-
-    /** M1+ {@code locality} value, or {@code null}. */
-    public Object locality() {
-      return locality;
-    }
-
-    /** M2 {@code ownership} value, or {@code null}. */
-    public Object ownership() {
-      return ownership;
-    }
-
     @Override
     public boolean equals(Object o) {
       if (!(o instanceof BlockRemoved)) {
         return false;
       }
-      BlockRemoved r = (BlockRemoved) o;
-      return blockHashes.equals(r.blockHashes)
-          && Objects.equals(medium, r.medium)
-          && Objects.equals(groupIdx, r.groupIdx)
-          && Objects.deepEquals(locality, r.locality)
-          && Objects.deepEquals(ownership, r.ownership);
+      return sameBlockFields((BlockRemoved) o);
     }
 
     @Override
     public int hashCode() {
-      return blockHashes.hashCode() * 31 + Objects.hashCode(medium);
+      return blockHashes().hashCode() * 31 + Objects.hashCode(medium());
     }
 
-    @Override
-    public String toString() {
-      return "BlockRemoved[hashes="
-          + blockHashes
-          + ", medium="
-          + medium
-          + ", groupIdx="
-          + groupIdx
-          + "]";
-    }
-
-    /** Builds {@link BlockRemoved} events; validates at {@link #build()}. Not thread-safe. */
-    public static final class Builder {
-      private EngineHashes blockHashes;
-      private String medium = "GPU";
-      private Integer groupIdx = 0;
-      private Object locality;
-      private Object ownership;
-
+    /**
+     * Builds {@link BlockRemoved} events (the block hashes are those of the removed blocks);
+     * validates at {@link #build()}. Not thread-safe.
+     */
+    public static final class Builder extends BlockEventBuilder<Builder> {
       private Builder() {}
-
-      /** The hashes of the removed blocks (required). */
-      public Builder blockHashes(EngineHashes hashes) {
-        this.blockHashes = Objects.requireNonNull(hashes, "blockHashes");
-        return this;
-      }
-
-      /** Unsigned integer hashes; the array is shared, not copied. */
-      public Builder blockHashes(long... hashes) {
-        return blockHashes(EngineHashes.ofInts(hashes));
-      }
-
-      /** Storage tier (default {@code GPU}; {@code null} as in the A0 schema). */
-      public Builder medium(String medium) {
-        this.medium = medium;
-        return this;
-      }
-
-      /** KV-cache group (default 0; {@code null} as before vLLM added it). */
-      public Builder groupIdx(Integer groupIdx) {
-        this.groupIdx = groupIdx;
-        return this;
-      }
-
-      /** M1+ {@code locality} (default none). */
-      public Builder locality(Object locality) {
-        this.locality = locality;
-        return this;
-      }
-
-      /** M2 {@code ownership} (default none). */
-      public Builder ownership(Object ownership) {
-        this.ownership = ownership;
-        return this;
-      }
 
       /**
        * Builds the event.
@@ -562,11 +453,84 @@ public sealed interface KvEvent
        * @throws IllegalArgumentException if the hashes are missing
        */
       public BlockRemoved build() {
-        if (blockHashes == null) {
-          throw new IllegalArgumentException("blockHashes is required");
-        }
-        return new BlockRemoved(blockHashes, medium, groupIdx, locality, ownership);
+        return new BlockRemoved(requiredHashes(), medium, groupIdx, locality, ownership);
       }
+    }
+  }
+
+  /**
+   * What the builders of {@link BlockStored} and {@link BlockRemoved} share: the block hashes and
+   * the fields both events carry (medium, group, locality, ownership), with vLLM's usual defaults
+   * (GPU, group 0). Each setter returns the concrete builder. Not thread-safe.
+   *
+   * @param <B> the concrete builder
+   */
+  abstract sealed class BlockEventBuilder<B extends BlockEventBuilder<B>>
+      permits BlockStored.Builder, BlockRemoved.Builder {
+    EngineHashes blockHashes;
+    String medium = "GPU";
+    Integer groupIdx = 0;
+    Object locality;
+    Object ownership;
+
+    BlockEventBuilder() {}
+
+    @SuppressWarnings("unchecked") // B is the class of this (sealed: only the two builders)
+    private B self() {
+      return (B) this;
+    }
+
+    /** The block hashes (required). */
+    public B blockHashes(EngineHashes hashes) {
+      this.blockHashes = Objects.requireNonNull(hashes, "blockHashes");
+      return self();
+    }
+
+    /** Unsigned integer hashes (vLLM's default int mode); the array is shared, not copied. */
+    public B blockHashes(long... hashes) {
+      return blockHashes(EngineHashes.ofInts(hashes));
+    }
+
+    /** Storage tier (default {@code GPU}; {@code null} as in the A0 schema). */
+    public B medium(String medium) {
+      this.medium = medium;
+      return self();
+    }
+
+    /** KV-cache group (default 0; {@code null} as before vLLM added it). */
+    public B groupIdx(Integer groupIdx) {
+      this.groupIdx = groupIdx;
+      return self();
+    }
+
+    /** M1+ {@code locality} (default none). */
+    public B locality(Object locality) {
+      this.locality = locality;
+      return self();
+    }
+
+    /** M2 {@code ownership} (default none). */
+    public B ownership(Object ownership) {
+      this.ownership = ownership;
+      return self();
+    }
+
+    /** This builder with {@code e}'s shared fields. */
+    B from(BlockEvent e) {
+      blockHashes = e.blockHashes();
+      medium = e.medium();
+      groupIdx = e.groupIdx();
+      locality = e.locality();
+      ownership = e.ownership();
+      return self();
+    }
+
+    /** The block hashes, checked at {@code build()}. */
+    EngineHashes requiredHashes() {
+      if (blockHashes == null) {
+        throw new IllegalArgumentException("blockHashes is required");
+      }
+      return blockHashes;
     }
   }
 

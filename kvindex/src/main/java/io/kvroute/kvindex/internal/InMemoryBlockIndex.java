@@ -71,16 +71,14 @@ import org.slf4j.LoggerFactory;
  * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
  * they also refresh access stamps, racily and harmlessly).
  */
-public final class InMemoryBlockIndex implements BlockIndex {
+public final class InMemoryBlockIndex extends SampledLruTable implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
   private static final int EMPTY = -1;
   private static final int KIND_MASK = 0xC0000000;
   private static final int PAIR = 0x80000000;
   private static final int SET = 0xC0000000;
   private static final int MAX_POOL = 0x3FFFFFFE; // EMPTY is SET | 0x3FFFFFFF
-  private static final int MAX_ARRAY = Integer.MAX_VALUE - 16;
   private static final int MAX_TIERS = 16;
-  private static final int SAMPLES = 8;
   private static final int MAX_SIDE_ENTRIES = 1 << 16;
 
   private final IndexConfig config;
@@ -104,18 +102,9 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private int[] freePods = new int[16];
   private int freeCount;
 
-  // request-key table
+  // request-key table (this SampledLruTable)
   // slot i: tab[2i] = key (0: empty), tab[2i + 1] = cell (low 32 bits) | stamp << 32
-  private long[] tab;
-  private int cap;
-  private int size;
   private long entries;
-  private final int maxSize;
-  private final int maxCapacity;
-  private final int tickLen;
-  private int tick;
-  private int sinceTick;
-  private long rnd = 0x9E3779B97F4A7C15L;
 
   // entries of keys held by two (pairs) or more (sets) entries
   private int[] pairs = new int[64];
@@ -140,68 +129,21 @@ public final class InMemoryBlockIndex implements BlockIndex {
 
   /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
   public InMemoryBlockIndex(IndexConfig config) {
-    this.config = Objects.requireNonNull(config, "config");
+    super(
+        Objects.requireNonNull(config, "config").maxKeys(),
+        8,
+        EMPTY & 0xFFFFFFFFL,
+        0x9E3779B97F4A7C15L,
+        false);
+    this.config = config;
     this.hasher =
         RequestKeyHasher.create(config.blockSize(), config.hashSeed(), config.modelName());
     for (Map.Entry<String, Double> e : config.tierWeights().entrySet()) {
       addTier(e.getKey(), e.getValue());
     }
-    this.maxCapacity = Math.min(maxCapacity(config.maxKeys()), MAX_ARRAY / 2);
-    this.maxSize = maxSize(config.maxKeys(), maxCapacity);
-    this.tickLen = Math.max(1, maxSize / 64);
-    allocTable(initialCapacity(maxCapacity));
     this.engine = new EngineKeyMap(config.maxEngineKeys());
     this.span = new StoreSpan(hasher, config.blockSize(), counters, partials, this::findParent);
     config.meterRegistry().ifPresent(this::bindMeters);
-  }
-
-  // Table sizing, shared with EngineKeyMap. Capacities double from 1024 up to a final capacity of
-  // maxEntries / 0.8 (not a power of two: slots are picked by multiply-shift), so a full table
-  // is at load 0.8 whatever maxEntries is.
-
-  /** The final capacity of a table of at most {@code maxEntries} keys (load 0.8 when full). */
-  static int maxCapacity(int maxEntries) {
-    long cap = (long) maxEntries * 5 / 4 + 2;
-    return (int) Math.max(16, Math.min(cap, MAX_ARRAY));
-  }
-
-  /** The number of keys a table of {@code maxCapacity} slots may hold (beyond, it evicts). */
-  static int maxSize(int maxEntries, int maxCapacity) {
-    return (int) Math.min(maxEntries, (long) maxCapacity * 4 / 5);
-  }
-
-  static int initialCapacity(int maxCapacity) {
-    return Math.min(1024, maxCapacity);
-  }
-
-  static boolean needsGrowth(int size, int capacity, int maxCapacity) {
-    return capacity < maxCapacity && (long) (size + 1) * 5 > (long) capacity * 4;
-  }
-
-  static int grownCapacity(int capacity, int maxCapacity) {
-    return (int) Math.min(2L * capacity, maxCapacity);
-  }
-
-  /** Home slot of {@code k} in a table of {@code capacity} slots. */
-  static int home(long k, int capacity) {
-    long h = k * 0x9E3779B97F4A7C15L;
-    return (int) (((h >>> 32) * capacity) >>> 32);
-  }
-
-  /**
-   * Backward-shift deletion: may the key in {@code j}, homed at {@code home}, move to {@code i}?
-   */
-  static boolean mayShift(int home, int i, int j, int capacity) {
-    // yes unless home is cyclically in (i, j]
-    int fromHome = j - home;
-    if (fromHome < 0) {
-      fromHome += capacity;
-    }
-    int fromHole = j - i;
-    if (fromHole < 0) {
-      fromHole += capacity;
-    }
-    return fromHome >= fromHole;
   }
 
   private static <V> LinkedHashMap<Long, V> boundedMap() {
@@ -371,9 +313,8 @@ public final class InMemoryBlockIndex implements BlockIndex {
       // touch every block's home slots first: independent loads the CPU overlaps, so the
       // updates below find their lines in cache instead of waiting on each miss in turn
       long touch = 0;
-      long[] t = tab;
       for (int i = 0; i < hashed; i++) {
-        touch += t[2 * home(rk[first + i], cap)];
+        touch += peek(rk[first + i]);
         touch += engine.peek(engineKey(hashes[i], group));
       }
       scratch.get().sink += (int) touch;
@@ -478,21 +419,18 @@ public final class InMemoryBlockIndex implements BlockIndex {
   public void allBlocksCleared(String podId) {
     Objects.requireNonNull(podId, "podId");
     counters.eventCleared();
-    long stamp = lock.writeLock();
-    try {
-      int pod = podIndex(podId, false);
-      if (pod >= 0) {
-        sweepPod(pod);
-      }
-    } finally {
-      lock.unlockWrite(stamp);
-    }
+    sweep(podId, false);
   }
 
   @Override
   public void removePod(String podId) {
     Objects.requireNonNull(podId, "podId");
     counters.eventPodRemoved();
+    sweep(podId, true);
+  }
+
+  /** Drops every entry of {@code podId} if known, and with {@code forget} the pod itself. */
+  private void sweep(String podId, boolean forget) {
     long stamp = lock.writeLock();
     try {
       int pod = podIndex(podId, false);
@@ -500,23 +438,20 @@ public final class InMemoryBlockIndex implements BlockIndex {
         return;
       }
       sweepPod(pod);
-      podIds.remove(podId);
-      podNames[pod] = null;
-      if (freeCount == freePods.length) {
-        freePods = Arrays.copyOf(freePods, freeCount * 2);
+      if (forget) {
+        podIds.remove(podId);
+        podNames[pod] = null;
+        if (freeCount == freePods.length) {
+          freePods = Arrays.copyOf(freePods, freeCount * 2);
+        }
+        freePods[freeCount++] = pod;
       }
-      freePods[freeCount++] = pod;
     } finally {
       lock.unlockWrite(stamp);
     }
   }
 
   // ------------------------------------------------------------------ table
-
-  private void allocTable(int capacity) {
-    tab = new long[2 * capacity];
-    cap = capacity;
-  }
 
   private int cell(int i) {
     return (int) tab[2 * i + 1];
@@ -527,76 +462,36 @@ public final class InMemoryBlockIndex implements BlockIndex {
     tab[2 * i + 1] = (v & ~0xFFFFFFFFL) | (c & 0xFFFFFFFFL);
   }
 
-  private int stampAt(int i) {
-    return (int) (tab[2 * i + 1] >>> 32) & 0xFF;
+  @Override
+  int stamp(int slot) {
+    return (int) (tab[2 * slot + 1] >>> 32) & 0xFF;
   }
 
   private void touchSlot(int i) {
-    long v = tab[2 * i + 1];
-    tab[2 * i + 1] = (v & 0xFFFFFFFFL) | (long) (tick & 0xFF) << 32;
+    tab[2 * i + 1] = withStamp(tab[2 * i + 1], tick);
   }
 
-  private int find(long k) {
-    long[] t = tab;
-    int c = cap;
-    int i = home(k, c);
-    while (true) {
-      long x = t[2 * i];
-      if (x == k) {
-        return i;
-      }
-      if (x == 0) {
-        return -1;
-      }
-      if (++i == c) {
-        i = 0;
-      }
-    }
+  /** The value word {@code v} (cell in the low 32 bits) with stamp {@code stamp}. */
+  private static long withStamp(long v, int stamp) {
+    return (v & 0xFFFFFFFFL) | (long) (stamp & 0xFF) << 32;
   }
 
-  private int insert(long k) {
-    if (size >= maxSize) {
-      evictKey();
-    } else if (needsGrowth(size, cap, maxCapacity)) {
-      rehash(grownCapacity(cap, maxCapacity));
+  /**
+   * The value word of the key in {@code slot} of table {@code t}, a lookup hit: its stamp is set to
+   * {@code now} first, written only if it changes (the line is already in cache from the probe).
+   */
+  private static long hit(long[] t, int slot, byte now) {
+    long cv = t[2 * slot + 1];
+    if ((byte) (cv >>> 32) != now) {
+      t[2 * slot + 1] = withStamp(cv, now);
     }
-    int i = home(k, cap);
-    while (tab[2 * i] != 0) {
-      if (++i == cap) {
-        i = 0;
-      }
-    }
-    tab[2 * i] = k;
-    tab[2 * i + 1] = (EMPTY & 0xFFFFFFFFL) | (long) (tick & 0xFF) << 32;
-    size++;
-    if (++sinceTick >= tickLen) {
-      sinceTick = 0;
-      tick++;
-    }
-    return i;
+    return cv;
   }
 
-  private void evictKey() {
-    int best = -1;
-    int bestAge = -1;
-    for (int n = 0; n < SAMPLES; n++) {
-      rnd ^= rnd << 13;
-      rnd ^= rnd >>> 7;
-      rnd ^= rnd << 17;
-      int i = (int) (((rnd >>> 32) * cap) >>> 32);
-      while (tab[2 * i] == 0) {
-        if (++i == cap) {
-          i = 0;
-        }
-      }
-      int age = (tick - stampAt(i)) & 0xFF;
-      if (age > bestAge) {
-        bestAge = age;
-        best = i;
-      }
-    }
-    dropAllEntries(best);
-    deleteSlot(best);
+  /** Evicts the key in {@code slot} (the table is full): drops its entries. */
+  @Override
+  void evicting(int slot) {
+    dropAllEntries(slot);
     counters.evicted("max_keys", 1);
   }
 
@@ -627,46 +522,6 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private void countAdded(int e) {
     podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]++;
     entries++;
-  }
-
-  private void deleteSlot(int i) {
-    int j = i;
-    while (true) {
-      if (++j == cap) {
-        j = 0;
-      }
-      long k = tab[2 * j];
-      if (k == 0) {
-        break;
-      }
-      if (mayShift(home(k, cap), i, j, cap)) {
-        tab[2 * i] = k;
-        tab[2 * i + 1] = tab[2 * j + 1];
-        i = j;
-      }
-    }
-    tab[2 * i] = 0;
-    tab[2 * i + 1] = EMPTY & 0xFFFFFFFFL;
-    size--;
-  }
-
-  private void rehash(int capacity) {
-    long[] old = tab;
-    int oldCap = cap;
-    allocTable(capacity);
-    for (int s = 0; s < oldCap; s++) {
-      long k = old[2 * s];
-      if (k != 0) {
-        int i = home(k, cap);
-        while (tab[2 * i] != 0) {
-          if (++i == cap) {
-            i = 0;
-          }
-        }
-        tab[2 * i] = k;
-        tab[2 * i + 1] = old[2 * s + 1];
-      }
-    }
   }
 
   // cells: an entry (>= 0), PAIR | index into pairs[] (two entries, oldest first), SET | index
@@ -736,7 +591,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
   private void addEntry(long rk, int e) {
     int slot = find(rk);
     if (slot < 0) {
-      slot = insert(rk);
+      slot = insert(rk, withStamp(EMPTY, tick));
     } else {
       touchSlot(slot);
     }
@@ -948,10 +803,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       if (sl < 0) {
         break;
       }
-      long cv = t[2 * sl + 1];
-      if ((byte) (cv >>> 32) != now) {
-        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
-      }
+      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d = -1;
       if ((c & KIND_MASK) == SET) {
@@ -1093,10 +945,7 @@ public final class InMemoryBlockIndex implements BlockIndex {
       if (sl < 0) {
         break;
       }
-      long cv = t[2 * sl + 1];
-      if ((byte) (cv >>> 32) != now) {
-        t[2 * sl + 1] = (cv & 0xFFFFFFFFL) | (long) (now & 0xFF) << 32;
-      }
+      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d;
       long r0;

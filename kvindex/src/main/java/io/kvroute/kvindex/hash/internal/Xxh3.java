@@ -13,11 +13,6 @@ public final class Xxh3 {
   private static final long P32_1 = 0x9E3779B1L;
   private static final long P32_2 = 0x85EBCA77L;
   private static final long P32_3 = 0xC2B2AE3DL;
-  private static final long P64_1 = 0x9E3779B185EBCA87L;
-  private static final long P64_2 = 0xC2B2AE3D27D4EB4FL;
-  private static final long P64_3 = 0x165667B19E3779F9L;
-  private static final long P64_4 = 0x85EBCA77C2B2AE63L;
-  private static final long P64_5 = 0x27D4EB2F165667C5L;
   private static final long PRIME_MX1 = 0x165667919E3779F9L;
   private static final long PRIME_MX2 = 0x9FB21C651E98DF25L;
 
@@ -66,14 +61,14 @@ public final class Xxh3 {
         long inLo = le64(in, 0);
         long inHi = le64(in, len - 8);
         long x = inLo ^ inHi ^ bitflipl;
-        long mLo = x * P64_1;
-        long mHi = umulh(x, P64_1);
+        long mLo = x * Xxh64.P1;
+        long mHi = umulh(x, Xxh64.P1);
         mLo += (long) (len - 1) << 54;
         inHi ^= bitfliph;
         mHi += inHi + (inHi & 0xFFFFFFFFL) * (P32_2 - 1);
         mLo ^= Long.reverseBytes(mHi);
-        long hLo = mLo * P64_2;
-        long hHi = umulh(mLo, P64_2) + mHi * P64_2;
+        long hLo = mLo * Xxh64.P2;
+        long hHi = umulh(mLo, Xxh64.P2) + mHi * Xxh64.P2;
         lo = avalanche3(hLo);
         hi = avalanche3(hHi);
       } else if (len >= 4) {
@@ -82,7 +77,7 @@ public final class Xxh3 {
         long input64 = inLo + (inHi << 32);
         long bitflip = le64(SECRET, 16) ^ le64(SECRET, 24);
         long keyed = input64 ^ bitflip;
-        long m = P64_1 + ((long) len << 2);
+        long m = Xxh64.P1 + ((long) len << 2);
         long mLo = keyed * m;
         long mHi = umulh(keyed, m);
         mHi += mLo << 1;
@@ -100,14 +95,14 @@ public final class Xxh3 {
         int combinedh = Integer.rotateLeft(Integer.reverseBytes(combinedl), 13);
         long bitflipl = (le32(SECRET, 0) ^ le32(SECRET, 4));
         long bitfliph = (le32(SECRET, 8) ^ le32(SECRET, 12));
-        lo = avalanche64((combinedl & 0xFFFFFFFFL) ^ bitflipl);
-        hi = avalanche64((combinedh & 0xFFFFFFFFL) ^ bitfliph);
+        lo = Xxh64.avalanche((combinedl & 0xFFFFFFFFL) ^ bitflipl);
+        hi = Xxh64.avalanche((combinedh & 0xFFFFFFFFL) ^ bitfliph);
       } else {
-        lo = avalanche64(le64(SECRET, 64) ^ le64(SECRET, 72));
-        hi = avalanche64(le64(SECRET, 80) ^ le64(SECRET, 88));
+        lo = Xxh64.avalanche(le64(SECRET, 64) ^ le64(SECRET, 72));
+        hi = Xxh64.avalanche(le64(SECRET, 80) ^ le64(SECRET, 88));
       }
     } else if (len <= 128) {
-      long accLo = len * P64_1;
+      long accLo = len * Xxh64.P1;
       long accHi = 0;
       long[] acc = {accLo, accHi};
       if (len > 32) {
@@ -121,10 +116,10 @@ public final class Xxh3 {
       }
       mix32(acc, in, 0, len - 16, 0);
       lo = avalanche3(acc[0] + acc[1]);
-      hi = -avalanche3(acc[0] * P64_1 + acc[1] * P64_4 + len * P64_2);
+      hi = -avalanche3(acc[0] * Xxh64.P1 + acc[1] * Xxh64.P4 + len * Xxh64.P2);
     } else if (len <= 240) {
       int nbRounds = len / 32;
-      long[] acc = {len * P64_1, 0};
+      long[] acc = {len * Xxh64.P1, 0};
       for (int i = 0; i < 4; i++) {
         mix32(acc, in, 32 * i, 32 * i + 16, 32 * i);
       }
@@ -135,9 +130,9 @@ public final class Xxh3 {
       }
       mix32(acc, in, len - 16, len - 32, 136 - 17 - 16);
       lo = avalanche3(acc[0] + acc[1]);
-      hi = -avalanche3(acc[0] * P64_1 + acc[1] * P64_4 + len * P64_2);
+      hi = -avalanche3(acc[0] * Xxh64.P1 + acc[1] * Xxh64.P4 + len * Xxh64.P2);
     } else {
-      long[] acc = {P32_3, P64_1, P64_2, P64_3, P64_4, P32_2, P64_5, P32_1};
+      long[] acc = {P32_3, Xxh64.P1, Xxh64.P2, Xxh64.P3, Xxh64.P4, P32_2, Xxh64.P5, P32_1};
       int stripesPerBlock = (SECRET.length - 64) / 8;
       int blockLen = 64 * stripesPerBlock;
       int nbBlocks = (len - 1) / blockLen;
@@ -157,8 +152,8 @@ public final class Xxh3 {
         accumulate512(acc, in, nbBlocks * blockLen + s * 64, s * 8);
       }
       accumulate512(acc, in, len - 64, SECRET.length - 64 - 7);
-      lo = mergeAccs(acc, 11, len * P64_1);
-      hi = mergeAccs(acc, SECRET.length - 64 - 11, ~(len * P64_2));
+      lo = mergeAccs(acc, 11, len * Xxh64.P1);
+      hi = mergeAccs(acc, SECRET.length - 64 - 11, ~(len * Xxh64.P2));
     }
     byte[] out = new byte[16];
     for (int i = 0; i < 8; i++) {
@@ -211,14 +206,6 @@ public final class Xxh3 {
   private static long avalanche3(long h) {
     h ^= h >>> 37;
     h *= PRIME_MX1;
-    return h ^ (h >>> 32);
-  }
-
-  static long avalanche64(long h) {
-    h ^= h >>> 33;
-    h *= P64_2;
-    h ^= h >>> 29;
-    h *= P64_3;
     return h ^ (h >>> 32);
   }
 

@@ -8,11 +8,12 @@ package io.kvroute.kvindex.hash.internal;
 public final class Xxh64 {
   private Xxh64() {}
 
-  private static final long P1 = 0x9E3779B185EBCA87L;
-  private static final long P2 = 0xC2B2AE3D27D4EB4FL;
-  private static final long P3 = 0x165667B19E3779F9L;
-  private static final long P4 = 0x85EBCA77C2B2AE63L;
-  private static final long P5 = 0x27D4EB2F165667C5L;
+  // the spec's PRIME64_1..5, which XXH3 uses too
+  static final long P1 = 0x9E3779B185EBCA87L;
+  static final long P2 = 0xC2B2AE3D27D4EB4FL;
+  static final long P3 = 0x165667B19E3779F9L;
+  static final long P4 = 0x85EBCA77C2B2AE63L;
+  static final long P5 = 0x27D4EB2F165667C5L;
 
   /** XXH64 of {@code b[0..len)} with {@code seed}. */
   public static long hash(byte[] b, int len, long seed) {

@@ -167,12 +167,18 @@ public final class SocketLoop {
       if (s.removed) {
         continue;
       }
-      ZMQ.Socket sock = newSub(s);
-      sock.connect(s.endpoint);
-      s.socket = sock;
-      sockets.add(sock);
-      streamBySocket.put(sock, s);
+      connect(s);
     }
+    dirty = true;
+  }
+
+  /** Opens and connects {@code s}'s SUB socket and polls it (connect mode). */
+  private void connect(Stream s) {
+    ZMQ.Socket sock = newSub(s);
+    sock.connect(s.endpoint);
+    s.socket = sock;
+    sockets.add(sock);
+    streamBySocket.put(sock, s);
     dirty = true;
   }
 
@@ -370,12 +376,7 @@ public final class SocketLoop {
         sockets.remove(old);
         streamBySocket.remove(old);
         old.close();
-        ZMQ.Socket sock = newSub(s);
-        sock.connect(s.endpoint);
-        s.socket = sock;
-        sockets.add(sock);
-        streamBySocket.put(sock, s);
-        dirty = true;
+        connect(s);
         s.reopenBackoffMs =
             s.reopenBackoffMs == 0
                 ? config.reconnectIntervalMs()
