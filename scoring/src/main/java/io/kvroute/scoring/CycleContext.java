@@ -8,17 +8,13 @@ import java.util.Optional;
 import java.util.random.RandomGenerator;
 
 /** The per-request {@link SchedulingContext}. Confined to the thread running one pick. */
-final class CycleContext implements SchedulingContext {
+final class CycleContext extends ContextBase {
   private final Scheduler scheduler;
-  private final SchedulingRequest request;
   private final List<Endpoint> all;
-  private final RandomGenerator random;
-  private final long now;
   // Whether this cycle times its plugins (set by the scheduler; sampled).
   boolean timePlugins;
   private final int[] tokens;
   private String profileName = "";
-  private Endpoint peer;
   private HashMap<String, Integer> indexById;
 
   private boolean[] metricsLooked;
@@ -33,11 +29,9 @@ final class CycleContext implements SchedulingContext {
   private int[] approxMatched;
 
   CycleContext(Scheduler scheduler, SchedulingRequest request, RandomGenerator random, long now) {
+    super(request, random, now);
     this.scheduler = scheduler;
-    this.request = request;
     this.all = request.candidates();
-    this.random = random;
-    this.now = now;
     this.tokens = request.tokens();
   }
 
@@ -47,11 +41,6 @@ final class CycleContext implements SchedulingContext {
 
   void peer(Endpoint peer) {
     this.peer = peer;
-  }
-
-  @Override
-  public SchedulingRequest request() {
-    return request;
   }
 
   @Override
@@ -232,11 +221,6 @@ final class CycleContext implements SchedulingContext {
     return new PrefixCacheMatch(m, m, approximateHashes().length, scheduler.approxBlockSize);
   }
 
-  @Override
-  public PrefixCacheMatch prefixMatch(Endpoint endpoint) {
-    return hasPreciseMatches() ? preciseMatch(endpoint) : approximateMatch(endpoint);
-  }
-
   /** Matched blocks by the best available source, by candidate index. */
   int prefixMatchedAt(int i) {
     return hasPreciseMatches() ? preciseMatchedAt(i) : approximateMatchedAt(i);
@@ -280,20 +264,5 @@ final class CycleContext implements SchedulingContext {
   @Override
   public int inFlight(Endpoint endpoint) {
     return scheduler.inFlight.get(endpoint.id());
-  }
-
-  @Override
-  public Optional<Endpoint> peer() {
-    return Optional.ofNullable(peer);
-  }
-
-  @Override
-  public RandomGenerator random() {
-    return random;
-  }
-
-  @Override
-  public long nanoTime() {
-    return now;
   }
 }

@@ -153,13 +153,7 @@ public final class Filters {
     if (groupKey == null || groupKey.isBlank()) {
       throw new IllegalArgumentException(name + ".groupKey must not be blank");
     }
-    String n = Scorers.checkName(name);
-    return new Filter() {
-      @Override
-      public String name() {
-        return n;
-      }
-
+    return new NamedPlugin.NamedFilter(name) {
       @Override
       public List<Endpoint> filter(SchedulingContext ctx, List<Endpoint> candidates) {
         Optional<Endpoint> peer = ctx.peer();
@@ -182,13 +176,7 @@ public final class Filters {
    */
   public static Filter health(String name, boolean dropStaleMetrics, Predicate<String> isDown) {
     Predicate<String> down = isDown == null ? id -> false : isDown;
-    String n = Scorers.checkName(name);
-    return new Filter() {
-      @Override
-      public String name() {
-        return n;
-      }
-
+    return new NamedPlugin.NamedFilter(name) {
       @Override
       public List<Endpoint> filter(SchedulingContext ctx, List<Endpoint> candidates) {
         return keep(
@@ -217,26 +205,17 @@ public final class Filters {
    * passes; otherwise all pass. Never empties the set.
    */
   public static Filter sessionAffinity(String name, SessionAffinity affinity) {
-    return new SessionFilter(Scorers.checkName(name), Objects.requireNonNull(affinity, "affinity"));
+    return new SessionFilter(name, affinity);
   }
 
-  static final class SessionFilter implements Filter {
-    private final String name;
-    final SessionAffinity affinity;
-
+  static final class SessionFilter extends NamedPlugin.SessionPlugin implements Filter {
     SessionFilter(String name, SessionAffinity affinity) {
-      this.name = name;
-      this.affinity = affinity;
-    }
-
-    @Override
-    public String name() {
-      return name;
+      super(name, affinity);
     }
 
     @Override
     public List<Endpoint> filter(SchedulingContext ctx, List<Endpoint> candidates) {
-      Optional<String> pinned = affinity.endpointId(ctx.request(), ctx.nanoTime());
+      Optional<String> pinned = pinned(ctx);
       if (pinned.isPresent()) {
         for (Endpoint e : candidates) {
           if (e.id().equals(pinned.get())) {
@@ -245,11 +224,6 @@ public final class Filters {
         }
       }
       return candidates;
-    }
-
-    @Override
-    public void onRouted(Routed routed) {
-      affinity.record(routed.request(), routed.endpoint(), routed.nanoTime());
     }
   }
 
@@ -262,13 +236,7 @@ public final class Filters {
    */
   public static Filter loraAvailability(String name, String labelKey, boolean failOpen) {
     String key = labelKey == null || labelKey.isBlank() ? LORA_LABEL : labelKey;
-    String n = Scorers.checkName(name);
-    return new Filter() {
-      @Override
-      public String name() {
-        return n;
-      }
-
+    return new NamedPlugin.NamedFilter(name) {
       @Override
       public List<Endpoint> filter(SchedulingContext ctx, List<Endpoint> candidates) {
         Optional<String> lora = ctx.request().lora();
@@ -304,19 +272,21 @@ public final class Filters {
 
   /** A filter from a per-endpoint predicate. */
   public static Filter simple(String name, Predicate<Endpoint> keep) {
-    String n = Scorers.checkName(name);
-    Objects.requireNonNull(keep, "keep");
-    return new Filter() {
-      @Override
-      public String name() {
-        return n;
-      }
+    return new PredicateFilter(name, keep);
+  }
 
-      @Override
-      public List<Endpoint> filter(SchedulingContext ctx, List<Endpoint> candidates) {
-        return keep(candidates, keep);
-      }
-    };
+  private static final class PredicateFilter extends NamedPlugin.NamedFilter {
+    private final Predicate<Endpoint> keep;
+
+    PredicateFilter(String name, Predicate<Endpoint> keep) {
+      super(name);
+      this.keep = Objects.requireNonNull(keep, "keep");
+    }
+
+    @Override
+    public List<Endpoint> filter(SchedulingContext ctx, List<Endpoint> candidates) {
+      return keep(candidates, keep);
+    }
   }
 
   static List<Endpoint> keep(List<Endpoint> candidates, Predicate<Endpoint> p) {

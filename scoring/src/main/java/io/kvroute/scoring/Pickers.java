@@ -25,46 +25,44 @@ public final class Pickers {
    * @throws IllegalArgumentException when {@code maxEndpoints < 1}
    */
   public static Picker maxScore(String name, int maxEndpoints) {
-    check(name, maxEndpoints);
-    return new Picker() {
-      @Override
-      public String name() {
-        return name;
-      }
-
+    return new CountPicker(name, maxEndpoints) {
       @Override
       public List<Endpoint> pick(SchedulingContext ctx, List<Endpoint> candidates, double[] t) {
-        int n = candidates.size();
-        int k = Math.min(maxEndpoints, n);
-        int[] order = shuffled(n, ctx.random());
-        if (k == 1) {
-          int best = order[0];
-          for (int i = 1; i < n; i++) {
-            if (t[order[i]] > t[best]) {
-              best = order[i];
-            }
-          }
-          return List.of(candidates.get(best));
-        }
-        // Partial selection sort over the shuffled order: stable, so ties stay random.
-        for (int s = 0; s < k; s++) {
-          int bi = s;
-          for (int i = s + 1; i < n; i++) {
-            if (t[order[i]] > t[order[bi]]) {
-              bi = i;
-            }
-          }
-          int tmp = order[bi];
-          System.arraycopy(order, s, order, s + 1, bi - s);
-          order[s] = tmp;
-        }
-        List<Endpoint> out = new ArrayList<>(k);
-        for (int s = 0; s < k; s++) {
-          out.add(candidates.get(order[s]));
-        }
-        return List.copyOf(out);
+        return highest(ctx, candidates, t, maxEndpoints);
       }
     };
+  }
+
+  /**
+   * The {@code maxEndpoints} candidates (at most all) with the highest {@code t}, ties at random.
+   */
+  private static List<Endpoint> highest(
+      SchedulingContext ctx, List<Endpoint> candidates, double[] t, int maxEndpoints) {
+    int n = candidates.size();
+    int k = Math.min(maxEndpoints, n);
+    int[] order = shuffled(n, ctx.random());
+    if (k == 1) {
+      int best = order[0];
+      for (int i = 1; i < n; i++) {
+        if (t[order[i]] > t[best]) {
+          best = order[i];
+        }
+      }
+      return List.of(candidates.get(best));
+    }
+    // Partial selection sort over the shuffled order: stable, so ties stay random.
+    for (int s = 0; s < k; s++) {
+      int bi = s;
+      for (int i = s + 1; i < n; i++) {
+        if (t[order[i]] > t[order[bi]]) {
+          bi = i;
+        }
+      }
+      int tmp = order[bi];
+      System.arraycopy(order, s, order, s + 1, bi - s);
+      order[s] = tmp;
+    }
+    return firstOf(candidates, order, k);
   }
 
   /** Top-N: {@link #maxScore(String, int)} named {@code max-score-picker}. */
@@ -74,24 +72,28 @@ public final class Pickers {
 
   /** Uniformly random, ignoring scores. */
   public static Picker random(String name, int maxEndpoints) {
-    check(name, maxEndpoints);
-    return new Picker() {
-      @Override
-      public String name() {
-        return name;
-      }
-
+    return new CountPicker(name, maxEndpoints) {
       @Override
       public List<Endpoint> pick(SchedulingContext ctx, List<Endpoint> candidates, double[] t) {
-        int k = Math.min(maxEndpoints, candidates.size());
-        int[] order = shuffled(candidates.size(), ctx.random());
-        List<Endpoint> out = new ArrayList<>(k);
-        for (int s = 0; s < k; s++) {
-          out.add(candidates.get(order[s]));
-        }
-        return List.copyOf(out);
+        return uniform(ctx, candidates, maxEndpoints);
       }
     };
+  }
+
+  /** {@code maxEndpoints} candidates (at most all) in a uniformly random order. */
+  private static List<Endpoint> uniform(
+      SchedulingContext ctx, List<Endpoint> candidates, int maxEndpoints) {
+    int k = Math.min(maxEndpoints, candidates.size());
+    return firstOf(candidates, shuffled(candidates.size(), ctx.random()), k);
+  }
+
+  /** The candidates at the first {@code k} positions of {@code order}, as an immutable list. */
+  private static List<Endpoint> firstOf(List<Endpoint> candidates, int[] order, int k) {
+    List<Endpoint> out = new ArrayList<>(k);
+    for (int s = 0; s < k; s++) {
+      out.add(candidates.get(order[s]));
+    }
+    return List.copyOf(out);
   }
 
   /**
@@ -99,13 +101,7 @@ public final class Pickers {
    * 0 gives key 0; the highest keys win. When every score is ≤ 0 it is uniformly random.
    */
   public static Picker weightedRandom(String name, int maxEndpoints) {
-    check(name, maxEndpoints);
-    return new Picker() {
-      @Override
-      public String name() {
-        return name;
-      }
-
+    return new CountPicker(name, maxEndpoints) {
       @Override
       public List<Endpoint> pick(SchedulingContext ctx, List<Endpoint> candidates, double[] t) {
         int n = candidates.size();
@@ -125,18 +121,24 @@ public final class Pickers {
           }
         }
         if (!any) {
-          return random(name, maxEndpoints).pick(ctx, candidates, t);
+          return uniform(ctx, candidates, maxEndpoints);
         }
-        return maxScore(name, maxEndpoints).pick(ctx, candidates, keys);
+        return highest(ctx, candidates, keys, maxEndpoints);
       }
     };
   }
 
-  private static void check(String name, int maxEndpoints) {
-    Scorers.checkName(name);
-    if (maxEndpoints < 1) {
-      throw new IllegalArgumentException(
-          name + ".maxNumOfEndpoints must be >= 1, was " + maxEndpoints);
+  /** A built-in picker returning at most {@code maxEndpoints} endpoints. */
+  private abstract static class CountPicker extends NamedPlugin implements Picker {
+    final int maxEndpoints;
+
+    CountPicker(String name, int maxEndpoints) {
+      super(name);
+      if (maxEndpoints < 1) {
+        throw new IllegalArgumentException(
+            name + ".maxNumOfEndpoints must be >= 1, was " + maxEndpoints);
+      }
+      this.maxEndpoints = maxEndpoints;
     }
   }
 

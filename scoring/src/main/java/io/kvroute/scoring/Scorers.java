@@ -4,7 +4,6 @@ import io.kvroute.connector.Endpoint;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -62,15 +61,14 @@ public final class Scorers {
     return approximatePrefixCache("prefix-cache-scorer", 0.0, 8192);
   }
 
-  static final class PrefixScorer implements Scorer {
-    private final String name;
+  static final class PrefixScorer extends NamedPlugin.NamedScorer {
     final boolean precise;
     private final double w;
     private final int scaleTokens;
     private final boolean fallback;
 
     PrefixScorer(String name, boolean precise, double w, int scaleTokens, boolean fallback) {
-      this.name = checkName(name);
+      super(name);
       if (!(w >= 0 && w <= 1)) {
         throw new IllegalArgumentException(name + ".matchLengthWeight must be in [0, 1], was " + w);
       }
@@ -82,11 +80,6 @@ public final class Scorers {
       this.w = w;
       this.scaleTokens = scaleTokens;
       this.fallback = fallback;
-    }
-
-    @Override
-    public String name() {
-      return name;
     }
 
     @Override
@@ -144,8 +137,7 @@ public final class Scorers {
     if (threshold < 1) {
       throw new IllegalArgumentException(name + ".threshold must be >= 1, was " + threshold);
     }
-    String n = checkName(name);
-    return new MetricScorer(n) {
+    return new MetricScorer(name) {
       @Override
       double score(EndpointMetrics m) {
         int q = m.waitingRequests();
@@ -172,7 +164,7 @@ public final class Scorers {
    * KV-cache utilization scorer: {@code 1 − usage}, usage clamped to [0, 1]. Unknown or stale → 0.
    */
   public static Scorer kvCacheUtilization(String name) {
-    return new MetricScorer(checkName(name)) {
+    return new MetricScorer(name) {
       @Override
       double score(EndpointMetrics m) {
         double u = m.kvCacheUsage();
@@ -194,7 +186,7 @@ public final class Scorers {
    * minQ)}; 1.0 for all when every q is equal; unknown or stale → 0.
    */
   public static Scorer queue(String name) {
-    return new MinMaxScorer(checkName(name), true);
+    return new MinMaxScorer(name, true);
   }
 
   /** {@code queue-scorer}. */
@@ -204,7 +196,7 @@ public final class Scorers {
 
   /** Running-requests scorer: as {@link #queue} on {@code vllm:num_requests_running}. */
   public static Scorer runningRequests(String name) {
-    return new MinMaxScorer(checkName(name), false);
+    return new MinMaxScorer(name, false);
   }
 
   /**
@@ -223,13 +215,7 @@ public final class Scorers {
       throw new IllegalArgumentException(
           name + ".maxBusyScore must be in [0, 1], was " + maxBusyScore);
     }
-    String n = checkName(name);
-    return new Scorer() {
-      @Override
-      public String name() {
-        return n;
-      }
-
+    return new NamedPlugin.NamedScorer(name) {
       @Override
       public void score(SchedulingContext ctx, List<Endpoint> candidates, double[] out) {
         int size = candidates.size();
@@ -258,13 +244,7 @@ public final class Scorers {
    * 0. A request without a LoRA scores 1.0 everywhere; unknown or stale metrics → 0.
    */
   public static Scorer loraAffinity(String name) {
-    String n = checkName(name);
-    return new Scorer() {
-      @Override
-      public String name() {
-        return n;
-      }
-
+    return new NamedPlugin.NamedScorer(name) {
       @Override
       public void score(SchedulingContext ctx, List<Endpoint> candidates, double[] out) {
         Optional<String> lora = ctx.request().lora();
@@ -308,7 +288,7 @@ public final class Scorers {
    * Scheduler#onRouted} records the session's endpoint.
    */
   public static Scorer sessionAffinity(String name, SessionAffinity affinity) {
-    return new SessionScorer(checkName(name), Objects.requireNonNull(affinity, "affinity"));
+    return new SessionScorer(name, affinity);
   }
 
   /** {@code session-affinity-scorer} with the stateless {@code x-session-token} strategy. */
@@ -318,31 +298,17 @@ public final class Scorers {
         SessionAffinity.encodedEndpointHeader(SessionAffinity.DEFAULT_TOKEN_HEADER));
   }
 
-  static final class SessionScorer implements Scorer {
-    private final String name;
-    final SessionAffinity affinity;
-
+  static final class SessionScorer extends NamedPlugin.SessionPlugin implements Scorer {
     SessionScorer(String name, SessionAffinity affinity) {
-      this.name = name;
-      this.affinity = affinity;
-    }
-
-    @Override
-    public String name() {
-      return name;
+      super(name, affinity);
     }
 
     @Override
     public void score(SchedulingContext ctx, List<Endpoint> candidates, double[] out) {
-      Optional<String> pinned = affinity.endpointId(ctx.request(), ctx.nanoTime());
+      Optional<String> pinned = pinned(ctx);
       for (int i = 0; i < candidates.size(); i++) {
         out[i] = pinned.isPresent() && pinned.get().equals(candidates.get(i).id()) ? 1.0 : 0.0;
       }
-    }
-
-    @Override
-    public void onRouted(Routed routed) {
-      affinity.record(routed.request(), routed.endpoint(), routed.nanoTime());
     }
   }
 
@@ -358,7 +324,7 @@ public final class Scorers {
    * @throws IllegalArgumentException when {@code lruSize < 1}
    */
   public static Scorer noHitLru(String name, int lruSize) {
-    return new NoHitLruScorer(checkName(name), lruSize);
+    return new NoHitLruScorer(name, lruSize);
   }
 
   /** {@code no-hit-lru-scorer} remembering 1024 endpoints. */
@@ -366,17 +332,16 @@ public final class Scorers {
     return noHitLru("no-hit-lru-scorer", 1024);
   }
 
-  static final class NoHitLruScorer implements Scorer {
-    private final String name;
+  static final class NoHitLruScorer extends NamedPlugin.NamedScorer {
     private final int lruSize;
     private final LinkedHashMap<String, Long> lru;
     private long seq;
 
     NoHitLruScorer(String name, int lruSize) {
+      super(name);
       if (lruSize < 1) {
         throw new IllegalArgumentException(name + ".lruSize must be >= 1, was " + lruSize);
       }
-      this.name = name;
       this.lruSize = lruSize;
       this.lru =
           new LinkedHashMap<>(16, 0.75f, true) {
@@ -387,11 +352,6 @@ public final class Scorers {
               return size() > NoHitLruScorer.this.lruSize;
             }
           };
-    }
-
-    @Override
-    public String name() {
-      return name;
     }
 
     @Override
@@ -488,23 +448,9 @@ public final class Scorers {
     return ctx.metrics(e).orElse(null);
   }
 
-  static String checkName(String name) {
-    if (name == null || name.isBlank()) {
-      throw new IllegalArgumentException("plugin name must not be blank");
-    }
-    return name;
-  }
-
-  private abstract static class MetricScorer implements Scorer {
-    private final String name;
-
+  private abstract static class MetricScorer extends NamedPlugin.NamedScorer {
     MetricScorer(String name) {
-      this.name = name;
-    }
-
-    @Override
-    public String name() {
-      return name;
+      super(name);
     }
 
     abstract double score(EndpointMetrics m);
@@ -518,18 +464,12 @@ public final class Scorers {
     }
   }
 
-  private static final class MinMaxScorer implements Scorer {
-    private final String name;
+  private static final class MinMaxScorer extends NamedPlugin.NamedScorer {
     private final boolean waiting;
 
     MinMaxScorer(String name, boolean waiting) {
-      this.name = name;
+      super(name);
       this.waiting = waiting;
-    }
-
-    @Override
-    public String name() {
-      return name;
     }
 
     @Override

@@ -10,9 +10,7 @@ import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.HttpTransports;
 import java.net.URI;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -128,15 +126,12 @@ public final class Tokenizers {
       HttpTransport t0 = transport != null ? transport : HttpTransports.shared();
       VllmTokenizer t = new VllmTokenizer(server, t0, timeout, cacheEntries, cacheMaxTokens);
       if (registry != null) {
-        io.micrometer.core.instrument.Gauge.builder(
-                "kvroute.tokenizer.cache.size", t, VllmTokenizer::cacheSize)
-            .register(registry);
-        io.micrometer.core.instrument.FunctionCounter.builder(
-                "kvroute.tokenizer.cache.hits", t, VllmTokenizer::cacheHits)
-            .register(registry);
-        io.micrometer.core.instrument.FunctionCounter.builder(
-                "kvroute.tokenizer.cache.misses", t, VllmTokenizer::cacheMisses)
-            .register(registry);
+        t.cache.bindTo(
+            registry,
+            "kvroute.tokenizer.cache.size",
+            "kvroute.tokenizer.cache.hits",
+            "kvroute.tokenizer.cache.misses",
+            io.micrometer.core.instrument.Tags.empty());
         io.micrometer.core.instrument.FunctionCounter.builder(
                 "kvroute.tokenizer.failures", t, VllmTokenizer::failures)
             .register(registry);
@@ -156,13 +151,8 @@ public final class Tokenizers {
     private final Endpoint server;
     private final HttpTransport transport;
     private final Duration timeout;
-    private final int cacheEntries;
-    private final long cacheMaxTokens;
+    private final TokenCache cache;
     private final AtomicInteger rotation = new AtomicInteger();
-    private final LinkedHashMap<String, int[]> cache = new LinkedHashMap<>(64, 0.75f, true);
-    private long cachedTokens;
-    private final LongAdder hits = new LongAdder();
-    private final LongAdder misses = new LongAdder();
     private final LongAdder failures = new LongAdder();
 
     private VllmTokenizer(
@@ -170,8 +160,7 @@ public final class Tokenizers {
       this.server = server;
       this.transport = transport;
       this.timeout = timeout;
-      this.cacheEntries = entries;
-      this.cacheMaxTokens = maxTokens;
+      this.cache = new TokenCache(entries, maxTokens);
     }
 
     @Override
@@ -184,12 +173,10 @@ public final class Tokenizers {
         return CompletableFuture.failedFuture(
             new TokenizationException("request has neither prompt nor messages"));
       }
-      int[] hit = cached(key);
+      int[] hit = cache.get(key);
       if (hit != null) {
-        hits.increment();
         return CompletableFuture.completedFuture(hit);
       }
-      misses.increment();
       Endpoint target = server;
       if (target == null) {
         List<Endpoint> c = r.candidates();
@@ -218,7 +205,7 @@ public final class Tokenizers {
                     .thenApply(
                         bytes -> {
                           int[] tokens = parseTokens(bytes);
-                          store(key, tokens);
+                          cache.put(key, tokens);
                           return tokens;
                         });
               });
@@ -238,19 +225,17 @@ public final class Tokenizers {
 
     /** Cache hits so far. */
     public long cacheHits() {
-      return hits.sum();
+      return cache.hits();
     }
 
     /** Cache misses (remote calls) so far. */
     public long cacheMisses() {
-      return misses.sum();
+      return cache.misses();
     }
 
     /** Entries in the cache. */
     public int cacheSize() {
-      synchronized (cache) {
-        return cache.size();
-      }
+      return cache.size();
     }
 
     private static ObjectNode requestBody(SchedulingRequest r) {
@@ -317,34 +302,6 @@ public final class Tokenizers {
         return sb.toString();
       }
       return r.prompt().map(p -> sb.append('P').append(p).toString()).orElse(null);
-    }
-
-    private int[] cached(String key) {
-      if (cacheEntries == 0) {
-        return null;
-      }
-      synchronized (cache) {
-        return cache.get(key);
-      }
-    }
-
-    private void store(String key, int[] tokens) {
-      if (cacheEntries == 0 || tokens.length > cacheMaxTokens) {
-        return;
-      }
-      synchronized (cache) {
-        int[] old = cache.put(key, tokens);
-        if (old != null) {
-          cachedTokens -= old.length;
-        }
-        cachedTokens += tokens.length;
-        var it = cache.entrySet().iterator();
-        while ((cache.size() > cacheEntries || cachedTokens > cacheMaxTokens) && it.hasNext()) {
-          Map.Entry<String, int[]> e = it.next();
-          cachedTokens -= e.getValue().length;
-          it.remove();
-        }
-      }
     }
 
     @Override

@@ -5,32 +5,22 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
-import java.util.random.RandomGenerator;
 
 /** A hand-filled {@link SchedulingContext} for unit tests of single plugins. */
-final class FakeContext implements SchedulingContext {
-  SchedulingRequest request;
+final class FakeContext extends ContextBase {
   final Map<String, PrefixCacheMatch> precise = new HashMap<>();
   final Map<String, PrefixCacheMatch> approximate = new HashMap<>();
   final Map<String, EndpointMetrics> metrics = new HashMap<>();
   final Map<String, Integer> inFlight = new HashMap<>();
   boolean hasPrecise;
   int promptTokens = -1;
-  Endpoint peer;
-  RandomGenerator random = new Random(7);
-  long now = 1_000L;
 
   FakeContext(SchedulingRequest request) {
-    this.request = request;
+    super(request, new Random(7), 1_000L);
   }
 
   static FakeContext of() {
     return new FakeContext(SchedulingRequest.builder().model("m").build());
-  }
-
-  @Override
-  public SchedulingRequest request() {
-    return request;
   }
 
   @Override
@@ -59,11 +49,6 @@ final class FakeContext implements SchedulingContext {
   }
 
   @Override
-  public PrefixCacheMatch prefixMatch(Endpoint endpoint) {
-    return hasPrecise ? preciseMatch(endpoint) : approximateMatch(endpoint);
-  }
-
-  @Override
   public Optional<EndpointMetrics> metrics(Endpoint endpoint) {
     return Optional.ofNullable(metrics.get(endpoint.id()));
   }
@@ -71,20 +56,5 @@ final class FakeContext implements SchedulingContext {
   @Override
   public int inFlight(Endpoint endpoint) {
     return inFlight.getOrDefault(endpoint.id(), 0);
-  }
-
-  @Override
-  public Optional<Endpoint> peer() {
-    return Optional.ofNullable(peer);
-  }
-
-  @Override
-  public RandomGenerator random() {
-    return random;
-  }
-
-  @Override
-  public long nanoTime() {
-    return now;
   }
 }

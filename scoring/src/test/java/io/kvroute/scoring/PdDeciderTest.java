@@ -59,12 +59,8 @@ class PdDeciderTest {
   }
 
   private static final String CONFIG =
-      """
-      apiVersion: llm-d.ai/v1alpha1
-      kind: EndpointPickerConfig
-      plugins:
-      - type: decode-filter
-      - type: prefill-filter
+      TestSupport.PD_FILTERS_CONFIG
+          + """
       - type: prefix-based-pd-decider
         %s
       - type: disagg-profile-handler

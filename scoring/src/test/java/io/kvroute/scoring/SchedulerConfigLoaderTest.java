@@ -13,12 +13,8 @@ import org.junit.jupiter.api.Test;
 
 class SchedulerConfigLoaderTest {
   private static final String PD_YAML =
-      """
-      apiVersion: llm-d.ai/v1alpha1
-      kind: EndpointPickerConfig
-      plugins:
-      - type: decode-filter
-      - type: prefill-filter
+      TestSupport.PD_FILTERS_CONFIG
+          + """
       - name: pair
         type: pd-pairing-filter
         parameters: {groupKey: group}
@@ -74,12 +70,7 @@ class SchedulerConfigLoaderTest {
         .extracting(w -> w.scorer().name() + "×" + w.weight())
         .containsExactly("prefix×3.0", "load-aware-scorer×1.0", "session-affinity-scorer×1.0");
     assertThat(s.profiles().get("prefill").picker().name()).isEqualTo("max-score-picker");
-    List<Endpoint> c =
-        List.of(
-            ep("d1", Role.DECODE, Map.of("group", "g")),
-            ep("d2", Role.DECODE, Map.of("group", "g")),
-            ep("sick", Role.DECODE, Map.of("group", "g")),
-            ep("p1", Role.PREFILL, Map.of("group", "g")));
+    List<Endpoint> c = TestSupport.grouped("d1@g", "d2@g", "sick@g", "p1@g");
     Decision small =
         s.pick(SchedulingRequest.builder().model("m").candidates(c).tokenIds(new int[31]).build());
     assertThat(small.pdOutcome()).isEqualTo(Decision.PdOutcome.DECODE_ONLY); // llm-d: 31 < 32

@@ -253,20 +253,11 @@ class SchedulerTest {
             .pdEnabled(true)
             .pdDecider(PdDecider.always())
             .build();
-    List<Endpoint> c =
-        List.of(
-            ep("d1", Role.DECODE, Map.of("group", "g1")),
-            ep("p1", Role.PREFILL, Map.of("group", "g1")),
-            ep("p2", Role.PREFILL, Map.of("group", "g2")));
+    List<Endpoint> c = TestSupport.grouped("d1@g1", "p1@g1", "p2@g2");
     for (int i = 0; i < 10; i++) {
       assertThat(s.pick(req(c, null)).prefill().get().id()).isEqualTo("p1");
     }
-    List<Endpoint> two =
-        List.of(
-            ep("d1", Role.DECODE, Map.of("group", "g1")),
-            ep("d2", Role.DECODE, Map.of("group", "g2")),
-            ep("p1", Role.PREFILL, Map.of("group", "g1")),
-            ep("p2", Role.PREFILL, Map.of("group", "g2")));
+    List<Endpoint> two = TestSupport.grouped("d1@g1", "d2@g2", "p1@g1", "p2@g2");
     Decision d = s.pick(req(two, null));
     Endpoint other = two.get(d.primary().get().id().equals("d1") ? 1 : 0);
     String expected = other.id().equals("d1") ? "p1" : "p2";
@@ -321,13 +312,7 @@ class SchedulerTest {
         .isEqualTo(1);
     assertThat(reg.get("kvroute.scheduler.duration").tag("result", "routed").timer().count())
         .isEqualTo(1);
-    assertThat(
-            reg.get("kvroute.scheduler.plugin.duration")
-                .tag("plugin", "queue-scorer")
-                .tag("profile", "decode")
-                .timer()
-                .count())
-        .isEqualTo(1);
+    assertThat(queueScorerTimings(reg)).isEqualTo(1);
     assertThat(reg.get("kvroute.scheduler.inflight.endpoints").gauge().value()).isZero();
     assertThat(reg.get("kvroute.scheduler.approx.prefix.entries").gauge()).isNotNull();
   }
@@ -342,13 +327,16 @@ class SchedulerTest {
     }
     assertThat(reg.get("kvroute.scheduler.duration").tag("result", "routed").timer().count())
         .isEqualTo(cycles);
-    assertThat(
-            reg.get("kvroute.scheduler.plugin.duration")
-                .tag("plugin", "queue-scorer")
-                .tag("profile", "decode")
-                .timer()
-                .count())
-        .isEqualTo(4);
+    assertThat(queueScorerTimings(reg)).isEqualTo(4);
+  }
+
+  /** How many times the decode profile's queue scorer was timed. */
+  private static long queueScorerTimings(SimpleMeterRegistry reg) {
+    return reg.get("kvroute.scheduler.plugin.duration")
+        .tag("plugin", "queue-scorer")
+        .tag("profile", "decode")
+        .timer()
+        .count();
   }
 
   @Test

@@ -22,6 +22,20 @@ class ScorersTest {
     return out;
   }
 
+  /** Engine metrics (short for {@link EndpointMetrics#of}, for the tables below). */
+  private static EndpointMetrics m(int waiting, int running, double kvCacheUsage) {
+    return EndpointMetrics.of(waiting, running, kvCacheUsage);
+  }
+
+  /** A context where the endpoints "a", "b", ... have {@code metrics}, in that order. */
+  private static FakeContext withMetrics(EndpointMetrics... metrics) {
+    FakeContext ctx = FakeContext.of();
+    for (int i = 0; i < metrics.length; i++) {
+      ctx.metrics.put(String.valueOf((char) ('a' + i)), metrics[i]);
+    }
+    return ctx;
+  }
+
   // ---------------------------------------------------------------- prefix
 
   @Test
@@ -83,11 +97,7 @@ class ScorersTest {
 
   @Test
   void loadAwareFormula() {
-    FakeContext ctx = FakeContext.of();
-    ctx.metrics.put("a", EndpointMetrics.of(0, 1, 0.1));
-    ctx.metrics.put("b", EndpointMetrics.of(5, 1, 0.1));
-    ctx.metrics.put("c", EndpointMetrics.of(10, 1, 0.1));
-    ctx.metrics.put("d", EndpointMetrics.of(50, 1, 0.1));
+    FakeContext ctx = withMetrics(m(0, 1, 0.1), m(5, 1, 0.1), m(10, 1, 0.1), m(50, 1, 0.1));
     double[] s = score(Scorers.loadAware(), ctx, eps("a", "b", "c", "d", "unknown"));
     assertThat(s).containsExactly(new double[] {0.5, 0.25, 0.0, 0.0, 0.0}, within(1e-9));
     assertThatThrownBy(() -> Scorers.loadAware("x", 0))
@@ -96,38 +106,28 @@ class ScorersTest {
 
   @Test
   void kvCacheUtilizationIsOneMinusUsage() {
-    FakeContext ctx = FakeContext.of();
-    ctx.metrics.put("a", EndpointMetrics.of(0, 0, 0.25));
-    ctx.metrics.put("b", EndpointMetrics.of(0, 0, 1.7)); // clamped
-    ctx.metrics.put("c", EndpointMetrics.of(0, 0, Double.NaN));
+    FakeContext ctx = withMetrics(m(0, 0, 0.25), m(0, 0, 1.7 /* clamped */), m(0, 0, Double.NaN));
     double[] s = score(Scorers.kvCacheUtilization(), ctx, eps("a", "b", "c", "stale"));
     assertThat(s).containsExactly(0.75, 0.0, 0.0, 0.0);
   }
 
   @Test
   void queueIsMinMaxAndUnknownGetsNothing() {
-    FakeContext ctx = FakeContext.of();
-    ctx.metrics.put("a", EndpointMetrics.of(2, 0, 0));
-    ctx.metrics.put("b", EndpointMetrics.of(6, 0, 0));
-    ctx.metrics.put("c", EndpointMetrics.of(4, 0, 0));
+    FakeContext ctx = withMetrics(m(2, 0, 0), m(6, 0, 0), m(4, 0, 0));
     double[] s = score(Scorers.queue(), ctx, eps("a", "b", "c", "unknown"));
     assertThat(s).containsExactly(1.0, 0.0, 0.5, 0.0);
   }
 
   @Test
   void queueTiesScoreOne() {
-    FakeContext ctx = FakeContext.of();
-    ctx.metrics.put("a", EndpointMetrics.of(3, 0, 0));
-    ctx.metrics.put("b", EndpointMetrics.of(3, 0, 0));
+    FakeContext ctx = withMetrics(m(3, 0, 0), m(3, 0, 0));
     assertThat(score(Scorers.queue(), ctx, eps("a", "b"))).containsExactly(1.0, 1.0);
     assertThat(score(Scorers.queue(), ctx, List.of())).isEmpty();
   }
 
   @Test
   void runningRequestsIsMinMax() {
-    FakeContext ctx = FakeContext.of();
-    ctx.metrics.put("a", EndpointMetrics.of(0, 10, 0));
-    ctx.metrics.put("b", EndpointMetrics.of(0, 0, 0));
+    FakeContext ctx = withMetrics(m(0, 10, 0), m(0, 0, 0));
     assertThat(score(Scorers.runningRequests("r"), ctx, eps("a", "b"))).containsExactly(0.0, 1.0);
   }
 

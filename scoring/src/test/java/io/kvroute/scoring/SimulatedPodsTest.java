@@ -66,14 +66,13 @@ class SimulatedPodsTest {
     return pods.stream().map(p -> p.endpoint).toList();
   }
 
+  private Decision pick(int[] prompt) {
+    return scheduler.pick(
+        SchedulingRequest.builder().model("m").tokenIds(prompt).candidates(candidates()).build());
+  }
+
   private String route(int[] prompt) {
-    Decision d =
-        scheduler.pick(
-            SchedulingRequest.builder()
-                .model("m")
-                .tokenIds(prompt)
-                .candidates(candidates())
-                .build());
+    Decision d = pick(prompt);
     assertThat(d.routed()).isTrue();
     scheduler.onRouted(d);
     SimPod pod = byId.get(d.primary().get().id());
@@ -130,13 +129,7 @@ class SimulatedPodsTest {
     long[] e1 = Hashing.chainedBlocks(tokens, BLOCK, 0, "engine", "pod-1");
     index.blockStored("pod-0", e0, false, 0, tokens, BLOCK, null, "CPU", 0);
     index.blockStored("pod-1", e1, false, 0, tokens, BLOCK, null, "GPU", 0);
-    Decision d =
-        scheduler.pick(
-            SchedulingRequest.builder()
-                .model("m")
-                .tokenIds(prompt)
-                .candidates(candidates())
-                .build());
+    Decision d = pick(prompt);
     assertThat(d.primary().get().id()).isEqualTo("pod-1");
     assertThat(d.scores().get("pod-0").get("precise-prefix-cache-scorer")).isEqualTo(0.8);
     assertThat(d.scores().get("pod-1").get("precise-prefix-cache-scorer")).isEqualTo(1.0);

@@ -16,6 +16,19 @@ import java.util.concurrent.atomic.AtomicLong;
 final class TestSupport {
   private TestSupport() {}
 
+  /**
+   * The start of an llm-d {@code EndpointPickerConfig} whose plugins begin with the PD role
+   * filters; a test appends its other plugins and its profiles.
+   */
+  static final String PD_FILTERS_CONFIG =
+      """
+      apiVersion: llm-d.ai/v1alpha1
+      kind: EndpointPickerConfig
+      plugins:
+      - type: decode-filter
+      - type: prefill-filter
+      """;
+
   static Endpoint ep(String id) {
     return Endpoint.builder(id, "10.0.0." + (Math.abs(id.hashCode()) % 250 + 1), 8000).build();
   }
@@ -25,6 +38,21 @@ final class TestSupport {
         .role(role)
         .labels(labels)
         .build();
+  }
+
+  /**
+   * PD endpoints labelled with their {@code group}, each given as {@code id@group}: ids starting
+   * with "p" are prefill endpoints, the others decode ones.
+   */
+  static List<Endpoint> grouped(String... idAtGroup) {
+    List<Endpoint> out = new ArrayList<>();
+    for (String s : idAtGroup) {
+      int at = s.indexOf('@');
+      String id = s.substring(0, at);
+      Endpoint.Role role = id.startsWith("p") ? Endpoint.Role.PREFILL : Endpoint.Role.DECODE;
+      out.add(ep(id, role, Map.of("group", s.substring(at + 1))));
+    }
+    return List.copyOf(out);
   }
 
   static List<Endpoint> eps(String... ids) {

@@ -3,15 +3,15 @@ package io.kvroute.tokenizer.hf;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvroute.scoring.SchedulingRequest;
+import io.kvroute.scoring.TokenCache;
 import io.kvroute.scoring.Tokenizer;
 import io.kvroute.tokenizer.hf.internal.ByteLevelBpe;
 import io.kvroute.tokenizer.hf.internal.ChatRenderer;
 import io.kvroute.tokenizer.hf.internal.DjlEncoder;
 import io.kvroute.tokenizer.hf.internal.TextEncoder;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -19,17 +19,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.ZonedDateTime;
 import java.util.Comparator;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
@@ -77,12 +73,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   private final ChatRenderer chat;
   private final Executor executor;
   private final LongSupplier nanoClock;
-  private final int cacheEntries;
-  private final long cacheMaxTokens;
-  private final LinkedHashMap<Object, int[]> cache = new LinkedHashMap<>(64, 0.75f, true);
-  private long cachedTokens;
-  private final LongAdder hits = new LongAdder();
-  private final LongAdder misses = new LongAdder();
+  private final TokenCache cache;
   private final Counter failures;
   private final Timer completionTimer;
   private final Timer chatTimer;
@@ -107,8 +98,7 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
     this.chat = chat;
     this.executor = b.executor;
     this.nanoClock = b.nanoClock;
-    this.cacheEntries = b.cacheEntries;
-    this.cacheMaxTokens = b.cacheMaxTokens;
+    this.cache = new TokenCache(b.cacheEntries, b.cacheMaxTokens);
     MeterRegistry r = b.registry;
     if (r != null) {
       this.completionTimer =
@@ -125,15 +115,12 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
               .register(r);
       this.failures =
           Counter.builder("kvroute.tokenizer.local.failures").tag("model", modelName).register(r);
-      FunctionCounter.builder("kvroute.tokenizer.local.cache.hits", hits, LongAdder::sum)
-          .tag("model", modelName)
-          .register(r);
-      FunctionCounter.builder("kvroute.tokenizer.local.cache.misses", misses, LongAdder::sum)
-          .tag("model", modelName)
-          .register(r);
-      Gauge.builder("kvroute.tokenizer.local.cache.size", this, HfTokenizer::cacheSize)
-          .tag("model", modelName)
-          .register(r);
+      cache.bindTo(
+          r,
+          "kvroute.tokenizer.local.cache.size",
+          "kvroute.tokenizer.local.cache.hits",
+          "kvroute.tokenizer.local.cache.misses",
+          Tags.of("model", modelName));
     } else {
       this.completionTimer = null;
       this.chatTimer = null;
@@ -163,22 +150,8 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   /** The ids of {@code text}, with or without the tokenizer's special tokens (BOS, ...). */
   public int[] encode(String text, boolean addSpecialTokens) {
     Objects.requireNonNull(text, "text");
-    PromptKey key = new PromptKey(addSpecialTokens, text);
-    int[] hit = cached(key);
-    if (hit != null) {
-      return hit.clone();
-    }
-    long start = nanoClock.getAsLong();
-    int[] ids;
-    try {
-      ids = encoder.encode(text, addSpecialTokens);
-    } catch (RuntimeException e) {
-      fail();
-      throw e;
-    }
-    record(completionTimer, start);
-    store(key, ids);
-    return ids.clone();
+    return encodeCached(
+        new PromptKey(addSpecialTokens, text), completionTimer, text, null, addSpecialTokens);
   }
 
   /**
@@ -199,21 +172,30 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    *     conversation
    */
   public int[] encodeChat(ChatRequest request) {
-    String key = request.canonicalJson();
-    int[] hit = cached(key);
+    return encodeCached(
+        request.canonicalJson(), chatTimer, null, request, request.addSpecialTokens());
+  }
+
+  /**
+   * A copy of the ids cached under {@code key}, or of the ids of {@code text} (when null: of {@code
+   * chatRequest}'s rendered template) encoded, timed on {@code timer} and cached.
+   */
+  private int[] encodeCached(
+      Object key, Timer timer, String text, ChatRequest chatRequest, boolean addSpecialTokens) {
+    int[] hit = cache.get(key);
     if (hit != null) {
       return hit.clone();
     }
     long start = nanoClock.getAsLong();
     int[] ids;
     try {
-      ids = encoder.encode(chat.render(request), request.addSpecialTokens());
+      ids = encoder.encode(text != null ? text : chat.render(chatRequest), addSpecialTokens);
     } catch (RuntimeException e) {
       fail();
       throw e;
     }
-    record(chatTimer, start);
-    store(key, ids);
+    record(timer, start);
+    cache.put(key, ids);
     return ids.clone();
   }
 
@@ -284,19 +266,17 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
 
   /** Cache hits so far. */
   public long cacheHits() {
-    return hits.sum();
+    return cache.hits();
   }
 
   /** Cache misses so far. */
   public long cacheMisses() {
-    return misses.sum();
+    return cache.misses();
   }
 
   /** Entries in the cache. */
   public int cacheSize() {
-    synchronized (cache) {
-      return cache.size();
-    }
+    return cache.size();
   }
 
   /** Releases the native tokenizer; later calls fail. */
@@ -319,37 +299,6 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
   private void record(Timer t, long start) {
     if (t != null) {
       t.record(nanoClock.getAsLong() - start, TimeUnit.NANOSECONDS);
-    }
-  }
-
-  private int[] cached(Object key) {
-    if (cacheEntries == 0) {
-      misses.increment();
-      return null;
-    }
-    int[] v;
-    synchronized (cache) {
-      v = cache.get(key);
-    }
-    (v != null ? hits : misses).increment();
-    return v;
-  }
-
-  private void store(Object key, int[] ids) {
-    if (cacheEntries == 0 || ids.length > cacheMaxTokens) {
-      return;
-    }
-    synchronized (cache) {
-      int[] old = cache.put(key, ids);
-      if (old != null) {
-        cachedTokens -= old.length;
-      }
-      cachedTokens += ids.length;
-      Iterator<Map.Entry<Object, int[]>> it = cache.entrySet().iterator();
-      while ((cache.size() > cacheEntries || cachedTokens > cacheMaxTokens) && it.hasNext()) {
-        cachedTokens -= it.next().getValue().length;
-        it.remove();
-      }
     }
   }
 
