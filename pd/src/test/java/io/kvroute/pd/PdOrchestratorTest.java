@@ -12,17 +12,17 @@ import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.contract.DroppingPod;
 import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.HttpConnector;
 import io.kvroute.connector.http.OkHttpTransport;
 import io.kvroute.pd.PdOrchestrator.Pair;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -33,7 +33,6 @@ import java.util.concurrent.TimeUnit;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
 import mockwebserver3.RecordedRequest;
-import mockwebserver3.SocketEffect;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -133,6 +132,14 @@ class PdOrchestratorTest {
         .retry(new ConnectorConfig.Retry(3, Duration.ofMillis(100), Duration.ofSeconds(2)));
   }
 
+  /** One attempt a request, and a breaker of {@code policy} that stays open for five minutes. */
+  private PdOrchestrator withBreaker(BreakerPolicy.Builder policy) {
+    return orchestrator()
+        .retry(new ConnectorConfig.Retry(1, Duration.ZERO, Duration.ZERO))
+        .circuitBreaker(policy.openFor(Duration.ofMinutes(5)).build())
+        .build();
+  }
+
   private static InferenceRequest request() {
     return InferenceRequest.of(
         InferenceRequest.Api.COMPLETIONS,
@@ -142,11 +149,7 @@ class PdOrchestratorTest {
   }
 
   private static MockResponse ok(String body) {
-    return new MockResponse.Builder()
-        .code(200)
-        .setHeader("Content-Type", "application/json")
-        .body(body)
-        .build();
+    return KVConnectorContract.json(200, body);
   }
 
   private static MockResponse status(int code) {
@@ -157,13 +160,16 @@ class PdOrchestratorTest {
     return new String(r.readAll(1 << 20).get(10, TimeUnit.SECONDS), StandardCharsets.UTF_8);
   }
 
-  private static Throwable failure(CompletableFuture<?> f) throws Exception {
-    try {
-      f.get(20, TimeUnit.SECONDS);
-    } catch (java.util.concurrent.ExecutionException e) {
-      return e.getCause();
-    }
-    throw new AssertionError("expected a failure");
+  private static Throwable failure(CompletableFuture<?> f) {
+    return KVConnectorContract.failure(f);
+  }
+
+  /** The request proxied decode-only over {@code decodes} in turn: the response, head in. */
+  private StreamingResponse decodeOnlyOver(Endpoint... decodes) throws Exception {
+    return orchestrator()
+        .build()
+        .execute(request(), Arrays.stream(decodes).map(Pair::decodeOnly).toList())
+        .get(20, TimeUnit.SECONDS);
   }
 
   @Test
@@ -254,11 +260,7 @@ class PdOrchestratorTest {
                 .body("slow down")
                 .build());
     server(d2).enqueue(ok("{\"ok\":1}"));
-    StreamingResponse r =
-        orchestrator()
-            .build()
-            .execute(request(), List.of(Pair.decodeOnly(d1), Pair.decodeOnly(d2)))
-            .get(20, TimeUnit.SECONDS);
+    StreamingResponse r = decodeOnlyOver(d1, d2);
     assertThat(body(r)).isEqualTo("{\"ok\":1}");
     assertThat(scheduler.delaysNanos).containsExactly(Duration.ofSeconds(1).toNanos());
   }
@@ -290,16 +292,7 @@ class PdOrchestratorTest {
     Endpoint p2 = pod("p2", Endpoint.Role.PREFILL);
     Endpoint d = pod("d", Endpoint.Role.DECODE);
     PdOrchestrator o =
-        orchestrator()
-            .retry(new ConnectorConfig.Retry(1, Duration.ZERO, Duration.ZERO))
-            .circuitBreaker(
-                BreakerPolicy.builder()
-                    .windowSize(2)
-                    .minimumCalls(2)
-                    .failureRatePercent(50)
-                    .openFor(Duration.ofMinutes(5))
-                    .build())
-            .build();
+        withBreaker(BreakerPolicy.builder().windowSize(2).minimumCalls(2).failureRatePercent(50));
     o.addEndpoint("p2");
     server(p1).enqueue(status(500));
     server(p1).enqueue(status(500));
@@ -319,16 +312,7 @@ class PdOrchestratorTest {
   void noMoreThanHalfTheFleetIsEjected() throws Exception {
     Endpoint d1 = pod("d1", Endpoint.Role.DECODE);
     Endpoint d2 = pod("d2", Endpoint.Role.DECODE);
-    PdOrchestrator o =
-        orchestrator()
-            .retry(new ConnectorConfig.Retry(1, Duration.ZERO, Duration.ZERO))
-            .circuitBreaker(
-                BreakerPolicy.builder()
-                    .windowSize(1)
-                    .minimumCalls(1)
-                    .openFor(Duration.ofMinutes(5))
-                    .build())
-            .build();
+    PdOrchestrator o = withBreaker(BreakerPolicy.builder().windowSize(1).minimumCalls(1));
     server(d1).enqueue(status(500));
     server(d2).enqueue(status(500));
     failure(o.execute(request(), List.of(Pair.decodeOnly(d1))));
@@ -359,21 +343,11 @@ class PdOrchestratorTest {
   @Test
   void noRetryOnceTheFirstByteWasDelivered() throws Exception {
     Endpoint d2 = pod("d2", Endpoint.Role.DECODE);
-    try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      Thread t = rawServer(raw, "data: {\"x\":1}\n\n");
-      Endpoint d1 =
-          Endpoint.builder("d1", "127.0.0.1", raw.getLocalPort())
-              .role(Endpoint.Role.DECODE)
-              .build();
-      StreamingResponse r =
-          orchestrator()
-              .build()
-              .execute(request(), List.of(Pair.decodeOnly(d1), Pair.decodeOnly(d2)))
-              .get(20, TimeUnit.SECONDS);
+    try (DroppingPod d1 = new DroppingPod("data: {\"x\":1}\n\n")) {
+      StreamingResponse r = decodeOnlyOver(d1.endpoint("d1", Endpoint.Role.DECODE), d2);
       Throwable err = failure(r.readAll(1 << 20));
       assertThat(err).isInstanceOf(UpstreamException.class);
       assertThat(server(d2).getRequestCount()).isZero();
-      t.join(10_000);
     }
   }
 
@@ -381,11 +355,7 @@ class PdOrchestratorTest {
   void anSseStreamThatEndsWithoutDoneIsAnUpstreamFailure() throws Exception {
     Endpoint d = pod("d", Endpoint.Role.DECODE);
     server(d).enqueue(sse("data: {\"x\":1}\n\n"));
-    StreamingResponse r =
-        orchestrator()
-            .build()
-            .execute(request(), List.of(Pair.decodeOnly(d)))
-            .get(20, TimeUnit.SECONDS);
+    StreamingResponse r = decodeOnlyOver(d);
     Throwable err = failure(r.readAll(1 << 20));
     assertThat(err)
         .isInstanceOf(UpstreamException.class)
@@ -403,11 +373,7 @@ class PdOrchestratorTest {
                 .addHeader("Content-Type", "text/event-stream")
                 .chunkedBody(events + "NE]\n\n", 3)
                 .build());
-    StreamingResponse r =
-        orchestrator()
-            .build()
-            .execute(request(), List.of(Pair.decodeOnly(d)))
-            .get(20, TimeUnit.SECONDS);
+    StreamingResponse r = decodeOnlyOver(d);
     assertThat(body(r)).isEqualTo(events + "NE]\n\n");
   }
 
@@ -422,20 +388,10 @@ class PdOrchestratorTest {
   void aStreamThatBreaksBeforeItsFirstByteIsRetried() throws Exception {
     Endpoint d2 = pod("d2", Endpoint.Role.DECODE);
     server(d2).enqueue(ok("{\"second\":true}"));
-    try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      Thread t = rawServer(raw, null);
-      Endpoint d1 =
-          Endpoint.builder("d1", "127.0.0.1", raw.getLocalPort())
-              .role(Endpoint.Role.DECODE)
-              .build();
-      StreamingResponse r =
-          orchestrator()
-              .build()
-              .execute(request(), List.of(Pair.decodeOnly(d1), Pair.decodeOnly(d2)))
-              .get(20, TimeUnit.SECONDS);
+    try (DroppingPod d1 = new DroppingPod(null)) {
+      StreamingResponse r = decodeOnlyOver(d1.endpoint("d1", Endpoint.Role.DECODE), d2);
       assertThat(body(r)).isEqualTo("{\"second\":true}");
       assertThat(retries).containsExactly("2:io");
-      t.join(10_000);
     }
   }
 
@@ -443,19 +399,12 @@ class PdOrchestratorTest {
   void cancellingTheRequestCancelsTheLegInFlight() throws Exception {
     Endpoint p = pod("p", Endpoint.Role.PREFILL);
     Endpoint d = pod("d", Endpoint.Role.DECODE);
-    server(p)
-        .enqueue(new MockResponse.Builder().onResponseStart(SocketEffect.Stall.INSTANCE).build());
+    server(p).enqueue(KVConnectorContract.stalled());
     CompletableFuture<StreamingResponse> f =
         orchestrator().build().execute(request(), List.of(new Pair(p, d)));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (server(p).getRequestCount() == 0 && System.nanoTime() < deadline) {
-      TimeUnit.MILLISECONDS.sleep(5);
-    }
+    KVConnectorContract.await("prefill received", () -> server(p).getRequestCount() > 0);
     f.cancel(true);
-    while (transport.callsAwaitingHead() > 0 && System.nanoTime() < deadline) {
-      TimeUnit.MILLISECONDS.sleep(5);
-    }
-    assertThat(transport.callsAwaitingHead()).isZero();
+    KVConnectorContract.await("prefill call cancelled", () -> transport.callsAwaitingHead() == 0);
     assertThat(server(d).getRequestCount()).isZero();
   }
 
@@ -527,35 +476,5 @@ class PdOrchestratorTest {
     Throwable t = failure(orchestrator().build().execute(request(), List.of()));
     assertThat(t).isInstanceOf(ConnectorException.NoAvailableEndpointException.class);
     assertThat(((ConnectorException) t).httpStatus()).isEqualTo(503);
-  }
-
-  /**
-   * A decode pod that answers 200 with a chunked body, sends {@code chunk} (or nothing), then
-   * drops.
-   */
-  private static Thread rawServer(ServerSocket raw, String chunk) {
-    Thread t =
-        new Thread(
-            () -> {
-              try (Socket s = raw.accept()) {
-                KVConnectorContract.readRequest(s.getInputStream());
-                StringBuilder sb =
-                    new StringBuilder(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
-                if (chunk != null) {
-                  sb.append(Integer.toHexString(chunk.length()))
-                      .append("\r\n")
-                      .append(chunk)
-                      .append("\r\n");
-                }
-                s.getOutputStream().write(sb.toString().getBytes(StandardCharsets.UTF_8));
-                s.getOutputStream().flush();
-              } catch (IOException e) {
-                // assertions in the test report the problem
-              }
-            });
-    t.setDaemon(true);
-    t.start();
-    return t;
   }
 }

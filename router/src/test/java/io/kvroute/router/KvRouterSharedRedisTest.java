@@ -1,23 +1,18 @@
 package io.kvroute.router;
 
+import static io.kvroute.router.SimulatedFleet.completion;
+import static io.kvroute.router.SimulatedFleet.eventsInto;
+import static io.kvroute.router.SimulatedFleet.routerOver;
+import static io.kvroute.router.SimulatedFleet.withPods;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.InferenceRequest;
-import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.RedisServer;
-import io.kvroute.scoring.BlockIndexLookup;
-import io.kvroute.scoring.Scheduler;
-import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.SimulatedCluster;
-import io.kvroute.testkit.VllmSimulator;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -29,7 +24,6 @@ import org.junit.jupiter.api.Test;
  * against the warm index) decides the same from its first request.
  */
 class KvRouterSharedRedisTest {
-  private static final String MODEL = "sim-model";
   private RedisServer redis;
   private SimulatedCluster cluster;
   private final List<KvRouter> routers = new ArrayList<>();
@@ -37,13 +31,7 @@ class KvRouterSharedRedisTest {
   @BeforeEach
   void start() {
     redis = RedisServer.start();
-    cluster =
-        SimulatedCluster.builder()
-            .both(3)
-            .model(MODEL)
-            .configure(b -> b.blockSize(16).gpuBlocks(1024).latency(LatencyModel.ZERO))
-            .build()
-            .start();
+    cluster = SimulatedFleet.start();
   }
 
   @AfterEach
@@ -61,7 +49,7 @@ class KvRouterSharedRedisTest {
   private KvRouter router(String replica, boolean subscribe) {
     RedisBlockIndex index =
         RedisBlockIndex.create(
-            IndexConfig.builder().blockSize(16).modelName(MODEL).build(),
+            SimulatedFleet.indexConfig(),
             RedisIndexConfig.builder()
                 .url(redis.url())
                 .replicaId(replica)
@@ -69,34 +57,13 @@ class KvRouterSharedRedisTest {
                 .commandTimeout(Duration.ofSeconds(10))
                 .mappingCacheSize(4096)
                 .build());
-    Scheduler.Builder sb =
-        Scheduler.builder()
-            .prefixCacheLookup(BlockIndexLookup.of(index))
-            .tokenizer(KvRouterSimulatedTest::tokenize);
-    Scheduler.defaultProfiles(true).forEach(sb::profile);
-    KvRouter.Builder rb = KvRouter.builder().scheduler(sb.build()).observabilityHeaders(true);
+    KvRouter.Builder rb = routerOver(index);
     if (subscribe) {
-      rb.eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
+      rb.eventFeed(eventsInto(index));
     }
-    for (VllmSimulator pod : cluster.pods()) {
-      rb.endpoint(
-          Endpoint.builder(pod.name(), pod.baseUrl().getHost(), pod.baseUrl().getPort())
-              .role(Endpoint.Role.BOTH)
-              .build(),
-          new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic()));
-    }
-    KvRouter r = rb.build();
+    KvRouter r = withPods(rb, cluster).build();
     routers.add(r);
     return r;
-  }
-
-  private static InferenceRequest completion(String prompt) {
-    return InferenceRequest.of(
-        InferenceRequest.Api.COMPLETIONS,
-        ("{\"model\":\"" + MODEL + "\",\"prompt\":\"" + prompt + "\",\"max_tokens\":4}")
-            .getBytes(StandardCharsets.UTF_8),
-        Map.of(),
-        "id-" + prompt.hashCode());
   }
 
   /** The decision (tokenized, so precise prefix scoring applies): pod and cached tokens. */

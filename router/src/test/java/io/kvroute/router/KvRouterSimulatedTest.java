@@ -1,24 +1,20 @@
 package io.kvroute.router;
 
+import static io.kvroute.router.SimulatedFleet.completion;
+import static io.kvroute.router.SimulatedFleet.endpoint;
+import static io.kvroute.router.SimulatedFleet.eventsInto;
+import static io.kvroute.router.SimulatedFleet.routerOver;
+import static io.kvroute.router.SimulatedFleet.source;
+import static io.kvroute.router.SimulatedFleet.withPods;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvroute.connector.Endpoint;
-import io.kvroute.connector.InferenceRequest;
 import io.kvroute.kvindex.BlockIndex;
-import io.kvroute.kvindex.IndexConfig;
-import io.kvroute.scoring.BlockIndexLookup;
-import io.kvroute.scoring.Scheduler;
-import io.kvroute.scoring.SchedulingRequest;
-import io.kvroute.testkit.LatencyModel;
-import io.kvroute.testkit.SimTokenizer;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -29,62 +25,21 @@ import org.junit.jupiter.api.Test;
  * routing, endpoints added and removed at run time.
  */
 class KvRouterSimulatedTest {
-  private static final String MODEL = "sim-model";
   private SimulatedCluster cluster;
   private BlockIndex index;
   private KvRouter router;
 
   @BeforeEach
   void start() {
-    cluster =
-        SimulatedCluster.builder()
-            .both(3)
-            .model(MODEL)
-            .configure(b -> b.blockSize(16).gpuBlocks(1024).latency(LatencyModel.ZERO))
-            .build()
-            .start();
-    index = BlockIndex.inMemory(IndexConfig.builder().blockSize(16).modelName(MODEL).build());
-    Scheduler.Builder sb =
-        Scheduler.builder()
-            .prefixCacheLookup(BlockIndexLookup.of(index))
-            .tokenizer(KvRouterSimulatedTest::tokenize);
-    Scheduler.defaultProfiles(true).forEach(sb::profile);
-    KvRouter.Builder rb =
-        KvRouter.builder()
-            .scheduler(sb.build())
-            .observabilityHeaders(true)
-            .eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
-    for (VllmSimulator pod : cluster.pods()) {
-      rb.endpoint(endpoint(pod), source(pod));
-    }
-    router = rb.build();
+    cluster = SimulatedFleet.start();
+    index = BlockIndex.inMemory(SimulatedFleet.indexConfig());
+    router = withPods(routerOver(index).eventFeed(eventsInto(index)), cluster).build();
   }
 
   @AfterEach
   void stop() {
     router.close();
     cluster.close();
-  }
-
-  private static Endpoint endpoint(VllmSimulator pod) {
-    return Endpoint.builder(pod.name(), pod.baseUrl().getHost(), pod.baseUrl().getPort()).build();
-  }
-
-  private static KvEventFeed.Source source(VllmSimulator pod) {
-    return new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic());
-  }
-
-  static CompletableFuture<int[]> tokenize(SchedulingRequest r) {
-    return CompletableFuture.completedFuture(SimTokenizer.get().encode(r.prompt().orElse("")));
-  }
-
-  private static InferenceRequest completion(String prompt) {
-    return InferenceRequest.of(
-        InferenceRequest.Api.COMPLETIONS,
-        ("{\"model\":\"" + MODEL + "\",\"prompt\":\"" + prompt + "\",\"max_tokens\":4}")
-            .getBytes(StandardCharsets.UTF_8),
-        Map.of(),
-        "id-" + prompt.hashCode());
   }
 
   private String routeAndRead(String prompt) throws Exception {

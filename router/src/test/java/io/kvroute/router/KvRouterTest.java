@@ -7,6 +7,11 @@ import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
+import io.kvroute.scoring.Filter;
+import io.kvroute.scoring.Filters;
+import io.kvroute.scoring.Pickers;
+import io.kvroute.scoring.Profile;
+import io.kvroute.scoring.Scheduler;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -41,6 +46,18 @@ class KvRouterTest {
     return Endpoint.builder(id, "127.0.0.1", s.getPort()).role(role).labels(labels).build();
   }
 
+  /** A decode pod {@code id} without labels. */
+  private Endpoint decodePod(String id) throws IOException {
+    return pod(id, Endpoint.Role.DECODE, Map.of());
+  }
+
+  /** Decode pods d0 and d1, and {@link #router} over them with the defaults. */
+  private List<Endpoint> routerOverTwoDecodePods() throws IOException {
+    List<Endpoint> pods = List.of(decodePod("d0"), decodePod("d1"));
+    router = KvRouter.builder().endpoints(pods).build();
+    return pods;
+  }
+
   private MockWebServer server(Endpoint e) {
     for (MockWebServer s : servers) {
       if (s.getPort() == e.port()) {
@@ -66,13 +83,43 @@ class KvRouterTest {
         .build();
   }
 
+  private static InferenceRequest hello() {
+    return completion("{\"model\":\"m\",\"prompt\":\"hello\"}");
+  }
+
+  /** {@link #hello()} routed by {@link #router}: the response, head in. */
+  private RoutedResponse routeHello() throws Exception {
+    return router.route(hello()).get(20, TimeUnit.SECONDS);
+  }
+
+  /** A decision made for turn {@code i}. */
+  @FunctionalInterface
+  private interface Decide {
+    RouteDecision turn(int i) throws Exception;
+  }
+
+  /** Makes {@code n} decisions, each for {@code expected} with no fallback; completes each. */
+  private static void assertDecisions(int n, Endpoint expected, Decide decide) throws Exception {
+    for (int i = 0; i < n; i++) {
+      RouteDecision rd = decide.turn(i);
+      assertThat(rd.decode()).isEqualTo(expected);
+      assertThat(rd.fallbacks()).isEmpty();
+      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
+    }
+  }
+
+  /** Profile {@code name}: the endpoints {@code filter} keeps, the best one picked. */
+  private static Profile topOne(String name, Filter filter) {
+    return Profile.builder(name).filter(filter).picker(Pickers.topN(1)).build();
+  }
+
   private static String read(RoutedResponse r) throws Exception {
     return new String(r.readAll(1 << 20).get(20, TimeUnit.SECONDS), StandardCharsets.UTF_8);
   }
 
   @Test
   void aRouteListenerSeesTheRequestAndItsUpstreamHeadersReachTheEngine() throws Exception {
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d = decodePod("d0");
     server(d)
         .enqueue(
             ok(
@@ -117,10 +164,7 @@ class KvRouterTest {
                       }
                     })
             .build();
-    RoutedResponse r =
-        router
-            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
-            .get(20, TimeUnit.SECONDS);
+    RoutedResponse r = routeHello();
     read(r);
     assertThat(server(d).takeRequest().getHeaders().get("traceparent"))
         .isEqualTo("00-" + "1".repeat(32) + "-" + "2".repeat(16) + "-01");
@@ -139,7 +183,7 @@ class KvRouterTest {
   @Test
   void aDisaggregatedRequestIsMeasuredOnThePrefillEnginesAnswer() throws Exception {
     Endpoint p = pod("p0", Endpoint.Role.PREFILL, Map.of());
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d = decodePod("d0");
     // The prefill engine computed 48 of 64 tokens; the decode engine received the KV and counts
     // all but the last token as cached, which says nothing about the prefill pick.
     server(p)
@@ -158,22 +202,12 @@ class KvRouterTest {
     router =
         KvRouter.builder()
             .scheduler(
-                io.kvroute.scoring.Scheduler.builder()
-                    .profile(
-                        io.kvroute.scoring.Profile.builder(
-                                io.kvroute.scoring.Scheduler.DECODE_PROFILE)
-                            .filter(io.kvroute.scoring.Filters.decode())
-                            .picker(io.kvroute.scoring.Pickers.topN(1))
-                            .build())
-                    .profile(
-                        io.kvroute.scoring.Profile.builder(
-                                io.kvroute.scoring.Scheduler.PREFILL_PROFILE)
-                            .filter(io.kvroute.scoring.Filters.prefill())
-                            .picker(io.kvroute.scoring.Pickers.topN(1))
-                            .build())
+                Scheduler.builder()
+                    .profile(topOne(Scheduler.DECODE_PROFILE, Filters.decode()))
+                    .profile(topOne(Scheduler.PREFILL_PROFILE, Filters.prefill()))
                     .pdEnabled(true)
                     .pdDecider(io.kvroute.scoring.PdDecider.always())
-                    .prefillProfile(io.kvroute.scoring.Scheduler.PREFILL_PROFILE)
+                    .prefillProfile(Scheduler.PREFILL_PROFILE)
                     .build())
             .endpoints(List.of(p, d))
             .meterRegistry(registry)
@@ -186,10 +220,7 @@ class KvRouterTest {
                       }
                     })
             .build();
-    RoutedResponse r =
-        router
-            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
-            .get(20, TimeUnit.SECONDS);
+    RoutedResponse r = routeHello();
     read(r);
     assertThat(r.decision().servedPrefill()).contains(p);
     assertThat(server(p).takeRequest().getHeaders().get("X-Request-Id")).isEqualTo("r-1");
@@ -214,8 +245,7 @@ class KvRouterTest {
                       }
                     })
             .build();
-    CompletableFuture<RoutedResponse> f =
-        router.route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    CompletableFuture<RoutedResponse> f = router.route(hello());
     assertThatThrownBy(() -> f.get(20, TimeUnit.SECONDS))
         .hasCauseInstanceOf(ConnectorException.class);
     assertThat(events).containsExactly("null NoAvailableEndpointException");
@@ -223,9 +253,9 @@ class KvRouterTest {
 
   @Test
   void decideCountsInFlightUntilComplete() throws Exception {
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d = decodePod("d0");
     router = KvRouter.builder().endpoint(d).observabilityHeaders(true).build();
-    RouteDecision rd = router.decide(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    RouteDecision rd = router.decide(hello());
     assertThat(rd.decode()).isEqualTo(d);
     assertThat(rd.prefill()).isEmpty();
     assertThat(router.inFlight()).isEqualTo(1);
@@ -241,17 +271,14 @@ class KvRouterTest {
   private RoutedResponse routeToOnePod(Endpoint d) throws Exception {
     server(d).enqueue(ok("{\"choices\":[{\"text\":\"hi\"}]}"));
     router = KvRouter.builder().endpoint(d).build();
-    RoutedResponse r =
-        router
-            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
-            .get(20, TimeUnit.SECONDS);
+    RoutedResponse r = routeHello();
     assertThat(router.inFlight()).isEqualTo(1);
     return r;
   }
 
   @Test
   void routeRunsTheRequestAndEndsItsAccountingWithTheStream() throws Exception {
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d = decodePod("d0");
     RoutedResponse r = routeToOnePod(d);
     assertThat(read(r)).isEqualTo("{\"choices\":[{\"text\":\"hi\"}]}");
     assertThat(router.inFlight()).isZero();
@@ -261,7 +288,7 @@ class KvRouterTest {
 
   @Test
   void cancellingTheRoutedStreamEndsItsAccountingOnce() throws Exception {
-    RoutedResponse r = routeToOnePod(pod("d0", Endpoint.Role.DECODE, Map.of()));
+    RoutedResponse r = routeToOnePod(decodePod("d0"));
     r.cancel();
     r.cancel();
     assertThat(router.inFlight()).isZero(); // ended once, synchronously, not twice
@@ -269,8 +296,8 @@ class KvRouterTest {
 
   @Test
   void aFailingPodIsRetriedOnTheNextOne() throws Exception {
-    Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
-    Endpoint d1 = pod("d1", Endpoint.Role.DECODE, Map.of());
+    Endpoint d0 = decodePod("d0");
+    Endpoint d1 = decodePod("d1");
     server(d0).enqueue(new MockResponse.Builder().code(503).body("busy").build());
     server(d1).enqueue(ok("{\"ok\":1}"));
     router =
@@ -281,10 +308,7 @@ class KvRouterTest {
                     .withRetry(new ConnectorConfig.Retry(2, Duration.ZERO, Duration.ZERO)))
             .build();
     // Whichever pod the scheduler puts first, the request ends on d1.
-    RoutedResponse r =
-        router
-            .route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"))
-            .get(20, TimeUnit.SECONDS);
+    RoutedResponse r = routeHello();
     assertThat(read(r)).isEqualTo("{\"ok\":1}");
     assertThat(r.decision().responseHeaders()).isNotNull();
     assertThat(server(d1).getRequestCount()).isEqualTo(1);
@@ -294,15 +318,14 @@ class KvRouterTest {
 
   @Test
   void cancellingTheRoutedFutureCancelsTheLegInFlight() throws Exception {
-    Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d0 = decodePod("d0");
     server(d0)
         .enqueue(
             new MockResponse.Builder()
                 .onResponseStart(mockwebserver3.SocketEffect.Stall.INSTANCE)
                 .build());
     router = KvRouter.builder().endpoints(List.of(d0)).build();
-    CompletableFuture<RoutedResponse> f =
-        router.route(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    CompletableFuture<RoutedResponse> f = router.route(hello());
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     while (server(d0).getRequestCount() == 0) {
       assertThat(System.nanoTime()).as("request reached the pod").isLessThan(deadline);
@@ -322,12 +345,8 @@ class KvRouterTest {
     Endpoint a = pod("a", Endpoint.Role.DECODE, Map.of(KvRouter.MODEL_LABEL, "model-a"));
     Endpoint b = pod("b", Endpoint.Role.DECODE, Map.of(KvRouter.MODEL_LABEL, "model-b"));
     router = KvRouter.builder().endpoints(List.of(a, b)).build();
-    for (int i = 0; i < 10; i++) {
-      RouteDecision rd =
-          router.decide(completion("{\"model\":\"model-b\",\"prompt\":\"p" + i + "\"}"));
-      assertThat(rd.decode()).isEqualTo(b);
-      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
-    }
+    assertDecisions(
+        10, b, i -> router.decide(completion("{\"model\":\"model-b\",\"prompt\":\"p" + i + "\"}")));
     assertThatThrownBy(() -> router.decide(completion("{\"model\":\"model-c\",\"prompt\":\"x\"}")))
         .isInstanceOf(ConnectorException.NoAvailableEndpointException.class)
         .hasMessageContaining("model-c");
@@ -335,19 +354,15 @@ class KvRouterTest {
 
   @Test
   void aCandidateFilterLimitsTheChoice() throws Exception {
-    Endpoint a = pod("a", Endpoint.Role.DECODE, Map.of());
-    Endpoint b = pod("b", Endpoint.Role.DECODE, Map.of());
-    router = KvRouter.builder().endpoints(List.of(a, b)).build();
-    for (int i = 0; i < 10; i++) {
-      RouteDecision rd =
-          router
-              .decideAsync(
-                  completion("{\"model\":\"m\",\"prompt\":\"p" + i + "\"}"), e -> e.equals(a))
-              .get(10, TimeUnit.SECONDS);
-      assertThat(rd.decode()).isEqualTo(a);
-      assertThat(rd.fallbacks()).isEmpty();
-      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
-    }
+    Endpoint d0 = routerOverTwoDecodePods().get(0);
+    assertDecisions(
+        10,
+        d0,
+        i ->
+            router
+                .decideAsync(
+                    completion("{\"model\":\"m\",\"prompt\":\"p" + i + "\"}"), e -> e.equals(d0))
+                .get(10, TimeUnit.SECONDS));
     CompletableFuture<RouteDecision> none =
         router.decideAsync(completion("{\"model\":\"m\",\"prompt\":\"x\"}"), e -> false);
     assertThatThrownBy(() -> none.get(10, TimeUnit.SECONDS))
@@ -357,7 +372,7 @@ class KvRouterTest {
 
   @Test
   void badRequestsAreRejectedPrecisely() throws Exception {
-    router = KvRouter.builder().endpoint(pod("d", Endpoint.Role.DECODE, Map.of())).build();
+    router = KvRouter.builder().endpoint(decodePod("d")).build();
     assertThatThrownBy(() -> router.decide(completion("{\"prompt\":\"x\"}")))
         .hasMessageContaining("\"model\"");
     assertThatThrownBy(() -> router.decide(completion("{\"model\":\"m\"}")))
@@ -380,7 +395,7 @@ class KvRouterTest {
 
   @Test
   void tokenPromptsAreRoutedByTheirTokens() throws Exception {
-    router = KvRouter.builder().endpoint(pod("d", Endpoint.Role.DECODE, Map.of())).build();
+    router = KvRouter.builder().endpoint(decodePod("d")).build();
     RouteDecision rd = router.decide(completion("{\"model\":\"m\",\"prompt\":[1,2,3,4,5]}"));
     assertThat(rd.scheduling().request().tokenIds())
         .hasValueSatisfying(t -> assertThat(t).containsExactly(1, 2, 3, 4, 5));
@@ -397,13 +412,13 @@ class KvRouterTest {
 
   @Test
   void sinkFormDeliversHeadChunksAndEnd() throws Exception {
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d = decodePod("d0");
     server(d).enqueue(ok("{\"x\":1}"));
     router = KvRouter.builder().endpoint(d).build();
     CompletableFuture<String> done = new CompletableFuture<>();
     StringBuilder sb = new StringBuilder();
     router.route(
-        completion("{\"model\":\"m\",\"prompt\":\"hello\"}"),
+        hello(),
         new KvRouter.ResponseSink() {
           @Override
           public void onHead(int status, Map<String, List<String>> h, Map<String, String> r) {
@@ -430,9 +445,9 @@ class KvRouterTest {
 
   @Test
   void closeDrainsAndThenRefuses() throws Exception {
-    Endpoint d = pod("d0", Endpoint.Role.DECODE, Map.of());
+    Endpoint d = decodePod("d0");
     router = KvRouter.builder().endpoint(d).drainTimeout(Duration.ofMillis(50)).build();
-    router.decide(completion("{\"model\":\"m\",\"prompt\":\"hello\"}"));
+    router.decide(hello());
     router.close();
     assertThatThrownBy(() -> router.decide(completion("{\"model\":\"m\",\"prompt\":\"x\"}")))
         .hasMessageContaining("closed");
@@ -440,16 +455,11 @@ class KvRouterTest {
 
   @Test
   void removedEndpointsAreForgotten() throws Exception {
-    Endpoint d0 = pod("d0", Endpoint.Role.DECODE, Map.of());
-    Endpoint d1 = pod("d1", Endpoint.Role.DECODE, Map.of());
-    router = KvRouter.builder().endpoints(List.of(d0, d1)).build();
+    Endpoint d1 = routerOverTwoDecodePods().get(1);
     assertThat(router.removeEndpoint("d0")).isTrue();
     assertThat(router.removeEndpoint("d0")).isFalse();
-    for (int i = 0; i < 5; i++) {
-      RouteDecision rd = router.decide(completion("{\"model\":\"m\",\"prompt\":\"q" + i + "\"}"));
-      assertThat(rd.decode()).isEqualTo(d1);
-      rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ZERO, null);
-    }
+    assertDecisions(
+        5, d1, i -> router.decide(completion("{\"model\":\"m\",\"prompt\":\"q" + i + "\"}")));
   }
 
   @Test
@@ -480,8 +490,7 @@ class KvRouterTest {
                     .eventFeed(feed)
                     .scrapeMetrics(Duration.ofSeconds(1))
                     .endpoint(
-                        pod("d1", Endpoint.Role.DECODE, Map.of()),
-                        new KvEventFeed.Source("tcp://127.0.0.1:1", null, ""))
+                        decodePod("d1"), new KvEventFeed.Source("tcp://127.0.0.1:1", null, ""))
                     .build())
         .isInstanceOf(ConnectorException.UnknownConnectorException.class)
         .hasMessageContaining("no-such-connector");

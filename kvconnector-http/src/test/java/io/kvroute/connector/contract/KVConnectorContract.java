@@ -24,8 +24,10 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -33,8 +35,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import mockwebserver3.Dispatcher;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
 import mockwebserver3.RecordedRequest;
@@ -48,8 +52,10 @@ import org.junit.jupiter.api.Test;
  * relies on, checked against real HTTP servers (MockWebServer) for the prefill and decode pods.
  *
  * <p>A connector's test extends this class, names its {@link #type()}, and overrides the hooks
- * where its protocol differs (the prefill answer it needs, what its legs' bodies look like, whether
- * both legs run at once). Shipped in {@code kvconnector-http}'s test-jar:
+ * where its protocol differs (the prefill answer it needs, the transfer fields its legs carry, what
+ * else its legs' bodies hold, whether both legs run at once). Shipped in {@code kvconnector-http}'s
+ * test-jar, with its fixtures ({@link #json}, {@link #failure}, {@link #await}, {@link
+ * DroppingPod}) for other tests over real pods:
  *
  * <pre>{@code
  * <dependency>
@@ -59,6 +65,9 @@ import org.junit.jupiter.api.Test;
  * }</pre>
  */
 public abstract class KVConnectorContract {
+
+  /** The smallest valid completion body. */
+  protected static final String PROMPT_X = "{\"prompt\":\"x\"}";
 
   /** The prefill pod. */
   protected MockWebServer prefillServer;
@@ -111,16 +120,45 @@ public abstract class KVConnectorContract {
     return true;
   }
 
+  /**
+   * Which of {@link OpenAiJson#TRANSFER_FIELDS} the connector puts on both legs' bodies (none by
+   * default); the contract checks that exactly these are there.
+   */
+  protected Set<String> transferFields() {
+    return Set.of();
+  }
+
+  /**
+   * Checks what else the connector's prefill body for {@code original} must hold, after the
+   * contract's own checks passed (none by default).
+   */
+  protected void checkConnectorPrefill(
+      JsonNode prefill, JsonNode original, InferenceRequest.Api api) {}
+
+  /**
+   * Checks what else the connector's decode body for {@code original} must hold, after the
+   * contract's own checks passed (none by default).
+   */
+  protected void checkConnectorDecode(JsonNode decode, JsonNode original) {}
+
   /** Checks the prefill body the connector sent for {@code original}. */
-  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
+  private void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
     assertThat(prefill.path("stream").asBoolean(true)).as("prefill stream").isFalse();
     assertThat(prefill.path("max_tokens").asInt()).as("prefill max_tokens").isEqualTo(1);
     assertThat(prefill.has("stream_options")).as("prefill stream_options").isFalse();
     assertThat(prefill.has("min_tokens")).as("prefill min_tokens").isFalse();
+    assertThat(prefill.has("min_completion_tokens")).as("prefill min_completion_tokens").isFalse();
+    if (original.has("max_completion_tokens")) {
+      assertThat(prefill.path("max_completion_tokens").asInt())
+          .as("prefill max_completion_tokens")
+          .isEqualTo(1);
+    }
+    checkTransferFields("prefill", prefill);
+    checkConnectorPrefill(prefill, original, api);
   }
 
   /** Checks the decode body the connector sent for {@code original}. */
-  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
+  private void checkDecodeBody(JsonNode decode, JsonNode original) {
     original
         .fieldNames()
         .forEachRemaining(
@@ -129,6 +167,14 @@ public abstract class KVConnectorContract {
                 assertThat(decode.get(f)).as("decode field " + f).isEqualTo(original.get(f));
               }
             });
+    checkTransferFields("decode", decode);
+    checkConnectorDecode(decode, original);
+  }
+
+  private void checkTransferFields(String leg, JsonNode body) {
+    for (String f : OpenAiJson.TRANSFER_FIELDS) {
+      assertThat(body.has(f)).as(leg + " " + f).isEqualTo(transferFields().contains(f));
+    }
   }
 
   // ---- fixtures -------------------------------------------------------------------------------
@@ -186,13 +232,82 @@ public abstract class KVConnectorContract {
         .build();
   }
 
+  /** {@link #request} for {@code api} and {@code body}, to the prefill pod and the decode pod. */
+  protected PdRequest pd(InferenceRequest.Api api, String body) {
+    return new PdRequest(request(api, body), prefillEndpoint(), decodeEndpoint());
+  }
+
+  /** {@link #pd(InferenceRequest.Api, String)} for a completion. */
+  protected PdRequest pd(String completionBody) {
+    return pd(InferenceRequest.Api.COMPLETIONS, completionBody);
+  }
+
+  /** {@code pd} proxied by {@code c}: the response, once its head is in. */
+  protected static StreamingResponse proxied(KVConnector c, PdRequest pd) throws Exception {
+    return c.proxy(pd).get(30, TimeUnit.SECONDS);
+  }
+
+  /** {@code pd} proxied by {@code c}, which must fail: the unwrapped cause. */
+  protected static Throwable proxyFailure(KVConnector c, PdRequest pd) {
+    return failure(c.proxy(pd));
+  }
+
+  /** The two-phase form: the decode request {@code c} prepares for {@code pd}. */
+  protected static KVConnector.DecodeRequest prepared(KVConnector c, PdRequest pd)
+      throws Exception {
+    return c.prepareDecode(pd).get(30, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Proxies {@code pd} through {@code c} with the prefill pod giving {@link #prefillAnswer} and the
+   * decode pod an empty object, reads the answer whole, and returns what the pods received.
+   */
+  protected Legs exchange(KVConnector c, PdRequest pd) throws Exception {
+    prefillServer.enqueue(prefillAnswer(pd.request().api()));
+    decodeServer.enqueue(json(200, "{}"));
+    text(proxied(c, pd));
+    return takeLegs();
+  }
+
+  /** The requests the two pods received next, prefill first; both must have come. */
+  protected Legs takeLegs() throws InterruptedException {
+    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
+    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
+    assertThat(p).as("prefill request").isNotNull();
+    assertThat(d).as("decode request").isNotNull();
+    return new Legs(p, d);
+  }
+
+  /** What the prefill pod and the decode pod received for one request. */
+  protected record Legs(RecordedRequest prefill, RecordedRequest decode) {
+    /** The prefill body as sent. */
+    public String prefillBody() {
+      return prefill.getBody().utf8();
+    }
+
+    /** The decode body as sent. */
+    public String decodeBody() {
+      return decode.getBody().utf8();
+    }
+
+    /** Header {@code name} as each leg carried it, prefill first (null where absent). */
+    public List<String> header(String name) {
+      return Arrays.asList(prefill.getHeaders().get(name), decode.getHeaders().get(name));
+    }
+  }
+
   /** A JSON response. */
-  protected static MockResponse json(int code, String body) {
+  public static MockResponse json(int code, String body) {
     return new MockResponse.Builder()
         .code(code)
         .setHeader("Content-Type", "application/json")
         .body(body)
         .build();
+  }
+
+  /** A response that never starts: the pod holds the request. */
+  public static MockResponse stalled() {
+    return new MockResponse.Builder().onResponseStart(SocketEffect.Stall.INSTANCE).build();
   }
 
   /** An SSE response made of {@code events} (each one {@code data: ...}). */
@@ -207,6 +322,16 @@ public abstract class KVConnectorContract {
         .setHeader("Content-Type", "text/event-stream")
         .chunkedBody(sb.toString(), chunkBytes)
         .build();
+  }
+
+  /**
+   * A chat body: model {@code m}, one user message {@code hi}, then {@code fields} (a JSON object's
+   * members, may be empty).
+   */
+  protected static String chatBody(String fields) {
+    return "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+        + (fields.isEmpty() ? "" : "," + fields)
+        + "}";
   }
 
   /** A request with headers and a request id. */
@@ -224,7 +349,7 @@ public abstract class KVConnectorContract {
   }
 
   /** The unwrapped cause of a failed future. */
-  protected static Throwable failure(CompletableFuture<?> f) {
+  public static Throwable failure(CompletableFuture<?> f) {
     try {
       f.get(30, TimeUnit.SECONDS);
     } catch (ExecutionException e) {
@@ -235,8 +360,14 @@ public abstract class KVConnectorContract {
     throw new AssertionError("future succeeded, failure expected");
   }
 
+  /** {@code t}, which must be an {@link UpstreamException}. */
+  protected static UpstreamException upstream(Throwable t) {
+    assertThat(t).isInstanceOf(UpstreamException.class);
+    return (UpstreamException) t;
+  }
+
   /** Polls {@code condition} until true or 10 s pass. */
-  protected static void await(String what, BooleanSupplier condition) throws InterruptedException {
+  public static void await(String what, BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() > deadline) {
@@ -246,7 +377,8 @@ public abstract class KVConnectorContract {
     }
   }
 
-  private static String readAll(StreamingResponse r) throws Exception {
+  /** A response's whole body as text. */
+  protected static String text(StreamingResponse r) throws Exception {
     return new String(r.readAll(1 << 20).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8);
   }
 
@@ -267,29 +399,20 @@ public abstract class KVConnectorContract {
     String original =
         "{\"model\":\"m\",\"prompt\":\"Hi there\",\"max_tokens\":20,\"min_tokens\":2,"
             + "\"seed\":12345678901234567890,\"temperature\":0.70}";
-    StreamingResponse r =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, original),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+    StreamingResponse r = proxied(connector(), pd(original));
     assertThat(r.status()).isEqualTo(200);
-    assertThat(readAll(r)).isEqualTo(answer);
+    assertThat(text(r)).isEqualTo(answer);
 
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    assertThat(p).as("prefill request").isNotNull();
-    assertThat(d).as("decode request").isNotNull();
-    assertThat(p.getUrl().encodedPath()).isEqualTo("/v1/completions");
-    assertThat(d.getUrl().encodedPath()).isEqualTo("/v1/completions");
-    assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo(d.getHeaders().get("X-Request-Id"));
-    assertThat(d.getHeaders().get("Authorization")).isEqualTo("Bearer t");
+    Legs legs = takeLegs();
+    assertThat(legs.prefill().getUrl().encodedPath()).isEqualTo("/v1/completions");
+    assertThat(legs.decode().getUrl().encodedPath()).isEqualTo("/v1/completions");
+    List<String> ids = legs.header("X-Request-Id");
+    assertThat(ids.get(0)).isEqualTo(ids.get(1));
+    assertThat(legs.decode().getHeaders().get("Authorization")).isEqualTo("Bearer t");
     JsonNode orig = OpenAiJson.readTree(original);
-    checkPrefillBody(body(p), orig, InferenceRequest.Api.COMPLETIONS);
-    checkDecodeBody(body(d), orig);
-    assertThat(d.getBody().utf8()).as("big integers survive").contains("12345678901234567890");
+    checkPrefillBody(body(legs.prefill()), orig, InferenceRequest.Api.COMPLETIONS);
+    checkDecodeBody(body(legs.decode()), orig);
+    assertThat(legs.decodeBody()).as("big integers survive").contains("12345678901234567890");
     // The failed leg's response is closed as the failure propagates, possibly just after it.
     await("failed response released", () -> transport.openResponses() == 0);
   }
@@ -303,39 +426,28 @@ public abstract class KVConnectorContract {
     }
     decodeServer.enqueue(sse(chunks, 64));
     String original =
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-            + "\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-            + "\"max_completion_tokens\":50}";
-    StreamingResponse r =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.CHAT_COMPLETIONS, original),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        chatBody(
+            "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_completion_tokens\":50");
+    StreamingResponse r = proxied(connector(), pd(InferenceRequest.Api.CHAT_COMPLETIONS, original));
     assertThat(r.contentType())
         .hasValueSatisfying(ct -> assertThat(ct).startsWith("text/event-stream"));
-    String all = readAll(r);
+    String all = text(r);
     assertThat(all).contains("t0").contains("t49").endsWith("data: [DONE]\n\n");
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
+    Legs legs = takeLegs();
     JsonNode orig = OpenAiJson.readTree(original);
-    checkPrefillBody(body(p), orig, InferenceRequest.Api.CHAT_COMPLETIONS);
-    checkDecodeBody(body(d), orig);
+    checkPrefillBody(body(legs.prefill()), orig, InferenceRequest.Api.CHAT_COMPLETIONS);
+    checkDecodeBody(body(legs.decode()), orig);
   }
 
   @Test
   void decodeOnlyRequestSkipsPrefill() throws Exception {
     decodeServer.enqueue(json(200, "{\"ok\":true}"));
     StreamingResponse r =
-        connector()
-            .proxy(
-                PdRequest.decodeOnly(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
-    assertThat(readAll(r)).isEqualTo("{\"ok\":true}");
+        proxied(
+            connector(),
+            PdRequest.decodeOnly(
+                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), decodeEndpoint()));
+    assertThat(text(r)).isEqualTo("{\"ok\":true}");
     assertThat(prefillServer.getRequestCount()).isZero();
   }
 
@@ -343,16 +455,7 @@ public abstract class KVConnectorContract {
   void prefillServerErrorIsRetryableAndNamesThePrefillLeg() throws Exception {
     prefillServer.enqueue(json(503, "{\"error\":\"overloaded\"}"));
     decodeServer.enqueue(json(200, "{}"));
-    Throwable t =
-        failure(
-            connector()
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(t).isInstanceOf(UpstreamException.class);
-    UpstreamException u = (UpstreamException) t;
+    UpstreamException u = upstream(proxyFailure(connector(), pd(PROMPT_X)));
     assertThat(u.leg()).isEqualTo(Leg.PREFILL);
     assertThat(u.upstreamStatus()).isEqualTo(503);
     assertThat(u.retryable()).isTrue();
@@ -366,16 +469,7 @@ public abstract class KVConnectorContract {
   void decodeClientErrorIsReturnedNotRetried() throws Exception {
     prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
     decodeServer.enqueue(json(400, "{\"error\":{\"message\":\"max_tokens too large\"}}"));
-    Throwable t =
-        failure(
-            connector()
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(t).isInstanceOf(UpstreamException.class);
-    UpstreamException u = (UpstreamException) t;
+    UpstreamException u = upstream(proxyFailure(connector(), pd(PROMPT_X)));
     assertThat(u.leg()).isEqualTo(Leg.DECODE);
     assertThat(u.httpStatus()).isEqualTo(400);
     assertThat(u.retryable()).isFalse();
@@ -390,13 +484,7 @@ public abstract class KVConnectorContract {
     for (String bad :
         List.of(
             "{not json", "[1,2,3]", "\"text\"", "", "{\"a\":1} trailing", "{\"a\":1,\"a\":2}")) {
-      Throwable t =
-          failure(
-              c.proxy(
-                  new PdRequest(
-                      request(InferenceRequest.Api.COMPLETIONS, bad),
-                      prefillEndpoint(),
-                      decodeEndpoint())));
+      Throwable t = proxyFailure(c, pd(bad));
       assertThat(t).as(bad).isInstanceOf(ConnectorException.InvalidRequestException.class);
       assertThat(((ConnectorException) t).httpStatus()).isEqualTo(400);
     }
@@ -407,14 +495,7 @@ public abstract class KVConnectorContract {
   @Test
   void oversizedBodyIsRejectedWith413() {
     KVConnector c = connector(config().withParams(Map.of("maxRequestBytes", 1024)));
-    String big = "{\"prompt\":\"" + "x".repeat(2000) + "\"}";
-    Throwable t =
-        failure(
-            c.proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, big),
-                    prefillEndpoint(),
-                    decodeEndpoint())));
+    Throwable t = proxyFailure(c, pd("{\"prompt\":\"" + "x".repeat(2000) + "\"}"));
     assertThat(t).isInstanceOf(ConnectorException.InvalidRequestException.class);
     assertThat(((ConnectorException) t).httpStatus()).isEqualTo(413);
     assertThat(prefillServer.getRequestCount()).isZero();
@@ -422,8 +503,7 @@ public abstract class KVConnectorContract {
 
   @Test
   void hangingPrefillTimesOut() {
-    prefillServer.enqueue(
-        new MockResponse.Builder().onResponseStart(SocketEffect.Stall.INSTANCE).build());
+    prefillServer.enqueue(stalled());
     decodeServer.enqueue(json(200, "{}"));
     ConnectorConfig cfg =
         config()
@@ -433,17 +513,9 @@ public abstract class KVConnectorContract {
                     Duration.ofMillis(300),
                     Duration.ofSeconds(1),
                     Duration.ofSeconds(1)));
-    Throwable t =
-        failure(
-            connector(cfg)
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(t).isInstanceOf(UpstreamException.class);
-    assertThat(((UpstreamException) t).kind()).isEqualTo(UpstreamException.Kind.TIMEOUT);
-    assertThat(((UpstreamException) t).httpStatus()).isEqualTo(504);
+    UpstreamException u = upstream(proxyFailure(connector(cfg), pd(PROMPT_X)));
+    assertThat(u.kind()).isEqualTo(UpstreamException.Kind.TIMEOUT);
+    assertThat(u.httpStatus()).isEqualTo(504);
   }
 
   @Test
@@ -454,16 +526,12 @@ public abstract class KVConnectorContract {
     }
     Endpoint dead =
         Endpoint.builder("dead", "127.0.0.1", closedPort).role(Endpoint.Role.PREFILL).build();
-    Throwable t =
-        failure(
-            connector()
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        dead,
-                        decodeEndpoint())));
-    assertThat(t).isInstanceOf(UpstreamException.class);
-    UpstreamException u = (UpstreamException) t;
+    UpstreamException u =
+        upstream(
+            proxyFailure(
+                connector(),
+                new PdRequest(
+                    request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), dead, decodeEndpoint())));
     assertThat(u.kind()).isEqualTo(UpstreamException.Kind.IO);
     assertThat(u.endpointId()).isEqualTo("dead");
     assertThat(u.retryable()).isTrue();
@@ -480,14 +548,7 @@ public abstract class KVConnectorContract {
         new MockResponse.Builder(sse(chunks, 128))
             .throttleBody(256, 20, TimeUnit.MILLISECONDS)
             .build());
-    StreamingResponse r =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"stream\":true}"),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+    StreamingResponse r = proxied(connector(), pd("{\"prompt\":\"x\",\"stream\":true}"));
     CountDownLatch first = new CountDownLatch(1);
     AtomicReference<Flow.Subscription> sub = new AtomicReference<>();
     r.subscribe(
@@ -516,16 +577,9 @@ public abstract class KVConnectorContract {
 
   @Test
   void cancellingDuringPrefillCancelsItAndSkipsDecode() throws Exception {
-    prefillServer.enqueue(
-        new MockResponse.Builder().onResponseStart(SocketEffect.Stall.INSTANCE).build());
+    prefillServer.enqueue(stalled());
     decodeServer.enqueue(json(200, "{}"));
-    CompletableFuture<StreamingResponse> f =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    prefillEndpoint(),
-                    decodeEndpoint()));
+    CompletableFuture<StreamingResponse> f = connector().proxy(pd(PROMPT_X));
     await("prefill received", () -> prefillServer.getRequestCount() == 1);
     f.cancel(true);
     await("prefill call cancelled", () -> transport.callsAwaitingHead() == 0);
@@ -534,78 +588,63 @@ public abstract class KVConnectorContract {
     }
   }
 
+  /**
+   * {@link #sequential()} tells the truth: a sequential connector sends decode only once the
+   * prefill answer is in; the others have both legs in flight at once (the prefill pod answers only
+   * after decode has arrived, so a connector that waited for it would fail here).
+   */
+  @Test
+  void legsOverlapExactlyWhenNotSequential() throws Exception {
+    CountDownLatch decodeArrived = new CountDownLatch(1);
+    AtomicBoolean prefillAnswered = new AtomicBoolean();
+    AtomicBoolean decodeCameAfterPrefill = new AtomicBoolean();
+    decodeServer.setDispatcher(
+        new Dispatcher() {
+          @Override
+          public MockResponse dispatch(RecordedRequest r) {
+            decodeCameAfterPrefill.set(prefillAnswered.get());
+            decodeArrived.countDown();
+            return json(200, "{\"ok\":true}");
+          }
+        });
+    prefillServer.setDispatcher(
+        new Dispatcher() {
+          @Override
+          public MockResponse dispatch(RecordedRequest r) throws InterruptedException {
+            if (!sequential() && !decodeArrived.await(10, TimeUnit.SECONDS)) {
+              return json(500, "{\"error\":\"decode never came\"}");
+            }
+            prefillAnswered.set(true);
+            return prefillAnswer(InferenceRequest.Api.COMPLETIONS);
+          }
+        });
+    assertThat(text(proxied(connector(), pd(PROMPT_X)))).contains("ok");
+    assertThat(decodeCameAfterPrefill.get())
+        .as("decode sent after the prefill answer")
+        .isEqualTo(sequential());
+  }
+
   @Test
   void decodeClosingMidStreamReachesTheSubscriberAsAnError() throws Exception {
     prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
-    try (ServerSocket raw = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      Thread server =
-          new Thread(
-              () -> {
-                // One chunk of an SSE stream, then the connection drops without the last chunk.
-                try (java.net.Socket s = raw.accept()) {
-                  readRequest(s.getInputStream());
-                  String chunk = "data: {\"choices\":[{\"text\":\"partial\"}]}\n\n";
-                  String head =
-                      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                          + "Transfer-Encoding: chunked\r\n\r\n"
-                          + Integer.toHexString(chunk.length())
-                          + "\r\n"
-                          + chunk
-                          + "\r\n";
-                  s.getOutputStream().write(head.getBytes(StandardCharsets.UTF_8));
-                  s.getOutputStream().flush();
-                } catch (IOException e) {
-                  // the test fails on its own assertions
-                }
-              },
-              "raw-decode");
-      server.setDaemon(true);
-      server.start();
-      Endpoint decode =
-          Endpoint.builder("decode-raw", "127.0.0.1", raw.getLocalPort())
-              .role(Endpoint.Role.DECODE)
-              .build();
+    // One chunk of an SSE stream, then the connection drops without the last chunk.
+    try (DroppingPod raw = new DroppingPod("data: {\"choices\":[{\"text\":\"partial\"}]}\n\n")) {
       StreamingResponse r =
-          connector()
-              .proxy(
-                  new PdRequest(
-                      request(
-                          InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"stream\":true}"),
-                      prefillEndpoint(),
-                      decode))
-              .get(30, TimeUnit.SECONDS);
-      Throwable t = failure(r.readAll(1 << 20));
-      assertThat(t).isInstanceOf(UpstreamException.class);
-      assertThat(((UpstreamException) t).leg()).isEqualTo(Leg.DECODE);
-      assertThat(((UpstreamException) t).endpointId()).isEqualTo("decode-raw");
+          proxied(
+              connector(),
+              new PdRequest(
+                  request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"stream\":true}"),
+                  prefillEndpoint(),
+                  raw.endpoint("decode-raw", Endpoint.Role.DECODE)));
+      UpstreamException u = upstream(failure(r.readAll(1 << 20)));
+      assertThat(u.leg()).isEqualTo(Leg.DECODE);
+      assertThat(u.endpointId()).isEqualTo("decode-raw");
       await("stream released", () -> transport.openResponses() == 0);
-      server.join(10_000);
     }
-  }
-
-  /** Reads an HTTP/1.1 request head and its Content-Length body from {@code in}. */
-  public static void readRequest(java.io.InputStream in) throws IOException {
-    StringBuilder head = new StringBuilder();
-    while (!head.toString().endsWith("\r\n\r\n")) {
-      int c = in.read();
-      if (c < 0) {
-        return;
-      }
-      head.append((char) c);
-    }
-    int length = 0;
-    for (String line : head.toString().split("\r\n")) {
-      if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
-        length = Integer.parseInt(line.substring(15).trim());
-      }
-    }
-    in.readNBytes(length);
   }
 
   @Test
   void clientSuppliedTransferFieldsNeverReachThePods() throws Exception {
-    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
-    decodeServer.enqueue(json(200, "{}"));
     String original =
         "{\"prompt\":\"x\",\"kv_transfer_params\":{\"remote_host\":\"evil.example\"},"
             + "\"bootstrap_host\":\"evil.example\",\"disaggregated_params\":{\"x\":1}}";
@@ -615,30 +654,16 @@ public abstract class KVConnectorContract {
             original.getBytes(StandardCharsets.UTF_8),
             Map.of("x-prefiller-host-port", List.of("evil.example:80")),
             "id-1");
-    readAll(
-        connector()
-            .proxy(new PdRequest(req, prefillEndpoint(), decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS));
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    assertThat(p.getBody().utf8()).doesNotContain("evil.example");
-    assertThat(d.getBody().utf8()).doesNotContain("evil.example");
-    assertThat(p.getHeaders().get("x-prefiller-host-port")).isNull();
-    assertThat(d.getHeaders().get("x-prefiller-host-port")).isNull();
+    Legs legs = exchange(connector(), new PdRequest(req, prefillEndpoint(), decodeEndpoint()));
+    assertThat(legs.prefillBody()).doesNotContain("evil.example");
+    assertThat(legs.decodeBody()).doesNotContain("evil.example");
+    assertThat(legs.header("x-prefiller-host-port")).containsOnlyNulls();
   }
 
   @Test
   void twoPhaseFormReturnsTheDecodeRequest() throws Exception {
     prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
-    KVConnector.DecodeRequest d =
-        connector()
-            .prepareDecode(
-                new PdRequest(
-                    request(
-                        InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":5}"),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+    KVConnector.DecodeRequest d = prepared(connector(), pd("{\"prompt\":\"x\",\"max_tokens\":5}"));
     assertThat(d.endpoint()).isEqualTo(decodeEndpoint());
     assertThat(d.url()).isEqualTo(decodeEndpoint().baseUrl() + "/v1/completions");
     assertThat(d.headers().get("X-Request-Id")).containsExactly("req-1");

@@ -8,7 +8,6 @@ import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.contract.KVConnectorContract;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -32,30 +31,19 @@ class SharedStorageConnectorTest extends KVConnectorContract {
   }
 
   @Override
-  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
-    super.checkPrefillBody(prefill, original, api);
+  protected void checkConnectorPrefill(
+      JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
     assertThat(prefill.path("cache_hit_threshold").isNumber()).isTrue();
     assertThat(prefill.path("cache_hit_threshold").asDouble()).isZero();
   }
 
   @Override
-  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
-    super.checkDecodeBody(decode, original);
+  protected void checkConnectorDecode(JsonNode decode, JsonNode original) {
     assertThat(decode.path("cache_hit_threshold").asDouble(-1)).isZero();
   }
 
   private StreamingResponse proxy(String body) throws Exception {
-    return connector()
-        .proxy(
-            new PdRequest(
-                request(InferenceRequest.Api.COMPLETIONS, body),
-                prefillEndpoint(),
-                decodeEndpoint()))
-        .get(30, TimeUnit.SECONDS);
-  }
-
-  private static String text(StreamingResponse r) throws Exception {
-    return new String(r.readAll(1 << 20).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8);
+    return proxied(connector(), pd(body));
   }
 
   @Test
@@ -139,19 +127,8 @@ class SharedStorageConnectorTest extends KVConnectorContract {
   @Test
   void decoderErrorsAreReturnedWithoutFallback() throws Exception {
     decodeServer.enqueue(json(503, "{\"error\":\"busy\"}"));
-    Throwable t =
-        failure(
-            connector()
-                .proxy(
-                    new PdRequest(
-                        request(
-                            InferenceRequest.Api.COMPLETIONS,
-                            "{\"prompt\":\"hi\",\"cache_hit_threshold\":0.5}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(t)
-        .isInstanceOfSatisfying(
-            UpstreamException.class, e -> assertThat(e.upstreamStatus()).isEqualTo(503));
+    Throwable t = proxyFailure(connector(), pd("{\"prompt\":\"hi\",\"cache_hit_threshold\":0.5}"));
+    assertThat(upstream(t).upstreamStatus()).isEqualTo(503);
     assertThat(prefillServer.getRequestCount()).isZero();
   }
 
@@ -159,13 +136,9 @@ class SharedStorageConnectorTest extends KVConnectorContract {
   void configuredDefaultThresholdAppliesWhenTheClientSendsNone() throws Exception {
     decodeServer.enqueue(json(200, ANSWER));
     StreamingResponse r =
-        connector(config().withParams(Map.of("cacheHitThreshold", "0.75")))
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"hi\"}"),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        proxied(
+            connector(config().withParams(Map.of("cacheHitThreshold", "0.75"))),
+            pd("{\"prompt\":\"hi\"}"));
     assertThat(text(r)).isEqualTo(ANSWER);
     assertThat(
             body(decodeServer.takeRequest(5, TimeUnit.SECONDS))
@@ -190,15 +163,13 @@ class SharedStorageConnectorTest extends KVConnectorContract {
 
     decodeServer.enqueue(json(200, ANSWER));
     StreamingResponse r =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(
-                        InferenceRequest.Api.COMPLETIONS,
-                        "{\"prompt\":\"hi\",\"cache_hit_threshold\":0.9}"),
-                    null,
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        proxied(
+            connector(),
+            PdRequest.decodeOnly(
+                request(
+                    InferenceRequest.Api.COMPLETIONS,
+                    "{\"prompt\":\"hi\",\"cache_hit_threshold\":0.9}"),
+                decodeEndpoint()));
     assertThat(text(r)).isEqualTo(ANSWER);
     decodeServer.takeRequest(5, TimeUnit.SECONDS);
     JsonNode only = body(decodeServer.takeRequest(5, TimeUnit.SECONDS));

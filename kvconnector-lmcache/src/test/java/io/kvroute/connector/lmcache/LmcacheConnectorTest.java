@@ -4,14 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvroute.connector.InferenceRequest;
-import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.contract.KVConnectorContract;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.RecordedRequest;
 import org.junit.jupiter.api.Test;
 
-/** The {@code lmcache} connector against the contract and the two-step bodies of spec §2.2(a). */
+/**
+ * The {@code lmcache} connector against the contract (no transfer fields on either leg) and the
+ * two-step bodies of spec §2.2(a).
+ */
 class LmcacheConnectorTest extends KVConnectorContract {
 
   @Override
@@ -19,48 +21,20 @@ class LmcacheConnectorTest extends KVConnectorContract {
     return "lmcache";
   }
 
-  @Override
-  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
-    super.checkPrefillBody(prefill, original, api);
-    assertThat(prefill.has("kv_transfer_params")).isFalse();
-    assertThat(prefill.has("min_completion_tokens")).isFalse();
-  }
-
-  @Override
-  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
-    super.checkDecodeBody(decode, original);
-    assertThat(decode.has("kv_transfer_params")).isFalse();
-  }
-
   @Test
   void exactBodies() throws Exception {
-    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.CHAT_COMPLETIONS));
-    decodeServer.enqueue(json(200, "{}"));
-    String original =
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true,"
-            + "\"stream_options\":{\"include_usage\":true},\"max_tokens\":30,\"min_tokens\":4,"
-            + "\"kv_transfer_params\":{\"do_remote_decode\":true}}";
-    StreamingResponse r =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.CHAT_COMPLETIONS, original),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
-    r.readAll(1 << 16).get(30, TimeUnit.SECONDS);
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    assertThat(p.getBody().utf8())
-        .isEqualTo(
-            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                + "\"stream\":false,\"max_tokens\":1,\"max_completion_tokens\":1}");
-    assertThat(d.getBody().utf8())
-        .isEqualTo(
-            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true,"
-                + "\"stream_options\":{\"include_usage\":true},\"max_tokens\":30,\"min_tokens\":4}");
-    assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo("req-1");
-    assertThat(d.getHeaders().get("X-Request-Id")).isEqualTo("req-1");
+    String fields =
+        "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"max_tokens\":30,\"min_tokens\":4";
+    Legs legs =
+        exchange(
+            connector(),
+            pd(
+                InferenceRequest.Api.CHAT_COMPLETIONS,
+                chatBody(fields + ",\"kv_transfer_params\":{\"do_remote_decode\":true}")));
+    assertThat(legs.prefillBody())
+        .isEqualTo(chatBody("\"stream\":false,\"max_tokens\":1,\"max_completion_tokens\":1"));
+    assertThat(legs.decodeBody()).isEqualTo(chatBody(fields));
+    assertThat(legs.header("X-Request-Id")).containsExactly("req-1", "req-1");
   }
 
   // ---- first-token mode (spec 2.2(b), LMCache's 1p1d first-token proxy) ----
@@ -75,18 +49,7 @@ class LmcacheConnectorTest extends KVConnectorContract {
   }
 
   private StreamingResponse firstToken(String body) throws Exception {
-    return firstTokenConnector()
-        .proxy(
-            new PdRequest(
-                request(InferenceRequest.Api.COMPLETIONS, body),
-                prefillEndpoint(),
-                decodeEndpoint()))
-        .get(30, TimeUnit.SECONDS);
-  }
-
-  private static String text(StreamingResponse r) throws Exception {
-    return new String(
-        r.readAll(1 << 20).get(30, TimeUnit.SECONDS), java.nio.charset.StandardCharsets.UTF_8);
+    return proxied(firstTokenConnector(), pd(body));
   }
 
   @Test
@@ -168,27 +131,12 @@ class LmcacheConnectorTest extends KVConnectorContract {
   void firstTokenFailuresAreExplained() throws Exception {
     prefillServer.enqueue(
         json(200, "{\"id\":\"x\",\"choices\":[{\"text\":\"A\",\"finish_reason\":\"length\"}]}"));
-    Throwable t =
-        failure(
-            firstTokenConnector()
-                .proxy(
-                    new PdRequest(
-                        request(
-                            InferenceRequest.Api.COMPLETIONS, "{\"prompt\":[1],\"max_tokens\":4}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(t).isInstanceOf(io.kvroute.connector.UpstreamException.class);
-    assertThat(t.getMessage()).contains("kv_transfer_params.first_tok").contains("ret_first_tok");
+    Throwable t = proxyFailure(firstTokenConnector(), pd("{\"prompt\":[1],\"max_tokens\":4}"));
+    assertThat(upstream(t).getMessage())
+        .contains("kv_transfer_params.first_tok")
+        .contains("ret_first_tok");
 
-    Throwable bad =
-        failure(
-            firstTokenConnector()
-                .proxy(
-                    new PdRequest(
-                        request(
-                            InferenceRequest.Api.COMPLETIONS, "{\"prompt\":[1],\"max_tokens\":0}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
+    Throwable bad = proxyFailure(firstTokenConnector(), pd("{\"prompt\":[1],\"max_tokens\":0}"));
     assertThat(bad).hasMessageContaining("max_tokens must be an integer >= 1");
     assertThat(decodeServer.getRequestCount()).isZero();
   }
@@ -198,15 +146,11 @@ class LmcacheConnectorTest extends KVConnectorContract {
     prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.CHAT_COMPLETIONS));
     decodeServer.enqueue(json(200, "{\"choices\":[]}"));
     StreamingResponse r =
-        firstTokenConnector()
-            .proxy(
-                new PdRequest(
-                    request(
-                        InferenceRequest.Api.CHAT_COMPLETIONS,
-                        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3}"),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        proxied(
+            firstTokenConnector(),
+            pd(
+                InferenceRequest.Api.CHAT_COMPLETIONS,
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3}"));
     assertThat(text(r)).isEqualTo("{\"choices\":[]}");
     JsonNode p = body(prefillServer.takeRequest(5, TimeUnit.SECONDS));
     assertThat(p.has("kv_transfer_params")).isFalse();

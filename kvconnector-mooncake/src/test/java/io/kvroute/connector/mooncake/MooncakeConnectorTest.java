@@ -10,13 +10,12 @@ import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.contract.KVConnectorContract;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -71,13 +70,18 @@ class MooncakeConnectorTest extends KVConnectorContract {
   }
 
   @Override
+  protected Set<String> transferFields() {
+    return Set.of("kv_transfer_params");
+  }
+
+  @Override
   protected ConnectorConfig config() {
     return super.config().withParams(Map.of("bootstrapPort", bootstrap.getPort()));
   }
 
   @Override
-  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
-    super.checkPrefillBody(prefill, original, api);
+  protected void checkConnectorPrefill(
+      JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
     JsonNode p = prefill.get("kv_transfer_params");
     assertThat(p.get("do_remote_decode").asBoolean()).isTrue();
     assertThat(p.get("do_remote_prefill").asBoolean()).isFalse();
@@ -85,8 +89,7 @@ class MooncakeConnectorTest extends KVConnectorContract {
   }
 
   @Override
-  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
-    super.checkDecodeBody(decode, original);
+  protected void checkConnectorDecode(JsonNode decode, JsonNode original) {
     JsonNode p = decode.get("kv_transfer_params");
     assertThat(p.get("do_remote_prefill").asBoolean()).isTrue();
     assertThat(p.get("remote_bootstrap_addr").asText())
@@ -101,15 +104,6 @@ class MooncakeConnectorTest extends KVConnectorContract {
         () -> ids[n.getAndIncrement() % ids.length]);
   }
 
-  private PdRequest pd(String body) {
-    return new PdRequest(
-        request(InferenceRequest.Api.COMPLETIONS, body), prefillEndpoint(), decodeEndpoint());
-  }
-
-  private static void drain(StreamingResponse r) throws Exception {
-    r.readAll(1 << 20).get(30, TimeUnit.SECONDS);
-  }
-
   /*
    * mooncake_connector_proxy.py@41c5903 builds the prefill as a copy with kv_transfer_params
    * {do_remote_decode, do_remote_prefill, transfer_id} appended, stream=false and max_tokens=1 (in
@@ -120,20 +114,16 @@ class MooncakeConnectorTest extends KVConnectorContract {
    */
   @Test
   void bodiesAndHeadersEqualTheReferenceProxy() throws Exception {
-    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
-    decodeServer.enqueue(json(200, "{}"));
     String original =
         "{\"model\":\"m\",\"prompt\":\"Hi\",\"stream\":true,\"stream_options\":"
             + "{\"include_usage\":true},\"max_tokens\":20,\"min_tokens\":2}";
-    drain(fixedIds(config(), "xfer-abc").proxy(pd(original)).get(30, TimeUnit.SECONDS));
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    assertThat(p.getBody().utf8())
+    Legs legs = exchange(fixedIds(config(), "xfer-abc"), pd(original));
+    assertThat(legs.prefillBody())
         .isEqualTo(
             "{\"model\":\"m\",\"prompt\":\"Hi\",\"stream\":false,\"max_tokens\":1,"
                 + "\"kv_transfer_params\":{\"do_remote_decode\":true,\"do_remote_prefill\":false,"
                 + "\"transfer_id\":\"xfer-abc\"}}");
-    assertThat(d.getBody().utf8())
+    assertThat(legs.decodeBody())
         .isEqualTo(
             "{\"model\":\"m\",\"prompt\":\"Hi\",\"stream\":true,\"stream_options\":"
                 + "{\"include_usage\":true},\"max_tokens\":20,\"min_tokens\":2,"
@@ -141,35 +131,8 @@ class MooncakeConnectorTest extends KVConnectorContract {
                 + "\"remote_bootstrap_addr\":\"http://127.0.0.1:"
                 + bootstrap.getPort()
                 + "\",\"remote_engine_id\":\"eng-0\",\"transfer_id\":\"xfer-abc\"}}");
-    assertThat(p.getHeaders().get("X-data-parallel-rank")).isEqualTo("0");
-    assertThat(d.getHeaders().get("X-data-parallel-rank")).isNull();
-    assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo("req-1");
-    assertThat(d.getHeaders().get("X-Request-Id")).isEqualTo("req-1");
-  }
-
-  @Test
-  void bothLegsAreInFlightTogether() throws Exception {
-    CountDownLatch decodeArrived = new CountDownLatch(1);
-    decodeServer.setDispatcher(
-        new Dispatcher() {
-          @Override
-          public MockResponse dispatch(RecordedRequest r) {
-            decodeArrived.countDown();
-            return json(200, "{\"ok\":true}");
-          }
-        });
-    prefillServer.setDispatcher(
-        new Dispatcher() {
-          @Override
-          public MockResponse dispatch(RecordedRequest r) throws InterruptedException {
-            // The prefill answers only once decode has arrived: a sequential connector fails here.
-            return decodeArrived.await(10, TimeUnit.SECONDS)
-                ? json(200, "{\"choices\":[]}")
-                : json(500, "{\"error\":\"decode never came\"}");
-          }
-        });
-    StreamingResponse r = connector().proxy(pd("{\"prompt\":\"x\"}")).get(30, TimeUnit.SECONDS);
-    assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS))).contains("ok");
+    assertThat(legs.header("X-data-parallel-rank")).containsExactly("0", null);
+    assertThat(legs.header("X-Request-Id")).containsExactly("req-1", "req-1");
   }
 
   @Test
@@ -178,11 +141,9 @@ class MooncakeConnectorTest extends KVConnectorContract {
     String[] ids = new String[2];
     String[] engines = new String[2];
     for (int i = 0; i < 2; i++) {
-      prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
-      decodeServer.enqueue(json(200, "{}"));
-      drain(c.proxy(pd("{\"prompt\":\"x\"}")).get(30, TimeUnit.SECONDS));
-      JsonNode p = body(prefillServer.takeRequest(5, TimeUnit.SECONDS)).get("kv_transfer_params");
-      JsonNode d = body(decodeServer.takeRequest(5, TimeUnit.SECONDS)).get("kv_transfer_params");
+      Legs legs = exchange(c, pd(PROMPT_X));
+      JsonNode p = body(legs.prefill()).get("kv_transfer_params");
+      JsonNode d = body(legs.decode()).get("kv_transfer_params");
       assertThat(d.get("transfer_id")).isEqualTo(p.get("transfer_id"));
       ids[i] = p.get("transfer_id").asText();
       engines[i] = d.get("remote_engine_id").asText();
@@ -198,13 +159,12 @@ class MooncakeConnectorTest extends KVConnectorContract {
     Map<String, String> labels = new HashMap<>();
     labels.put(MooncakeConnector.DP_RANK_LABEL, "1");
     KVConnector.DecodeRequest d =
-        connector()
-            .prepareDecode(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    prefillEndpoint().withLabels(labels),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        prepared(
+            connector(),
+            new PdRequest(
+                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X),
+                prefillEndpoint().withLabels(labels),
+                decodeEndpoint()));
     assertThat(body(prefillServer.takeRequest(5, TimeUnit.SECONDS)).has("kv_transfer_params"))
         .isTrue();
     assertThat(
@@ -218,9 +178,7 @@ class MooncakeConnectorTest extends KVConnectorContract {
   @Test
   void bootstrapFailureIsARetryablePrefillError() throws Exception {
     queryAnswer.set("[]");
-    Throwable t = failure(connector().proxy(pd("{\"prompt\":\"x\"}")));
-    assertThat(t).isInstanceOf(UpstreamException.class);
-    UpstreamException u = (UpstreamException) t;
+    UpstreamException u = upstream(proxyFailure(connector(), pd(PROMPT_X)));
     assertThat(u.leg()).isEqualTo(Leg.PREFILL);
     assertThat(u.kind()).isEqualTo(UpstreamException.Kind.PROTOCOL);
     assertThat(u.retryable()).isTrue();
@@ -229,8 +187,8 @@ class MooncakeConnectorTest extends KVConnectorContract {
     assertThat(decodeServer.getRequestCount()).isZero();
 
     bootstrap.close();
-    Throwable down = failure(connector().proxy(pd("{\"prompt\":\"x\"}")));
-    assertThat(((UpstreamException) down).kind()).isEqualTo(UpstreamException.Kind.IO);
+    assertThat(upstream(proxyFailure(connector(), pd(PROMPT_X))).kind())
+        .isEqualTo(UpstreamException.Kind.IO);
   }
 
   @Test
@@ -238,12 +196,11 @@ class MooncakeConnectorTest extends KVConnectorContract {
     MooncakeConnector c = fixedIds(config(), "xfer-1", "xfer-2");
     prefillServer.enqueue(json(503, "{}"));
     decodeServer.enqueue(json(200, "{}"));
-    Throwable t = failure(c.proxy(pd("{\"prompt\":\"x\"}")));
-    assertThat(((UpstreamException) t).leg()).isEqualTo(Leg.PREFILL);
+    assertThat(upstream(proxyFailure(c, pd(PROMPT_X))).leg()).isEqualTo(Leg.PREFILL);
     assertThat(c.cachedBootstraps()).isZero();
     prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
     decodeServer.enqueue(json(200, "{}"));
-    drain(c.proxy(pd("{\"prompt\":\"x\"}")).get(30, TimeUnit.SECONDS));
+    text(proxied(c, pd(PROMPT_X)));
     assertThat(queries.get()).isEqualTo(2);
     assertThat(c.cachedBootstraps()).isEqualTo(1);
   }
@@ -253,13 +210,10 @@ class MooncakeConnectorTest extends KVConnectorContract {
     Endpoint v6 = Endpoint.builder("p6", "::1", 1).role(Endpoint.Role.PREFILL).build();
     // No server listens on [::1]:<bootstrap port>, so the query fails; its message shows the URL.
     Throwable t =
-        failure(
-            connector(config().withParams(Map.of("bootstrapPort", 1, "bootstrapTimeout", "2s")))
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        v6,
-                        decodeEndpoint())));
+        proxyFailure(
+            connector(config().withParams(Map.of("bootstrapPort", 1, "bootstrapTimeout", "2s"))),
+            new PdRequest(
+                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), v6, decodeEndpoint()));
     assertThat(t.getMessage()).contains("http://[::1]:1/query");
   }
 }

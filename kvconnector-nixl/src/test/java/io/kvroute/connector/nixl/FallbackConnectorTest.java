@@ -18,6 +18,7 @@ import io.kvroute.connector.http.OpenAiJson;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import mockwebserver3.MockResponse;
@@ -38,6 +39,12 @@ class FallbackConnectorTest extends KVConnectorContract {
     return NixlConnectorTest.answer(NixlConnectorTest.PARAMS, "length");
   }
 
+  /** The default chain's first member, {@code nixl}, serves the contract's requests. */
+  @Override
+  protected Set<String> transferFields() {
+    return Set.of("kv_transfer_params");
+  }
+
   private FallbackConnector chain(Map<String, Object> params) {
     ConnectorListener l =
         new ConnectorListener() {
@@ -55,12 +62,7 @@ class FallbackConnectorTest extends KVConnectorContract {
   }
 
   private KVConnector.DecodeRequest prepare(KVConnector c) throws Exception {
-    return c.prepareDecode(
-            new PdRequest(
-                request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\",\"max_tokens\":7}"),
-                prefillEndpoint(),
-                decodeEndpoint()))
-        .get(30, TimeUnit.SECONDS);
+    return prepared(c, pd("{\"prompt\":\"x\",\"max_tokens\":7}"));
   }
 
   private JsonNode lastPrefillBody() throws Exception {
@@ -134,15 +136,8 @@ class FallbackConnectorTest extends KVConnectorContract {
   void otherPrefillErrorsAreNotFallbacks() throws Exception {
     FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http")));
     prefillServer.enqueue(json(400, "{\"error\":\"prompt too long\"}"));
-    Throwable t =
-        failure(
-            c.prepareDecode(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    prefillEndpoint(),
-                    decodeEndpoint())));
-    assertThat(t).isInstanceOf(UpstreamException.class);
-    assertThat(((UpstreamException) t).upstreamStatus()).isEqualTo(400);
+    UpstreamException u = upstream(failure(c.prepareDecode(pd(PROMPT_X))));
+    assertThat(u.upstreamStatus()).isEqualTo(400);
     assertThat(prefillServer.getRequestCount()).isEqualTo(1);
     assertThat(c.rememberedFallbacks()).isZero();
   }
@@ -152,12 +147,12 @@ class FallbackConnectorTest extends KVConnectorContract {
     FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http"), "fallbackMemorySize", 1));
     for (String id : List.of("p1", "p2")) {
       prefillServer.enqueue(NixlConnectorTest.answer(null, "length"));
-      c.prepareDecode(
-              new PdRequest(
-                  request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                  prefillEndpoint().withId(id),
-                  decodeEndpoint()))
-          .get(30, TimeUnit.SECONDS);
+      prepared(
+          c,
+          new PdRequest(
+              request(InferenceRequest.Api.COMPLETIONS, PROMPT_X),
+              prefillEndpoint().withId(id),
+              decodeEndpoint()));
     }
     assertThat(c.rememberedFallbacks()).isEqualTo(1);
     assertThat(events).contains("fallback:fallback_memory_evicted");

@@ -8,15 +8,14 @@ import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
-import io.kvroute.connector.StreamingResponse;
+import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
+import java.util.Set;
 import mockwebserver3.MockResponse;
-import mockwebserver3.RecordedRequest;
 import org.junit.jupiter.api.Test;
 
 /** The {@code nixl} connector against the contract and vLLM's reference proxy, body for body. */
@@ -37,6 +36,11 @@ class NixlConnectorTest extends KVConnectorContract {
   }
 
   @Override
+  protected Set<String> transferFields() {
+    return Set.of("kv_transfer_params");
+  }
+
+  @Override
   protected MockResponse prefillAnswer(InferenceRequest.Api api) {
     return answer(PARAMS, "length");
   }
@@ -53,36 +57,16 @@ class NixlConnectorTest extends KVConnectorContract {
   }
 
   @Override
-  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
-    super.checkPrefillBody(prefill, original, api);
-    assertThat(prefill.has("min_completion_tokens")).isFalse();
+  protected void checkConnectorPrefill(
+      JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
     assertThat(prefill.get("kv_transfer_params").toString()).isEqualTo(SKELETON);
     assertThat(prefill.has("max_completion_tokens"))
         .isEqualTo(original.has("max_completion_tokens"));
-    if (original.has("max_completion_tokens")) {
-      assertThat(prefill.get("max_completion_tokens").asInt()).isEqualTo(1);
-    }
   }
 
   @Override
-  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
-    super.checkDecodeBody(decode, original);
+  protected void checkConnectorDecode(JsonNode decode, JsonNode original) {
     assertThat(decode.get("kv_transfer_params").toString()).isEqualTo(PARAMS);
-  }
-
-  private String[] run(InferenceRequest.Api api, String original) throws Exception {
-    prefillServer.enqueue(prefillAnswer(api));
-    decodeServer.enqueue(json(200, "{}"));
-    StreamingResponse r =
-        connector()
-            .proxy(new PdRequest(request(api, original), prefillEndpoint(), decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
-    r.readAll(1 << 20).get(30, TimeUnit.SECONDS);
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo("req-1");
-    assertThat(d.getHeaders().get("X-Request-Id")).isEqualTo("req-1");
-    return new String[] {p.getBody().utf8(), d.getBody().utf8()};
   }
 
   /*
@@ -94,59 +78,53 @@ class NixlConnectorTest extends KVConnectorContract {
    * the text, key order included, is the same.
    */
 
-  @Test
-  void completionBodiesEqualTheReferenceProxy() throws Exception {
-    String original =
-        "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":20,\"min_tokens\":2,\"stream\":true,"
-            + "\"stream_options\":{\"include_usage\":true},\"temperature\":0.7}";
-    String[] legs = run(InferenceRequest.Api.COMPLETIONS, original);
-    assertThat(legs[0])
+  /**
+   * Proxies {@code original}: both legs carry the client's request id, the prefill body is {@code
+   * prefill} and the decode body the original with the prefill answer's {@code kv_transfer_params}
+   * appended, as the reference proxy sends them.
+   */
+  private void assertReferenceBodies(InferenceRequest.Api api, String original, String prefill)
+      throws Exception {
+    Legs legs = exchange(connector(), pd(api, original));
+    assertThat(legs.header("X-Request-Id")).containsExactly("req-1", "req-1");
+    assertThat(legs.prefillBody()).isEqualTo(prefill);
+    assertThat(legs.decodeBody())
         .isEqualTo(
-            "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":1,\"stream\":false,"
-                + "\"temperature\":0.7,\"kv_transfer_params\":"
-                + SKELETON
-                + "}");
-    assertThat(legs[1])
-        .isEqualTo(
-            "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":20,\"min_tokens\":2,\"stream\":true,"
-                + "\"stream_options\":{\"include_usage\":true},\"temperature\":0.7,"
-                + "\"kv_transfer_params\":"
+            original.substring(0, original.length() - 1)
+                + ",\"kv_transfer_params\":"
                 + PARAMS
                 + "}");
+  }
+
+  @Test
+  void completionBodiesEqualTheReferenceProxy() throws Exception {
+    assertReferenceBodies(
+        InferenceRequest.Api.COMPLETIONS,
+        "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":20,\"min_tokens\":2,\"stream\":true,"
+            + "\"stream_options\":{\"include_usage\":true},\"temperature\":0.7}",
+        "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":1,\"stream\":false,"
+            + "\"temperature\":0.7,\"kv_transfer_params\":"
+            + SKELETON
+            + "}");
   }
 
   @Test
   void chatBodiesEqualTheReferenceProxy() throws Exception {
-    String original =
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-            + "\"max_completion_tokens\":64,\"min_completion_tokens\":3}";
-    String[] legs = run(InferenceRequest.Api.CHAT_COMPLETIONS, original);
-    assertThat(legs[0])
-        .isEqualTo(
-            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                + "\"max_completion_tokens\":1,\"kv_transfer_params\":"
+    assertReferenceBodies(
+        InferenceRequest.Api.CHAT_COMPLETIONS,
+        chatBody("\"max_completion_tokens\":64,\"min_completion_tokens\":3"),
+        chatBody(
+            "\"max_completion_tokens\":1,\"kv_transfer_params\":"
                 + SKELETON
-                + ",\"stream\":false,\"max_tokens\":1}");
-    assertThat(legs[1])
-        .isEqualTo(
-            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                + "\"max_completion_tokens\":64,\"min_completion_tokens\":3,"
-                + "\"kv_transfer_params\":"
-                + PARAMS
-                + "}");
+                + ",\"stream\":false,\"max_tokens\":1"));
   }
 
   @Test
   void chatWithoutMaxCompletionTokensGetsOnlyMaxTokens() throws Exception {
-    String original =
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true}";
-    String[] legs = run(InferenceRequest.Api.CHAT_COMPLETIONS, original);
-    assertThat(legs[0])
-        .isEqualTo(
-            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                + "\"stream\":false,\"kv_transfer_params\":"
-                + SKELETON
-                + ",\"max_tokens\":1}");
+    assertReferenceBodies(
+        InferenceRequest.Api.CHAT_COMPLETIONS,
+        chatBody("\"stream\":true"),
+        chatBody("\"stream\":false,\"kv_transfer_params\":" + SKELETON + ",\"max_tokens\":1"));
   }
 
   @Test
@@ -155,14 +133,7 @@ class NixlConnectorTest extends KVConnectorContract {
     decodeServer.enqueue(json(200, "{}"));
     String original =
         "{\"prompt\":\"x\",\"max_tokens\":9,\"kv_transfer_params\":{\"remote_host\":\"evil\"}}";
-    KVConnector.DecodeRequest d =
-        connector()
-            .prepareDecode(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, original),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+    KVConnector.DecodeRequest d = prepared(connector(), pd(original));
     assertThat(new String(d.body(), StandardCharsets.UTF_8))
         .as("no client-supplied params fall through")
         .isEqualTo("{\"prompt\":\"x\",\"max_tokens\":9}");
@@ -177,14 +148,7 @@ class NixlConnectorTest extends KVConnectorContract {
     for (String params : List.of("{}", "null")) {
       events.clear();
       prefillServer.enqueue(answer(params, "length"));
-      KVConnector.DecodeRequest d =
-          connector()
-              .prepareDecode(
-                  new PdRequest(
-                      request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                      prefillEndpoint(),
-                      decodeEndpoint()))
-              .get(30, TimeUnit.SECONDS);
+      KVConnector.DecodeRequest d = prepared(connector(), pd(PROMPT_X));
       assertThat(OpenAiJson.readTree(d.body()).has("kv_transfer_params")).isFalse();
       assertThat(events).containsExactly(NixlConnector.EVENT_NO_PARAMS);
     }
@@ -194,12 +158,12 @@ class NixlConnectorTest extends KVConnectorContract {
     prefillServer.enqueue(answer(PARAMS.replace("10.0.0.5", reportedHost), "length"));
     KVConnector c = connector(config().withParams(Map.of("remoteHostRewrite", mode)));
     KVConnector.DecodeRequest d =
-        c.prepareDecode(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    prefillEndpoint().withId("p").withLabels(Map.of()),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        prepared(
+            c,
+            new PdRequest(
+                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X),
+                prefillEndpoint().withId("p").withLabels(Map.of()),
+                decodeEndpoint()));
     return OpenAiJson.readTree(d.body()).get("kv_transfer_params");
   }
 
@@ -223,18 +187,9 @@ class NixlConnectorTest extends KVConnectorContract {
   @Test
   void prefillAnswerThatIsNotJsonIsAProtocolError() {
     prefillServer.enqueue(json(200, "<html>oops</html>"));
-    Throwable t =
-        failure(
-            connector()
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(t).isInstanceOf(io.kvroute.connector.UpstreamException.class);
-    assertThat(((io.kvroute.connector.UpstreamException) t).kind())
-        .isEqualTo(io.kvroute.connector.UpstreamException.Kind.PROTOCOL);
-    assertThat(((io.kvroute.connector.UpstreamException) t).retryable()).isTrue();
+    UpstreamException u = upstream(proxyFailure(connector(), pd(PROMPT_X)));
+    assertThat(u.kind()).isEqualTo(UpstreamException.Kind.PROTOCOL);
+    assertThat(u.retryable()).isTrue();
     assertThat(decodeServer.getRequestCount()).isZero();
   }
 }

@@ -16,9 +16,9 @@ import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OpenAiJson;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import mockwebserver3.Dispatcher;
@@ -39,17 +39,25 @@ class SglangConnectorTest extends KVConnectorContract {
     return false;
   }
 
+  /** The rendezvous, on both legs. */
+  private static final Set<String> BOOTSTRAP =
+      Set.of("bootstrap_host", "bootstrap_port", "bootstrap_room");
+
   @Override
-  protected void checkPrefillBody(JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
-    super.checkPrefillBody(prefill, original, api);
+  protected Set<String> transferFields() {
+    return BOOTSTRAP;
+  }
+
+  @Override
+  protected void checkConnectorPrefill(
+      JsonNode prefill, JsonNode original, InferenceRequest.Api api) {
     assertThat(prefill.get("bootstrap_host").asText()).isEqualTo("127.0.0.1");
     assertThat(prefill.get("bootstrap_port").isNull()).isTrue();
     assertThat(prefill.get("bootstrap_room").isIntegralNumber()).isTrue();
   }
 
   @Override
-  protected void checkDecodeBody(JsonNode decode, JsonNode original) {
-    super.checkDecodeBody(decode, original);
+  protected void checkConnectorDecode(JsonNode decode, JsonNode original) {
     assertThat(decode.get("bootstrap_room").asLong()).isNotNegative();
   }
 
@@ -60,19 +68,11 @@ class SglangConnectorTest extends KVConnectorContract {
         next::getAndIncrement);
   }
 
-  private String[] run(KVConnector c, Endpoint prefill, String original) throws Exception {
-    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
-    decodeServer.enqueue(json(200, "{}"));
-    StreamingResponse r =
-        c.proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, original), prefill, decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
-    r.readAll(1 << 16).get(30, TimeUnit.SECONDS);
-    RecordedRequest p = prefillServer.takeRequest(5, TimeUnit.SECONDS);
-    RecordedRequest d = decodeServer.takeRequest(5, TimeUnit.SECONDS);
-    assertThat(p.getHeaders().get("X-Request-Id")).isEqualTo(d.getHeaders().get("X-Request-Id"));
-    return new String[] {p.getBody().utf8(), d.getBody().utf8()};
+  private String[] run(KVConnector c, String original) throws Exception {
+    Legs legs = exchange(c, pd(original));
+    List<String> ids = legs.header("X-Request-Id");
+    assertThat(ids.get(0)).isEqualTo(ids.get(1));
+    return new String[] {legs.prefillBody(), legs.decodeBody()};
   }
 
   @Test
@@ -81,7 +81,6 @@ class SglangConnectorTest extends KVConnectorContract {
     String[] legs =
         run(
             fixedRooms(config(), room),
-            prefillEndpoint(),
             "{\"model\":\"m\",\"prompt\":\"Hi\",\"max_tokens\":20,\"min_tokens\":2,\"stream\":true,"
                 + "\"stream_options\":{\"include_usage\":true},\"bootstrap_room\":1}");
     String bootstrap =
@@ -104,7 +103,7 @@ class SglangConnectorTest extends KVConnectorContract {
     KVConnector c = connector();
     Set<Long> rooms = new HashSet<>();
     for (int i = 0; i < 3; i++) {
-      String[] legs = run(c, prefillEndpoint(), "{\"prompt\":\"x\"}");
+      String[] legs = run(c, PROMPT_X);
       long p = OpenAiJson.readTree(legs[0]).get("bootstrap_room").asLong();
       long d = OpenAiJson.readTree(legs[1]).get("bootstrap_room").asLong();
       assertThat(p).isEqualTo(d).isNotNegative();
@@ -118,13 +117,12 @@ class SglangConnectorTest extends KVConnectorContract {
     String[] legs =
         run(
             fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 7),
-            prefillEndpoint(),
             "{\"prompt\":[\"a\",\"b\"]}");
     assertThat(legs[1])
         .isEqualTo(
             "{\"prompt\":[\"a\",\"b\"],\"bootstrap_host\":[\"127.0.0.1\",\"127.0.0.1\"],"
                 + "\"bootstrap_port\":[8998,8998],\"bootstrap_room\":[7,8]}");
-    String[] tokens = run(fixedRooms(config(), 1), prefillEndpoint(), "{\"prompt\":[1,2,3]}");
+    String[] tokens = run(fixedRooms(config(), 1), "{\"prompt\":[1,2,3]}");
     assertThat(OpenAiJson.readTree(tokens[1]).get("bootstrap_room").isNumber()).isTrue();
   }
 
@@ -136,13 +134,10 @@ class SglangConnectorTest extends KVConnectorContract {
             .labels(Map.of(SglangConnector.BOOTSTRAP_PORT_LABEL, "9100"))
             .build();
     KVConnector.DecodeRequest d =
-        fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 3)
-            .prepareDecode(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    v6,
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
+        prepared(
+            fixedRooms(config().withParams(Map.of("bootstrapPort", 8998)), 3),
+            new PdRequest(
+                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), v6, decodeEndpoint()));
     assertThat(new String(d.body(), StandardCharsets.UTF_8))
         .isEqualTo(
             "{\"prompt\":\"x\",\"bootstrap_host\":\"[::1]\",\"bootstrap_port\":9100,"
@@ -154,53 +149,10 @@ class SglangConnectorTest extends KVConnectorContract {
   }
 
   @Test
-  void bothLegsAreInFlightTogether() throws Exception {
-    CountDownLatch decodeArrived = new CountDownLatch(1);
-    decodeServer.setDispatcher(
-        new Dispatcher() {
-          @Override
-          public MockResponse dispatch(RecordedRequest r) {
-            decodeArrived.countDown();
-            return json(200, "{\"ok\":true}");
-          }
-        });
-    prefillServer.setDispatcher(
-        new Dispatcher() {
-          @Override
-          public MockResponse dispatch(RecordedRequest r) throws InterruptedException {
-            return decodeArrived.await(10, TimeUnit.SECONDS)
-                ? json(200, "{\"choices\":[]}")
-                : json(500, "{\"error\":\"decode never came\"}");
-          }
-        });
-    StreamingResponse r =
-        connector()
-            .proxy(
-                new PdRequest(
-                    request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                    prefillEndpoint(),
-                    decodeEndpoint()))
-            .get(30, TimeUnit.SECONDS);
-    assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8))
-        .contains("ok");
-  }
-
-  @Test
   void decodeFailureCancelsThePrefill() throws Exception {
-    prefillServer.enqueue(
-        new MockResponse.Builder()
-            .onResponseStart(mockwebserver3.SocketEffect.Stall.INSTANCE)
-            .build());
+    prefillServer.enqueue(stalled());
     decodeServer.enqueue(json(503, "{\"error\":\"busy\"}"));
-    Throwable t =
-        failure(
-            connector()
-                .proxy(
-                    new PdRequest(
-                        request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                        prefillEndpoint(),
-                        decodeEndpoint())));
-    assertThat(((io.kvroute.connector.UpstreamException) t).leg())
+    assertThat(upstream(proxyFailure(connector(), pd(PROMPT_X))).leg())
         .isEqualTo(io.kvroute.connector.Leg.DECODE);
     await("prefill call cancelled", () -> transport.callsAwaitingHead() == 0);
   }
@@ -230,13 +182,12 @@ class SglangConnectorTest extends KVConnectorContract {
                       3, java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(10)))
               .build()
               .execute(
-                  request(InferenceRequest.Api.COMPLETIONS, "{\"prompt\":\"x\"}"),
-                  java.util.List.of(
+                  request(InferenceRequest.Api.COMPLETIONS, PROMPT_X),
+                  List.of(
                       new io.kvroute.pd.PdOrchestrator.Pair(p1, decodeEndpoint()),
                       new io.kvroute.pd.PdOrchestrator.Pair(prefillEndpoint(), decodeEndpoint())))
               .get(30, TimeUnit.SECONDS);
-      assertThat(new String(r.readAll(1 << 16).get(30, TimeUnit.SECONDS), StandardCharsets.UTF_8))
-          .contains("ok");
+      assertThat(text(r)).contains("ok");
       long first = body(failing.takeRequest(5, TimeUnit.SECONDS)).get("bootstrap_room").asLong();
       long second =
           body(prefillServer.takeRequest(5, TimeUnit.SECONDS)).get("bootstrap_room").asLong();

@@ -13,12 +13,12 @@ import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.contract.KVConnectorContract;
 import io.kvroute.connector.http.OkHttpTransport;
 import java.nio.charset.StandardCharsets;
 import java.security.KeyStore;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -39,6 +39,8 @@ class PerLegTransportTest {
   private static final HeldCertificate CERT =
       new HeldCertificate.Builder().addSubjectAlternativeName("127.0.0.1").build();
 
+  private final PrefillTargetAllowlist allow =
+      PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
   private MockWebServer prefill;
   private MockWebServer decode;
   private ScheduledExecutorService scheduler;
@@ -74,7 +76,13 @@ class PerLegTransportTest {
             KVConnectorProvider.Context.builder(ConnectorConfig.of("http"), t, scheduler).build());
   }
 
-  private PdRequest pd(PrefillTargetAllowlist allow) {
+  /** Prefill transport {@code prefillLeg} and a plain one for decode. */
+  private static PerLegTransport perLeg(OkHttpTransport prefillLeg) {
+    return PerLegTransport.of(prefillLeg, OkHttpTransport.create());
+  }
+
+  /** A completion whose prefill target, the TLS pod, comes through {@link #allow}. */
+  private PdRequest pd() {
     InferenceRequest req =
         InferenceRequest.of(
             InferenceRequest.Api.COMPLETIONS,
@@ -86,28 +94,16 @@ class PerLegTransportTest {
   }
 
   private static MockResponse ok(String body) {
-    return new MockResponse.Builder()
-        .code(200)
-        .setHeader("Content-Type", "application/json")
-        .body(body)
-        .build();
+    return KVConnectorContract.json(200, body);
   }
 
   @Test
   void prefillOverTlsDecodeInPlainText() throws Exception {
-    PrefillTargetAllowlist allow = PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
     prefill.enqueue(ok("{\"choices\":[]}"));
     decode.enqueue(ok("{\"done\":true}"));
-    try (PerLegTransport t =
-        PerLegTransport.of(
-            OkHttpTransport.builder().trustStore(trusting(CERT)).build(),
-            OkHttpTransport.create())) {
+    try (PerLegTransport t = perLeg(OkHttpTransport.builder().trustStore(trusting(CERT)).build())) {
       byte[] body =
-          http(t)
-              .proxy(pd(allow))
-              .get(30, TimeUnit.SECONDS)
-              .readAll(1 << 16)
-              .get(30, TimeUnit.SECONDS);
+          http(t).proxy(pd()).get(30, TimeUnit.SECONDS).readAll(1 << 16).get(30, TimeUnit.SECONDS);
       assertThat(new String(body, StandardCharsets.UTF_8)).isEqualTo("{\"done\":true}");
       RecordedRequest p = prefill.takeRequest(5, TimeUnit.SECONDS);
       assertThat(p.getHandshake()).as("prefill leg used TLS").isNotNull();
@@ -118,47 +114,34 @@ class PerLegTransportTest {
 
   @Test
   void untrustedCertificateFailsThePrefillLeg() throws Exception {
-    PrefillTargetAllowlist allow = PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
     decode.enqueue(ok("{}"));
     HeldCertificate other =
         new HeldCertificate.Builder().addSubjectAlternativeName("127.0.0.1").build();
     try (PerLegTransport t =
-        PerLegTransport.of(
-            OkHttpTransport.builder().trustStore(trusting(other)).build(),
-            OkHttpTransport.create())) {
-      try {
-        http(t).proxy(pd(allow)).get(30, TimeUnit.SECONDS);
-        throw new AssertionError("expected a TLS failure");
-      } catch (ExecutionException e) {
-        assertThat(e.getCause()).isInstanceOf(UpstreamException.class);
-        UpstreamException u = (UpstreamException) e.getCause();
-        assertThat(u.leg()).isEqualTo(Leg.PREFILL);
-        assertThat(u.kind()).isEqualTo(UpstreamException.Kind.IO);
-      }
+        perLeg(OkHttpTransport.builder().trustStore(trusting(other)).build())) {
+      Throwable failure = KVConnectorContract.failure(http(t).proxy(pd()));
+      assertThat(failure).isInstanceOf(UpstreamException.class);
+      UpstreamException u = (UpstreamException) failure;
+      assertThat(u.leg()).isEqualTo(Leg.PREFILL);
+      assertThat(u.kind()).isEqualTo(UpstreamException.Kind.IO);
       assertThat(decode.getRequestCount()).isZero();
     }
   }
 
   @Test
   void insecureSkipVerifyOnThePrefillLegOnly() throws Exception {
-    PrefillTargetAllowlist allow = PrefillTargetAllowlist.builder().allowHost("127.0.0.1").build();
     prefill.enqueue(ok("{}"));
     decode.enqueue(ok("{\"ok\":1}"));
     try (PerLegTransport t =
-        PerLegTransport.of(
-            OkHttpTransport.builder().insecureSkipVerifyForTestsOnly().build(),
-            OkHttpTransport.create())) {
-      assertThat(http(t).proxy(pd(allow)).get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
+        perLeg(OkHttpTransport.builder().insecureSkipVerifyForTestsOnly().build())) {
+      assertThat(http(t).proxy(pd()).get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
     }
   }
 
   @Test
   void auxiliaryCallsGoThroughTheRoleTransport() throws Exception {
     prefill.enqueue(new MockResponse.Builder().code(200).build());
-    try (PerLegTransport t =
-        PerLegTransport.of(
-            OkHttpTransport.builder().trustStore(trusting(CERT)).build(),
-            OkHttpTransport.create())) {
+    try (PerLegTransport t = perLeg(OkHttpTransport.builder().trustStore(trusting(CERT)).build())) {
       Endpoint p = Endpoint.of("https://127.0.0.1:" + prefill.getPort(), Endpoint.Role.PREFILL);
       StreamingResponse r =
           t.send(HttpTransport.Outbound.get(p, "/health").build()).get(30, TimeUnit.SECONDS);
