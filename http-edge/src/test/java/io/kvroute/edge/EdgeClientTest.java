@@ -57,6 +57,11 @@ class EdgeClientTest {
     return s;
   }
 
+  /** An upstream with the one route. */
+  private EdgeServer upstream(String method, String path, Handler handler) {
+    return upstream(EdgeServer.builder().route(method, path, handler));
+  }
+
   private static Endpoint at(int port) {
     return Endpoint.of("http://127.0.0.1:" + port, Endpoint.Role.DECODE);
   }
@@ -88,19 +93,17 @@ class EdgeClientTest {
     AtomicReference<Exchange> seen = new AtomicReference<>();
     EdgeServer s =
         upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> {
-                      seen.set(ex);
-                      ex.respond(
-                          Response.status(201)
-                              .contentType("application/json")
-                              .header("X-Answer", "42")
-                              .body(ex.body())
-                              .build());
-                    }));
+            "POST",
+            "/v1/completions",
+            ex -> {
+              seen.set(ex);
+              ex.respond(
+                  Response.status(201)
+                      .contentType("application/json")
+                      .header("X-Answer", "42")
+                      .body(ex.body())
+                      .build());
+            });
     StreamingResponse r =
         client
             .send(
@@ -131,14 +134,12 @@ class EdgeClientTest {
     List<Integer> clientPorts = new CopyOnWriteArrayList<>();
     EdgeServer s =
         upstream(
-            EdgeServer.builder()
-                .route(
-                    "GET",
-                    "/health",
-                    ex -> {
-                      clientPorts.add(ex.remoteAddress().getPort());
-                      ex.respond(200, "text/plain", new byte[0]);
-                    }));
+            "GET",
+            "/health",
+            ex -> {
+              clientPorts.add(ex.remoteAddress().getPort());
+              ex.respond(200, "text/plain", new byte[0]);
+            });
     for (int i = 0; i < 5; i++) {
       StreamingResponse r =
           client.send(Outbound.get(at(s.port()), "/health").build()).get(30, TimeUnit.SECONDS);
@@ -152,12 +153,7 @@ class EdgeClientTest {
   @Test
   void aCallMadeOnAnEventLoopStaysOnThatLoop() throws Exception {
     EdgeServer engine =
-        upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> ex.respond(200, "application/json", ex.body())));
+        upstream("POST", "/v1/completions", ex -> ex.respond(200, "application/json", ex.body()));
     AtomicReference<Thread> handlerThread = new AtomicReference<>();
     AtomicReference<Thread> headThread = new AtomicReference<>();
     AtomicReference<Thread> bodyThread = new AtomicReference<>();
@@ -203,17 +199,14 @@ class EdgeClientTest {
     CountDownLatch clientGone = new CountDownLatch(1);
     EdgeServer s =
         upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> {
-                      ex.onClientGone(clientGone::countDown);
-                      ex.respond(
-                          Response.status(200).contentType("text/event-stream").stream(
-                                  endless(produced))
-                              .build());
-                    }));
+            "POST",
+            "/v1/completions",
+            ex -> {
+              ex.onClientGone(clientGone::countDown);
+              ex.respond(
+                  Response.status(200).contentType("text/event-stream").stream(endless(produced))
+                      .build());
+            });
     StreamingResponse r =
         client.send(post(s.port(), "{}").streaming(true).build()).get(30, TimeUnit.SECONDS);
     BlockingSubscriber sub = new BlockingSubscriber();
@@ -233,7 +226,7 @@ class EdgeClientTest {
 
   @Test
   void aWholeCallThatTakesTooLongTimesOut() {
-    EdgeServer s = upstream(EdgeServer.builder().route("POST", "/v1/completions", ex -> {}));
+    EdgeServer s = upstream("POST", "/v1/completions", ex -> {});
     UpstreamException e =
         failureOf(client.send(post(s.port(), "{}").timeout(Duration.ofMillis(300)).build()));
     assertThat(e.kind()).isEqualTo(UpstreamException.Kind.TIMEOUT);
@@ -323,14 +316,12 @@ class EdgeClientTest {
     CountDownLatch gone = new CountDownLatch(1);
     EdgeServer s =
         upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> {
-                      ex.onClientGone(gone::countDown);
-                      arrived.countDown();
-                    }));
+            "POST",
+            "/v1/completions",
+            ex -> {
+              ex.onClientGone(gone::countDown);
+              arrived.countDown();
+            });
     CompletableFuture<StreamingResponse> f = client.send(post(s.port(), "{}").build());
     assertThat(arrived.await(30, TimeUnit.SECONDS)).isTrue();
     f.cancel(true);
