@@ -70,10 +70,7 @@ public class EventIngestBenchmark {
               List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(hashes), null, tokens, 16)));
       payloads[i] = KvEventCodec.encode(batch, EventSchema.valueOf(schema));
     }
-    pods = new String[100];
-    for (int p = 0; p < pods.length; p++) {
-      pods[p] = "pod-" + p;
-    }
+    pods = IndexFixtures.podNames(100);
   }
 
   /** Decode one payload of 16 blocks and apply it. */

@@ -53,10 +53,7 @@ public class IndexIngestBenchmark {
       tokens[i] = IndexFixtures.randomTokens(rnd, BLOCKS_PER_EVENT * 16);
       hashes[i] = IndexFixtures.randomHashes(rnd, BLOCKS_PER_EVENT);
     }
-    pods = new String[100];
-    for (int p = 0; p < pods.length; p++) {
-      pods[p] = "pod-" + p;
-    }
+    pods = IndexFixtures.podNames(100);
   }
 
   /** One BlockStored event of 16 blocks. */

@@ -89,6 +89,12 @@ class EdgeTlsAdminTest {
     }
   }
 
+  /** {@code POST /admin/endpoints} on the admin listener, {@code rest} after the Host header. */
+  private Raw.Response postAdmin(String rest) throws IOException {
+    return exchange(
+        Raw.connect(server.adminPort()), "POST /admin/endpoints HTTP/1.1\r\nHost: a\r\n" + rest);
+  }
+
   private static Handler whoami() {
     return ex ->
         ex.respond(200, "text/plain", ("secure=" + ex.secure()).getBytes(StandardCharsets.UTF_8));
@@ -133,10 +139,8 @@ class EdgeTlsAdminTest {
     for (String auth : bad) {
       // a text/plain POST, as a web page could send without a preflight
       Raw.Response r =
-          exchange(
-              Raw.connect(server.adminPort()),
-              "POST /admin/endpoints HTTP/1.1\r\nHost: a\r\n"
-                  + auth
+          postAdmin(
+              auth
                   + "Content-Type: text/plain\r\nContent-Length: 20\r\n\r\n{\"id\":\"evil\",\"x\":1}");
       assertThat(r.status()).as(auth).isEqualTo(401);
       assertThat(r.header("WWW-Authenticate")).isEqualTo("Bearer");
@@ -151,11 +155,7 @@ class EdgeTlsAdminTest {
                 .count())
         .isEqualTo(bad.length);
     Raw.Response ok =
-        exchange(
-            Raw.connect(server.adminPort()),
-            "POST /admin/endpoints HTTP/1.1\r\nHost: a\r\nAuthorization: bearer  "
-                + TOKEN
-                + " \r\nContent-Length: 2\r\n\r\nok");
+        postAdmin("Authorization: bearer  " + TOKEN + " \r\nContent-Length: 2\r\n\r\nok");
     assertThat(ok.status()).isEqualTo(201);
     assertThat(ok.body()).isEqualTo("ok");
     // the admin routes are not on the traffic listener
