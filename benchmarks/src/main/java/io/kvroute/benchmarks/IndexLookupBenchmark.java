@@ -7,8 +7,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
 
@@ -23,7 +27,9 @@ import org.openjdk.jmh.annotations.Setup;
  *
  * <p>Run: {@code java -cp ... org.openjdk.jmh.Main IndexLookupBenchmark -f1 -wi 2 -i 3}.
  */
-public class IndexLookupBenchmark extends SampledMicroseconds {
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+public class IndexLookupBenchmark extends BenchmarkDefaults {
   @Param({"100", "1000"})
   int pods;
 

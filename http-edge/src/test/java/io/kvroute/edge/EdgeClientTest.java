@@ -62,6 +62,11 @@ class EdgeClientTest {
     return upstream(EdgeServer.builder().route(method, path, handler));
   }
 
+  /** An upstream answering {@code POST /v1/completions} with {@code handler}. */
+  private EdgeServer completions(Handler handler) {
+    return upstream("POST", "/v1/completions", handler);
+  }
+
   private static Endpoint at(int port) {
     return Endpoint.of("http://127.0.0.1:" + port, Endpoint.Role.DECODE);
   }
@@ -92,9 +97,7 @@ class EdgeClientTest {
   void sendsTheRequestAndRelaysStatusHeadersAndBody() throws Exception {
     AtomicReference<Exchange> seen = new AtomicReference<>();
     EdgeServer s =
-        upstream(
-            "POST",
-            "/v1/completions",
+        completions(
             ex -> {
               seen.set(ex);
               ex.respond(
@@ -152,8 +155,7 @@ class EdgeClientTest {
 
   @Test
   void aCallMadeOnAnEventLoopStaysOnThatLoop() throws Exception {
-    EdgeServer engine =
-        upstream("POST", "/v1/completions", ex -> ex.respond(200, "application/json", ex.body()));
+    EdgeServer engine = completions(ex -> ex.respond(200, "application/json", ex.body()));
     AtomicReference<Thread> handlerThread = new AtomicReference<>();
     AtomicReference<Thread> headThread = new AtomicReference<>();
     AtomicReference<Thread> bodyThread = new AtomicReference<>();
@@ -198,9 +200,7 @@ class EdgeClientTest {
     AtomicInteger produced = new AtomicInteger();
     CountDownLatch clientGone = new CountDownLatch(1);
     EdgeServer s =
-        upstream(
-            "POST",
-            "/v1/completions",
+        completions(
             ex -> {
               ex.onClientGone(clientGone::countDown);
               ex.respond(
@@ -226,7 +226,7 @@ class EdgeClientTest {
 
   @Test
   void aWholeCallThatTakesTooLongTimesOut() {
-    EdgeServer s = upstream("POST", "/v1/completions", ex -> {});
+    EdgeServer s = completions(ex -> {});
     UpstreamException e =
         failureOf(client.send(post(s.port(), "{}").timeout(Duration.ofMillis(300)).build()));
     assertThat(e.kind()).isEqualTo(UpstreamException.Kind.TIMEOUT);
@@ -315,9 +315,7 @@ class EdgeClientTest {
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch gone = new CountDownLatch(1);
     EdgeServer s =
-        upstream(
-            "POST",
-            "/v1/completions",
+        completions(
             ex -> {
               ex.onClientGone(gone::countDown);
               arrived.countDown();

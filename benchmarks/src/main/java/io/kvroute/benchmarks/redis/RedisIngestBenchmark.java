@@ -1,5 +1,6 @@
 package io.kvroute.benchmarks.redis;
 
+import io.kvroute.benchmarks.BenchmarkDefaults;
 import io.kvroute.benchmarks.IndexFixtures;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
@@ -10,16 +11,13 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
@@ -32,13 +30,11 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar RedisIngestBenchmark -f 1 -wi 3 -i 5}.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 3)
 @Measurement(iterations = 5, time = 3)
-@Fork(1)
-public class RedisIngestBenchmark {
+public class RedisIngestBenchmark extends BenchmarkDefaults {
   static final int REQUESTS = 16;
   static final int BLOCKS = 64;
   private static final int POOL = 1 << 10;

@@ -1,5 +1,6 @@
 package io.kvroute.benchmarks.redis;
 
+import io.kvroute.benchmarks.BenchmarkDefaults;
 import io.kvroute.benchmarks.IndexFixtures;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
@@ -14,15 +15,12 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
@@ -36,13 +34,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar RedisLookupBenchmark -f 1 -wi 3 -i 5}
  * (needs {@code redis-server}). Sample mode: read p0.50 and p0.99.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(1)
-public class RedisLookupBenchmark {
+public class RedisLookupBenchmark extends BenchmarkDefaults {
   @Param({"memory", "redis-script", "redis-mget"})
   String backend;
 

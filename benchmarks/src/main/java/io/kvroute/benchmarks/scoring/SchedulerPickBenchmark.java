@@ -1,6 +1,6 @@
 package io.kvroute.benchmarks.scoring;
 
-import io.kvroute.benchmarks.SampledMicroseconds;
+import io.kvroute.benchmarks.BenchmarkDefaults;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.PrefixMatch;
@@ -10,7 +10,11 @@ import io.kvroute.scoring.SchedulingRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
 
@@ -27,7 +31,9 @@ import org.openjdk.jmh.annotations.Setup;
  *
  * <p>Run: {@code java -cp ... org.openjdk.jmh.Main SchedulerPickBenchmark -f1 -wi 2 -i 3}.
  */
-public class SchedulerPickBenchmark extends SampledMicroseconds {
+@BenchmarkMode(Mode.SampleTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+public class SchedulerPickBenchmark extends BenchmarkDefaults {
   @Param({"100"})
   int endpoints;
 

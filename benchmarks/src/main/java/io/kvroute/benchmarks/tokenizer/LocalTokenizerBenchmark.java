@@ -1,10 +1,8 @@
 package io.kvroute.benchmarks.tokenizer;
 
-import io.kvroute.benchmarks.SampledMicroseconds;
 import io.kvroute.tokenizer.hf.ChatRequest;
 import io.kvroute.tokenizer.hf.HfTokenizer;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.TearDown;
@@ -18,10 +16,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * <p>Run with {@link RemoteTokenizeBenchmark} in the same invocation to get the local/remote ratio:
  * {@code java -jar benchmarks/target/benchmarks.jar 'LocalTokenizer|RemoteTokenize|PickWithLocal'}.
  */
-@Fork(
-    value = 1,
-    jvmArgsAppend = {"-DOPT_OUT_TRACKING=true", "-Dai.djl.offline=true"})
-public class LocalTokenizerBenchmark extends SampledMicroseconds {
+public class LocalTokenizerBenchmark extends TokenizerBenchmarkDefaults {
   @Param({"JAVA", "NATIVE"})
   HfTokenizer.Engine engine;
 

@@ -1,6 +1,5 @@
 package io.kvroute.benchmarks.tokenizer;
 
-import io.kvroute.benchmarks.SampledMicroseconds;
 import io.kvroute.benchmarks.scoring.PrefixHoldingEndpoints;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.scoring.Decision;
@@ -10,7 +9,6 @@ import io.kvroute.tokenizer.hf.HfTokenizer;
 import java.util.List;
 import java.util.SplittableRandom;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.TearDown;
@@ -21,10 +19,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * real in-memory index (each endpoint holds a random-length prefix of the prompt's real ids), every
  * default scorer and filter, top-3 picker — as {@code SchedulerPickBenchmark}, plus tokenization.
  */
-@Fork(
-    value = 1,
-    jvmArgsAppend = {"-DOPT_OUT_TRACKING=true", "-Dai.djl.offline=true"})
-public class PickWithLocalTokenizerBenchmark extends SampledMicroseconds {
+public class PickWithLocalTokenizerBenchmark extends TokenizerBenchmarkDefaults {
   @Param({"100"})
   int endpoints;
 

@@ -1,6 +1,5 @@
 package io.kvroute.benchmarks.tokenizer;
 
-import io.kvroute.benchmarks.SampledMicroseconds;
 import io.kvroute.scoring.SchedulingRequest;
 import io.kvroute.scoring.Tokenizers;
 import io.kvroute.testkit.EngineTokenizer;
@@ -27,7 +26,7 @@ import org.openjdk.jmh.annotations.TearDown;
       "-Dai.djl.offline=true",
       "-Dsun.net.httpserver.nodelay=true"
     })
-public class RemoteTokenizeBenchmark extends SampledMicroseconds {
+public class RemoteTokenizeBenchmark extends TokenizerBenchmarkDefaults {
   /** How the simulated pod tokenizes. */
   public enum PodTokenizer {
     REAL,
