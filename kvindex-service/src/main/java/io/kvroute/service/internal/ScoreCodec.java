@@ -129,17 +129,17 @@ final class ScoreCodec {
             }
             break;
           case "token_ids":
-            if (t != JsonToken.VALUE_NULL) {
+            if (isArray(t, "token_ids", "integers")) {
               parseTokens(p, t, out, maxTokens);
             }
             break;
           case "prompt_blocks":
-            if (t != JsonToken.VALUE_NULL) {
+            if (isArray(t, "prompt_blocks", "block keys")) {
               parseBlocks(p, t, out, maxBlocks);
             }
             break;
           case "candidate_pods":
-            if (t != JsonToken.VALUE_NULL) {
+            if (isArray(t, "candidate_pods", "pod ids")) {
               parseCandidates(p, t, out, maxCandidates);
             }
             break;
@@ -184,9 +184,6 @@ final class ScoreCodec {
 
   private static void parseTokens(JsonParser p, JsonToken t, Parsed out, int maxTokens)
       throws IOException {
-    if (t != JsonToken.START_ARRAY) {
-      throw mustBe("token_ids", "an array of integers, was " + describe(t));
-    }
     int n = 0;
     int[] buf = out.tokens;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
@@ -210,9 +207,6 @@ final class ScoreCodec {
 
   private static void parseBlocks(JsonParser p, JsonToken t, Parsed out, int maxBlocks)
       throws IOException {
-    if (t != JsonToken.START_ARRAY) {
-      throw mustBe("prompt_blocks", "an array of block keys, was " + describe(t));
-    }
     int n = 0;
     long[] buf = out.blocks;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
@@ -240,6 +234,19 @@ final class ScoreCodec {
       buf[n++] = key;
     }
     out.numBlocks = n;
+  }
+
+  /**
+   * False for null, true for the start of an array, else a 400: not an array of {@code elements}.
+   */
+  private static boolean isArray(JsonToken t, String field, String elements) {
+    if (t == JsonToken.VALUE_NULL) {
+      return false;
+    }
+    if (t != JsonToken.START_ARRAY) {
+      throw mustBe(field, "an array of " + elements + ", was " + describe(t));
+    }
+    return true;
   }
 
   /** A 400 for {@code field}: "{@code field} must be {@code what}". */
@@ -280,9 +287,6 @@ final class ScoreCodec {
 
   private static void parseCandidates(JsonParser p, JsonToken t, Parsed out, int maxCandidates)
       throws IOException {
-    if (t != JsonToken.START_ARRAY) {
-      throw mustBe("candidate_pods", "an array of pod ids, was " + describe(t));
-    }
     out.hasCandidates = true;
     HashSet<String> seen = out.seen;
     seen.clear();
