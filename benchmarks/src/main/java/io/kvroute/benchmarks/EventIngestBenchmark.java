@@ -13,17 +13,12 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Ingestion from payload bytes into the index, the way the subscriber's shard thread does it:
@@ -35,13 +30,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * arrays without applying ({@link #floorMsgpackJava}), and a plain walk over the bytes ({@link
  * #floorByteWalk}). {@code benchmarks/run.sh} prints the ratios.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
-@Fork(1)
-public class EventIngestBenchmark {
+public class EventIngestBenchmark extends BenchmarkDefaults {
   static final int BLOCKS_PER_EVENT = 16;
   private static final int PAYLOADS = 1 << 12;
 
@@ -70,10 +61,7 @@ public class EventIngestBenchmark {
               List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(hashes), null, tokens, 16)));
       payloads[i] = KvEventCodec.encode(batch, EventSchema.valueOf(schema));
     }
-    pods = new String[100];
-    for (int p = 0; p < pods.length; p++) {
-      pods[p] = "pod-" + p;
-    }
+    pods = IndexFixtures.podNames(100);
   }
 
   /** Decode one payload of 16 blocks and apply it. */

@@ -3,11 +3,12 @@ package io.kvroute.benchmarks;
 import io.kvroute.kvindex.BlockIndex;
 import java.util.SplittableRandom;
 
-/** Shared data generation for the index benchmarks. */
-final class IndexFixtures {
+/** Shared data generation for the index benchmarks (in-memory and Redis). */
+public final class IndexFixtures {
   private IndexFixtures() {}
 
-  static int[] randomTokens(SplittableRandom rnd, int n) {
+  /** {@code n} random token ids below 150,000. */
+  public static int[] randomTokens(SplittableRandom rnd, int n) {
     int[] t = new int[n];
     for (int i = 0; i < n; i++) {
       t[i] = rnd.nextInt(150_000);
@@ -15,7 +16,8 @@ final class IndexFixtures {
     return t;
   }
 
-  static long[] randomHashes(SplittableRandom rnd, int n) {
+  /** {@code n} random engine block hashes. */
+  public static long[] randomHashes(SplittableRandom rnd, int n) {
     long[] h = new long[n];
     for (int i = 0; i < n; i++) {
       h[i] = rnd.nextLong();
@@ -27,7 +29,7 @@ final class IndexFixtures {
    * Stores {@code blocks} blocks of {@code tokens} (from the root) for {@code pod}, in events of at
    * most {@code perEvent} blocks chained by parent hash, engine hashes from {@code engine}.
    */
-  static void storeChain(
+  public static void storeChain(
       BlockIndex index,
       String pod,
       int[] tokens,
@@ -42,5 +44,14 @@ final class IndexFixtures {
       index.blockStored(
           pod, hashes, from > 0, from > 0 ? engine[from - 1] : 0, toks, blockSize, null, null, 0);
     }
+  }
+
+  /** Pod names {@code pod-0 … pod-(n-1)}. */
+  public static String[] podNames(int n) {
+    String[] pods = new String[n];
+    for (int p = 0; p < n; p++) {
+      pods[p] = "pod-" + p;
+    }
+    return pods;
   }
 }

@@ -6,30 +6,21 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Index-only ingestion throughput: {@code blockStored} calls of {@value #BLOCKS_PER_EVENT} blocks
  * (tokens included, request keys computed) from 100 pods, into an index bounded at {@code maxKeys}
  * (so it runs in steady state with evictions). Score: blocks per second (one op = one block).
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
-@Fork(1)
-public class IndexIngestBenchmark {
+public class IndexIngestBenchmark extends BenchmarkDefaults {
   static final int BLOCKS_PER_EVENT = 16;
   private static final int EVENTS = 1 << 14;
 
@@ -53,10 +44,7 @@ public class IndexIngestBenchmark {
       tokens[i] = IndexFixtures.randomTokens(rnd, BLOCKS_PER_EVENT * 16);
       hashes[i] = IndexFixtures.randomHashes(rnd, BLOCKS_PER_EVENT);
     }
-    pods = new String[100];
-    for (int p = 0; p < pods.length; p++) {
-      pods[p] = "pod-" + p;
-    }
+    pods = IndexFixtures.podNames(100);
   }
 
   /** One BlockStored event of 16 blocks. */

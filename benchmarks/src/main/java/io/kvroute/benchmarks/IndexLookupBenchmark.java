@@ -10,16 +10,11 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Lookup of an 8,192-token prompt (512 blocks of 16) over N pods holding prefixes of it of uniform
@@ -32,13 +27,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Run: {@code java -cp ... org.openjdk.jmh.Main IndexLookupBenchmark -f1 -wi 2 -i 3}.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
-@Fork(1)
-public class IndexLookupBenchmark {
+public class IndexLookupBenchmark extends BenchmarkDefaults {
   @Param({"100", "1000"})
   int pods;
 

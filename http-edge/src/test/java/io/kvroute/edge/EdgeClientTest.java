@@ -57,6 +57,16 @@ class EdgeClientTest {
     return s;
   }
 
+  /** An upstream with the one route. */
+  private EdgeServer upstream(String method, String path, Handler handler) {
+    return upstream(EdgeServer.builder().route(method, path, handler));
+  }
+
+  /** An upstream answering {@code POST /v1/completions} with {@code handler}. */
+  private EdgeServer completions(Handler handler) {
+    return upstream("POST", "/v1/completions", handler);
+  }
+
   private static Endpoint at(int port) {
     return Endpoint.of("http://127.0.0.1:" + port, Endpoint.Role.DECODE);
   }
@@ -87,20 +97,16 @@ class EdgeClientTest {
   void sendsTheRequestAndRelaysStatusHeadersAndBody() throws Exception {
     AtomicReference<Exchange> seen = new AtomicReference<>();
     EdgeServer s =
-        upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> {
-                      seen.set(ex);
-                      ex.respond(
-                          Response.status(201)
-                              .contentType("application/json")
-                              .header("X-Answer", "42")
-                              .body(ex.body())
-                              .build());
-                    }));
+        completions(
+            ex -> {
+              seen.set(ex);
+              ex.respond(
+                  Response.status(201)
+                      .contentType("application/json")
+                      .header("X-Answer", "42")
+                      .body(ex.body())
+                      .build());
+            });
     StreamingResponse r =
         client
             .send(
@@ -131,14 +137,12 @@ class EdgeClientTest {
     List<Integer> clientPorts = new CopyOnWriteArrayList<>();
     EdgeServer s =
         upstream(
-            EdgeServer.builder()
-                .route(
-                    "GET",
-                    "/health",
-                    ex -> {
-                      clientPorts.add(ex.remoteAddress().getPort());
-                      ex.respond(200, "text/plain", new byte[0]);
-                    }));
+            "GET",
+            "/health",
+            ex -> {
+              clientPorts.add(ex.remoteAddress().getPort());
+              ex.respond(200, "text/plain", new byte[0]);
+            });
     for (int i = 0; i < 5; i++) {
       StreamingResponse r =
           client.send(Outbound.get(at(s.port()), "/health").build()).get(30, TimeUnit.SECONDS);
@@ -151,13 +155,7 @@ class EdgeClientTest {
 
   @Test
   void aCallMadeOnAnEventLoopStaysOnThatLoop() throws Exception {
-    EdgeServer engine =
-        upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> ex.respond(200, "application/json", ex.body())));
+    EdgeServer engine = completions(ex -> ex.respond(200, "application/json", ex.body()));
     AtomicReference<Thread> handlerThread = new AtomicReference<>();
     AtomicReference<Thread> headThread = new AtomicReference<>();
     AtomicReference<Thread> bodyThread = new AtomicReference<>();
@@ -202,18 +200,13 @@ class EdgeClientTest {
     AtomicInteger produced = new AtomicInteger();
     CountDownLatch clientGone = new CountDownLatch(1);
     EdgeServer s =
-        upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> {
-                      ex.onClientGone(clientGone::countDown);
-                      ex.respond(
-                          Response.status(200).contentType("text/event-stream").stream(
-                                  endless(produced))
-                              .build());
-                    }));
+        completions(
+            ex -> {
+              ex.onClientGone(clientGone::countDown);
+              ex.respond(
+                  Response.status(200).contentType("text/event-stream").stream(endless(produced))
+                      .build());
+            });
     StreamingResponse r =
         client.send(post(s.port(), "{}").streaming(true).build()).get(30, TimeUnit.SECONDS);
     BlockingSubscriber sub = new BlockingSubscriber();
@@ -233,7 +226,7 @@ class EdgeClientTest {
 
   @Test
   void aWholeCallThatTakesTooLongTimesOut() {
-    EdgeServer s = upstream(EdgeServer.builder().route("POST", "/v1/completions", ex -> {}));
+    EdgeServer s = completions(ex -> {});
     UpstreamException e =
         failureOf(client.send(post(s.port(), "{}").timeout(Duration.ofMillis(300)).build()));
     assertThat(e.kind()).isEqualTo(UpstreamException.Kind.TIMEOUT);
@@ -322,15 +315,11 @@ class EdgeClientTest {
     CountDownLatch arrived = new CountDownLatch(1);
     CountDownLatch gone = new CountDownLatch(1);
     EdgeServer s =
-        upstream(
-            EdgeServer.builder()
-                .route(
-                    "POST",
-                    "/v1/completions",
-                    ex -> {
-                      ex.onClientGone(gone::countDown);
-                      arrived.countDown();
-                    }));
+        completions(
+            ex -> {
+              ex.onClientGone(gone::countDown);
+              arrived.countDown();
+            });
     CompletableFuture<StreamingResponse> f = client.send(post(s.port(), "{}").build());
     assertThat(arrived.await(30, TimeUnit.SECONDS)).isTrue();
     f.cancel(true);

@@ -16,8 +16,6 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -35,7 +33,7 @@ import org.junit.jupiter.api.Test;
 class EdgeServerTest {
   private EdgeServer server;
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-  private final List<Socket> sockets = new ArrayList<>();
+  private final Raw.Sockets sockets = new Raw.Sockets();
 
   /** Echoes the request: "METHOD PATH LENGTH BODY"; special paths misbehave on purpose. */
   private static void echo(Exchange ex) {
@@ -98,18 +96,14 @@ class EdgeServerTest {
 
   @AfterEach
   void stop() throws IOException {
-    for (Socket s : sockets) {
-      s.close();
-    }
+    sockets.close();
     if (server != null) {
       server.close();
     }
   }
 
   private Socket connect() throws IOException {
-    Socket s = Raw.connect(server.port());
-    sockets.add(s);
-    return s;
+    return sockets.connect(server.port());
   }
 
   private double refused(int status) {

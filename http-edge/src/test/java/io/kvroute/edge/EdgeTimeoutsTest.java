@@ -10,8 +10,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.Socket;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -25,7 +23,7 @@ class EdgeTimeoutsTest {
   private static final long SECOND = 1_000_000_000L;
   private final AtomicLong now = new AtomicLong(1_000 * SECOND);
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
-  private final List<Socket> sockets = new ArrayList<>();
+  private final Raw.Sockets sockets = new Raw.Sockets();
   private EdgeServer server;
 
   @BeforeEach
@@ -49,16 +47,12 @@ class EdgeTimeoutsTest {
 
   @AfterEach
   void stop() throws IOException {
-    for (Socket s : sockets) {
-      s.close();
-    }
+    sockets.close();
     server.close();
   }
 
   private Socket connect() throws IOException {
-    Socket s = Raw.connect(server.port());
-    sockets.add(s);
-    return s;
+    return sockets.connect(server.port());
   }
 
   private double timeouts(String phase) {

@@ -23,6 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 /** TLS on both listeners (self-signed certificates) and the admin listener's bearer token. */
 class EdgeTlsAdminTest {
   private static final String TOKEN = "0123456789abcdef0123456789abcdef";
+  private static final String ADMIN_GET =
+      "GET /admin/endpoints HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN + "\r\n\r\n";
   private static HeldCertificate ca;
   private static HeldCertificate serverCert;
   private static HeldCertificate clientCert;
@@ -79,6 +81,20 @@ class EdgeTlsAdminTest {
     return s;
   }
 
+  /** Sends one request on {@code s}, reads the response, closes {@code s}. */
+  private static Raw.Response exchange(Socket s, String request) throws IOException {
+    try (s) {
+      send(s, request);
+      return read(s);
+    }
+  }
+
+  /** {@code POST /admin/endpoints} on the admin listener, {@code rest} after the Host header. */
+  private Raw.Response postAdmin(String rest) throws IOException {
+    return exchange(
+        Raw.connect(server.adminPort()), "POST /admin/endpoints HTTP/1.1\r\nHost: a\r\n" + rest);
+  }
+
   private static Handler whoami() {
     return ex ->
         ex.respond(200, "text/plain", ("secure=" + ex.secure()).getBytes(StandardCharsets.UTF_8));
@@ -121,18 +137,14 @@ class EdgeTlsAdminTest {
       "Authorization: Bearer\r\n"
     };
     for (String auth : bad) {
-      try (Socket s = Raw.connect(server.adminPort())) {
-        // a text/plain POST, as a web page could send without a preflight
-        send(
-            s,
-            "POST /admin/endpoints HTTP/1.1\r\nHost: a\r\n"
-                + auth
-                + "Content-Type: text/plain\r\nContent-Length: 20\r\n\r\n{\"id\":\"evil\",\"x\":1}");
-        Raw.Response r = read(s);
-        assertThat(r.status()).as(auth).isEqualTo(401);
-        assertThat(r.header("WWW-Authenticate")).isEqualTo("Bearer");
-        assertThat(r.body()).contains("Bearer <token>").doesNotContain(TOKEN);
-      }
+      // a text/plain POST, as a web page could send without a preflight
+      Raw.Response r =
+          postAdmin(
+              auth
+                  + "Content-Type: text/plain\r\nContent-Length: 20\r\n\r\n{\"id\":\"evil\",\"x\":1}");
+      assertThat(r.status()).as(auth).isEqualTo(401);
+      assertThat(r.header("WWW-Authenticate")).isEqualTo("Bearer");
+      assertThat(r.body()).contains("Bearer <token>").doesNotContain(TOKEN);
     }
     assertThat(
             registry
@@ -142,25 +154,12 @@ class EdgeTlsAdminTest {
                 .counter()
                 .count())
         .isEqualTo(bad.length);
-    try (Socket s = Raw.connect(server.adminPort())) {
-      send(
-          s,
-          "POST /admin/endpoints HTTP/1.1\r\nHost: a\r\nAuthorization: bearer  "
-              + TOKEN
-              + " \r\nContent-Length: 2\r\n\r\nok");
-      Raw.Response r = read(s);
-      assertThat(r.status()).isEqualTo(201);
-      assertThat(r.body()).isEqualTo("ok");
-    }
+    Raw.Response ok =
+        postAdmin("Authorization: bearer  " + TOKEN + " \r\nContent-Length: 2\r\n\r\nok");
+    assertThat(ok.status()).isEqualTo(201);
+    assertThat(ok.body()).isEqualTo("ok");
     // the admin routes are not on the traffic listener
-    try (Socket s = Raw.connect(server.port())) {
-      send(
-          s,
-          "GET /admin/endpoints HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer "
-              + TOKEN
-              + "\r\n\r\n");
-      assertThat(read(s).status()).isEqualTo(404);
-    }
+    assertThat(exchange(Raw.connect(server.port()), ADMIN_GET).status()).isEqualTo(404);
   }
 
   @Test
@@ -177,25 +176,9 @@ class EdgeTlsAdminTest {
                     .build())
             .build();
     server = withAdmin(admin).build().start();
-    try (Socket s = tlsSocket(server.adminPort(), true)) {
-      send(
-          s,
-          "GET /admin/endpoints HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer "
-              + TOKEN
-              + "\r\n\r\n");
-      assertThat(read(s).body()).isEqualTo("secure=true");
-    }
-    assertThatThrownBy(
-            () -> {
-              try (Socket s = tlsSocket(server.adminPort(), false)) {
-                send(
-                    s,
-                    "GET /admin/endpoints HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer "
-                        + TOKEN
-                        + "\r\n\r\n");
-                read(s);
-              }
-            })
+    assertThat(exchange(tlsSocket(server.adminPort(), true), ADMIN_GET).body())
+        .isEqualTo("secure=true");
+    assertThatThrownBy(() -> exchange(tlsSocket(server.adminPort(), false), ADMIN_GET))
         .isInstanceOf(IOException.class);
   }
 

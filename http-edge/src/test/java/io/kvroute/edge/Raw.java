@@ -38,6 +38,25 @@ final class Raw {
     return s;
   }
 
+  /** Sockets a test opened, closed after it. */
+  static final class Sockets implements AutoCloseable {
+    private final List<Socket> open = new ArrayList<>();
+
+    /** A socket to {@code port} on loopback, closed with the others. */
+    Socket connect(int port) throws IOException {
+      Socket s = Raw.connect(port);
+      open.add(s);
+      return s;
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (Socket s : open) {
+        s.close();
+      }
+    }
+  }
+
   static void send(Socket s, String text) throws IOException {
     OutputStream out = s.getOutputStream();
     out.write(text.getBytes(StandardCharsets.ISO_8859_1));

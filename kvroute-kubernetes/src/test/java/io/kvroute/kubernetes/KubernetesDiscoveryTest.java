@@ -6,6 +6,8 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.PodCondition;
+import io.fabric8.kubernetes.api.model.PodConditionBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kubernetes.internal.InferencePools;
@@ -33,16 +35,14 @@ class KubernetesDiscoveryTest extends MockCluster {
         .withNewStatus()
         .withPhase("Running")
         .withPodIP(ip)
-        .addNewCondition()
-        .withType("Ready")
-        .withStatus(ready ? "True" : "False")
-        .endCondition()
+        .withConditions(readiness(ready))
         .endStatus()
         .build();
   }
 
-  void create(Pod p) {
-    client.pods().inNamespace(NS).resource(p).create();
+  /** The pod's {@code Ready} condition. */
+  static PodCondition readiness(boolean ready) {
+    return new PodConditionBuilder().withType("Ready").withStatus(ready ? "True" : "False").build();
   }
 
   /** Replaces a pod's status (readiness, IP) as the kubelet would. */
@@ -52,11 +52,7 @@ class KubernetesDiscoveryTest extends MockCluster {
         new PodBuilder(now)
             .editStatus()
             .withPodIP(ip)
-            .withConditions()
-            .addNewCondition()
-            .withType("Ready")
-            .withStatus(ready ? "True" : "False")
-            .endCondition()
+            .withConditions(readiness(ready))
             .endStatus()
             .build();
     client.pods().inNamespace(NS).resource(next).updateStatus();

@@ -2,7 +2,6 @@ package io.kvroute.kubernetes;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.fabric8.kubernetes.api.model.Pod;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.router.KvEventFeed;
@@ -44,8 +43,10 @@ class KubernetesDiscoveryWiringTest extends MockCluster {
     public void close() {}
   }
 
-  void create(Pod p) {
-    client.pods().inNamespace(NS).resource(p).create();
+  /** Creates pod {@code vllm-0} served by {@link #vllm}; a discovery of it into {@code sink}. */
+  KubernetesDiscovery.Builder discoverTheVllmPod(RecordingSink sink) {
+    create(KubernetesDiscoveryTest.pod("vllm-0", "127.0.0.1", true, Map.of("app", "vllm")));
+    return discover(sink).selector(Map.of("app", "vllm")).port(vllm.getPort());
   }
 
   @Test
@@ -58,12 +59,7 @@ class KubernetesDiscoveryWiringTest extends MockCluster {
     create(
         KubernetesDiscoveryTest.pod(
             "decode-0", "10.1.0.2", true, Map.of("app", "vllm", "llm-d.ai/role", "decode")));
-    discovery =
-        KubernetesDiscovery.builder(EndpointSink.of(router))
-            .client(client)
-            .namespace(NS)
-            .selector(Map.of("app", "vllm"))
-            .build();
+    discovery = discover(EndpointSink.of(router)).selector(Map.of("app", "vllm")).build();
     closeLater(discovery).start();
     RecordingSink.await(
         Duration.ofSeconds(20),
@@ -113,17 +109,9 @@ class KubernetesDiscoveryWiringTest extends MockCluster {
           }
         });
     vllm.start();
-    create(KubernetesDiscoveryTest.pod("vllm-0", "127.0.0.1", true, Map.of("app", "vllm")));
     RecordingSink sink = new RecordingSink();
     discovery =
-        KubernetesDiscovery.builder(sink)
-            .client(client)
-            .namespace(NS)
-            .selector(Map.of("app", "vllm"))
-            .port(vllm.getPort())
-            .loraAdapters(true)
-            .loraRefresh(Duration.ofMillis(100))
-            .build();
+        discoverTheVllmPod(sink).loraAdapters(true).loraRefresh(Duration.ofMillis(100)).build();
     closeLater(discovery).start();
     sink.await(
         s ->
@@ -160,15 +148,8 @@ class KubernetesDiscoveryWiringTest extends MockCluster {
   void loraAdaptersAreOffByDefault() throws Exception {
     vllm = closeLater(new MockWebServer());
     vllm.start();
-    create(KubernetesDiscoveryTest.pod("vllm-0", "127.0.0.1", true, Map.of("app", "vllm")));
     RecordingSink sink = new RecordingSink();
-    discovery =
-        KubernetesDiscovery.builder(sink)
-            .client(client)
-            .namespace(NS)
-            .selector(Map.of("app", "vllm"))
-            .port(vllm.getPort())
-            .build();
+    discovery = discoverTheVllmPod(sink).build();
     closeLater(discovery).start();
     sink.awaitIds("vllm-0");
     assertThat(sink.state().get("vllm-0").endpoint().labels()).isEqualTo(Map.of("app", "vllm"));

@@ -1,5 +1,6 @@
 package io.kvroute.kubernetes;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
@@ -47,6 +48,16 @@ abstract class MockCluster {
       toClose.get(i).close();
     }
     client.close();
+  }
+
+  /** Creates a pod in the namespace. */
+  void create(Pod p) {
+    client.pods().inNamespace(NS).resource(p).create();
+  }
+
+  /** A discovery of this cluster's namespace into {@code sink}, to complete and build. */
+  KubernetesDiscovery.Builder discover(EndpointSink sink) {
+    return KubernetesDiscovery.builder(sink).client(client).namespace(NS);
   }
 
   /** Closed after the server is destroyed, last registered first. */

@@ -1,26 +1,23 @@
 package io.kvroute.benchmarks.redis;
 
+import io.kvroute.benchmarks.BenchmarkDefaults;
+import io.kvroute.benchmarks.IndexFixtures;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
@@ -33,13 +30,11 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar RedisIngestBenchmark -f 1 -wi 3 -i 5}.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 3)
 @Measurement(iterations = 5, time = 3)
-@Fork(1)
-public class RedisIngestBenchmark {
+public class RedisIngestBenchmark extends BenchmarkDefaults {
   static final int REQUESTS = 16;
   static final int BLOCKS = 64;
   private static final int POOL = 1 << 10;
@@ -71,25 +66,20 @@ public class RedisIngestBenchmark {
     } else {
       redis = RedisProcess.start("--maxmemory", "3gb", "--maxmemory-policy", "allkeys-lru");
       index =
-          RedisBlockIndex.create(
+          redis.index(
               ic,
-              RedisIndexConfig.builder()
-                  .url(redis.url())
-                  .ingestMode(
-                      backend.equals("redis-all") ? IngestMode.ALL_REPLICAS : IngestMode.LEASED)
-                  .commandTimeout(Duration.ofSeconds(10))
-                  .build());
+              b ->
+                  b.ingestMode(
+                          backend.equals("redis-all") ? IngestMode.ALL_REPLICAS : IngestMode.LEASED)
+                      .commandTimeout(Duration.ofSeconds(10)));
     }
     tokens = new int[POOL][];
     hashes = new long[POOL][];
     for (int i = 0; i < POOL; i++) {
-      tokens[i] = RedisLookupBenchmark.randomTokens(rnd, BLOCKS * 16);
-      hashes[i] = RedisLookupBenchmark.randomHashes(rnd, BLOCKS);
+      tokens[i] = IndexFixtures.randomTokens(rnd, BLOCKS * 16);
+      hashes[i] = IndexFixtures.randomHashes(rnd, BLOCKS);
     }
-    pods = new String[100];
-    for (int p = 0; p < pods.length; p++) {
-      pods[p] = "pod-" + p;
-    }
+    pods = IndexFixtures.podNames(100);
   }
 
   /** Notes the server's CPU time. */
@@ -138,19 +128,7 @@ public class RedisIngestBenchmark {
       int[] t = tokens[i];
       t[0] = (int) (round & 0xffff); // new content each round
       String pod = pods[i % pods.length];
-      for (int from = 0; from < BLOCKS; from += perEvent) {
-        int to = from + perEvent;
-        index.blockStored(
-            pod,
-            Arrays.copyOfRange(e, from, to),
-            from > 0,
-            from > 0 ? e[from - 1] : 0,
-            Arrays.copyOfRange(t, from * 16, to * 16),
-            16,
-            null,
-            null,
-            0);
-      }
+      IndexFixtures.storeChain(index, pod, t, e, BLOCKS, perEvent, 16);
     }
     if (index instanceof RedisBlockIndex) {
       ((RedisBlockIndex) index).flush();

@@ -1,29 +1,26 @@
 package io.kvroute.benchmarks.redis;
 
+import io.kvroute.benchmarks.BenchmarkDefaults;
+import io.kvroute.benchmarks.IndexFixtures;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import io.kvroute.kvindex.redis.RedisIndexConfig.LookupMode;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
@@ -37,13 +34,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>Run: {@code java -jar benchmarks/target/benchmarks.jar RedisLookupBenchmark -f 1 -wi 3 -i 5}
  * (needs {@code redis-server}). Sample mode: read p0.50 and p0.99.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(1)
-public class RedisLookupBenchmark {
+public class RedisLookupBenchmark extends BenchmarkDefaults {
   @Param({"memory", "redis-script", "redis-mget"})
   String backend;
 
@@ -69,31 +64,29 @@ public class RedisLookupBenchmark {
     } else {
       redis = RedisProcess.start();
       index =
-          RedisBlockIndex.create(
+          redis.index(
               ic,
-              RedisIndexConfig.builder()
-                  .url(redis.url())
-                  .ingestMode(IngestMode.ALL_REPLICAS)
-                  .lookupMode(
-                      backend.equals("redis-script")
-                          ? LookupMode.SCRIPT
-                          : LookupMode.PIPELINED_MGET)
-                  .lookupTimeout(Duration.ofSeconds(5))
-                  .build());
+              b ->
+                  b.ingestMode(IngestMode.ALL_REPLICAS)
+                      .lookupMode(
+                          backend.equals("redis-script")
+                              ? LookupMode.SCRIPT
+                              : LookupMode.PIPELINED_MGET)
+                      .lookupTimeout(Duration.ofSeconds(5)));
     }
     SplittableRandom rnd = new SplittableRandom(42);
-    int[] prompt = randomTokens(rnd, 8192);
-    long[] engine = randomHashes(rnd, 512);
+    int[] prompt = IndexFixtures.randomTokens(rnd, 8192);
+    long[] engine = IndexFixtures.randomHashes(rnd, 512);
     podIds = new ArrayList<>();
     for (int p = 0; p < pods; p++) {
       String pod = "10.0." + (p / 250) + "." + (p % 250) + ":8000";
       podIds.add(pod);
-      storeChain(index, pod, prompt, engine, rnd.nextInt(513), 128);
+      IndexFixtures.storeChain(index, pod, prompt, engine, rnd.nextInt(513), 128, 16);
     }
     for (int done = 0; done < backgroundBlocks; done += 64) {
-      int[] t = randomTokens(rnd, 64 * 16);
-      long[] e = randomHashes(rnd, 64);
-      storeChain(index, podIds.get(rnd.nextInt(pods)), t, e, 64, 64);
+      int[] t = IndexFixtures.randomTokens(rnd, 64 * 16);
+      long[] e = IndexFixtures.randomHashes(rnd, 64);
+      IndexFixtures.storeChain(index, podIds.get(rnd.nextInt(pods)), t, e, 64, 64, 16);
     }
     if (index instanceof RedisBlockIndex) {
       ((RedisBlockIndex) index).flush();
@@ -123,38 +116,5 @@ public class RedisLookupBenchmark {
   @Benchmark
   public int lookup() {
     return index.lookup(keys, keys.length, podIds, result).maxMatchedBlocks();
-  }
-
-  static int[] randomTokens(SplittableRandom rnd, int n) {
-    int[] t = new int[n];
-    for (int i = 0; i < n; i++) {
-      t[i] = rnd.nextInt(150_000);
-    }
-    return t;
-  }
-
-  static long[] randomHashes(SplittableRandom rnd, int n) {
-    long[] h = new long[n];
-    for (int i = 0; i < n; i++) {
-      h[i] = rnd.nextLong();
-    }
-    return h;
-  }
-
-  static void storeChain(
-      BlockIndex index, String pod, int[] tokens, long[] engine, int blocks, int perEvent) {
-    for (int from = 0; from < blocks; from += perEvent) {
-      int to = Math.min(blocks, from + perEvent);
-      index.blockStored(
-          pod,
-          Arrays.copyOfRange(engine, from, to),
-          from > 0,
-          from > 0 ? engine[from - 1] : 0,
-          Arrays.copyOfRange(tokens, from * 16, to * 16),
-          16,
-          null,
-          null,
-          0);
-    }
   }
 }

@@ -1,5 +1,8 @@
 package io.kvroute.benchmarks.redis;
 
+import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.redis.RedisBlockIndex;
+import io.kvroute.kvindex.redis.RedisIndexConfig;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -13,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 
 /**
  * A {@code redis-server} (Debian package) started by a benchmark on a free loopback port, without
@@ -86,6 +90,16 @@ public final class RedisProcess implements AutoCloseable {
   /** {@code redis://127.0.0.1:PORT}. */
   public String url() {
     return "redis://127.0.0.1:" + port;
+  }
+
+  /**
+   * A Redis index on this server: {@code settings} completes a configuration whose URL is this
+   * server's.
+   */
+  public RedisBlockIndex index(
+      IndexConfig index, UnaryOperator<RedisIndexConfig.Builder> settings) {
+    return RedisBlockIndex.create(
+        index, settings.apply(RedisIndexConfig.builder().url(url())).build());
   }
 
   /** The server process id. */

@@ -14,7 +14,6 @@ import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.event.KvEventBatch;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.kvindex.zmq.KvEventSubscriber;
 import io.kvroute.kvindex.zmq.PodEndpoint;
@@ -132,14 +131,7 @@ final class ScaleReplicas {
       IndexConfig ic =
           IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).maxPodsPerKey(2048).build();
       if (redis != null) {
-        redisIndex =
-            RedisBlockIndex.create(
-                ic,
-                RedisIndexConfig.builder()
-                    .url(redis.url())
-                    .ingestMode(o.ingest)
-                    .replicaId("replica-" + n)
-                    .build());
+        redisIndex = redis.index(ic, b -> b.ingestMode(o.ingest).replicaId("replica-" + n));
         index = redisIndex;
       } else {
         redisIndex = null;

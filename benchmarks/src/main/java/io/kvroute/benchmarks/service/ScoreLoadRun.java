@@ -349,28 +349,20 @@ public final class ScoreLoadRun {
       throws Exception {
     AtomicBoolean stop = new AtomicBoolean();
     LongAdder done = new LongAdder();
-    List<Thread> threads = new ArrayList<>();
     CountDownLatch ready = new CountDownLatch(connections);
-    for (int c = 0; c < connections; c++) {
-      int id = c;
-      Thread t =
-          new Thread(
-              () -> {
-                try (Conn conn = new Conn(port)) {
-                  ready.countDown();
-                  int i = id;
-                  while (!stop.get()) {
-                    conn.exchange(requests[i++ % requests.length]);
-                    done.increment();
-                  }
-                } catch (IOException e) {
-                  throw new IllegalStateException(e);
-                }
-              },
-              "load-" + c);
-      threads.add(t);
-      t.start();
-    }
+    List<Thread> threads =
+        startConnections(
+            port,
+            connections,
+            "load",
+            (conn, id) -> {
+              ready.countDown();
+              int i = id;
+              while (!stop.get()) {
+                conn.exchange(requests[i++ % requests.length]);
+                done.increment();
+              }
+            });
     ready.await();
     long cpu0 = cpu == null ? 0 : cpu.getAsLong();
     long n0 = done.sum();
@@ -389,40 +381,58 @@ public final class ScoreLoadRun {
     return new double[] {wall, 1e9 / perReq, (cpu1 - cpu0) / (double) (t1 - t0), perReq};
   }
 
-  static void openLoop(int port, byte[][] requests, int connections, int seconds, double rate)
-      throws Exception {
-    double perConn = rate / connections;
-    long interval = (long) (1e9 / perConn);
-    int perThread = (int) (perConn * seconds);
-    long[][] lat = new long[connections][perThread];
+  /** What one load thread does with its own connection ({@code id}: its index). */
+  interface OnConnection {
+    void run(Conn conn, int id) throws IOException;
+  }
+
+  /** Starts {@code connections} threads {@code name-<id>}, each running {@code loop} on its own. */
+  static List<Thread> startConnections(int port, int connections, String name, OnConnection loop) {
     List<Thread> threads = new ArrayList<>();
-    long start = System.nanoTime() + 50_000_000L;
     for (int c = 0; c < connections; c++) {
       int id = c;
       Thread t =
           new Thread(
               () -> {
                 try (Conn conn = new Conn(port)) {
-                  long first = start + id * interval / connections;
-                  for (int i = 0; i < perThread; i++) {
-                    long due = first + i * interval;
-                    long now;
-                    // Park (never spin: the client must not take the server's core); a late
-                    // wake-up counts against the measured latency, so it is never flattering.
-                    while ((now = System.nanoTime()) < due) {
-                      java.util.concurrent.locks.LockSupport.parkNanos(due - now);
-                    }
-                    conn.exchange(requests[(id + i) % requests.length]);
-                    lat[id][i] = System.nanoTime() - due;
-                  }
+                  loop.run(conn, id);
                 } catch (IOException e) {
                   throw new IllegalStateException(e);
                 }
               },
-              "open-" + c);
+              name + "-" + c);
       threads.add(t);
       t.start();
     }
+    return threads;
+  }
+
+  static void openLoop(int port, byte[][] requests, int connections, int seconds, double rate)
+      throws Exception {
+    double perConn = rate / connections;
+    long interval = (long) (1e9 / perConn);
+    int perThread = (int) (perConn * seconds);
+    long[][] lat = new long[connections][perThread];
+    long start = System.nanoTime() + 50_000_000L;
+    List<Thread> threads =
+        startConnections(
+            port,
+            connections,
+            "open",
+            (conn, id) -> {
+              long first = start + id * interval / connections;
+              for (int i = 0; i < perThread; i++) {
+                long due = first + i * interval;
+                long now;
+                // Park (never spin: the client must not take the server's core); a late
+                // wake-up counts against the measured latency, so it is never flattering.
+                while ((now = System.nanoTime()) < due) {
+                  java.util.concurrent.locks.LockSupport.parkNanos(due - now);
+                }
+                conn.exchange(requests[(id + i) % requests.length]);
+                lat[id][i] = System.nanoTime() - due;
+              }
+            });
     for (Thread t : threads) {
       t.join();
     }

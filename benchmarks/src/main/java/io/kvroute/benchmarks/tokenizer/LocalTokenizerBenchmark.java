@@ -2,19 +2,10 @@ package io.kvroute.benchmarks.tokenizer;
 
 import io.kvroute.tokenizer.hf.ChatRequest;
 import io.kvroute.tokenizer.hf.HfTokenizer;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Local tokenization with the real Qwen3 tokenizer (result cache off, one thread): an 8,192-token
@@ -25,15 +16,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>Run with {@link RemoteTokenizeBenchmark} in the same invocation to get the local/remote ratio:
  * {@code java -jar benchmarks/target/benchmarks.jar 'LocalTokenizer|RemoteTokenize|PickWithLocal'}.
  */
-@State(Scope.Benchmark)
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
-@Fork(
-    value = 1,
-    jvmArgsAppend = {"-DOPT_OUT_TRACKING=true", "-Dai.djl.offline=true"})
-public class LocalTokenizerBenchmark {
+public class LocalTokenizerBenchmark extends TokenizerBenchmarkDefaults {
   @Param({"JAVA", "NATIVE"})
   HfTokenizer.Engine engine;
 

@@ -7,19 +7,11 @@ import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.VllmSimulator;
 import io.kvroute.tokenizer.hf.HfTokenizer;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The remote alternative: {@code Tokenizers.vllm()} (cache off) calling a testkit simulator's
@@ -27,11 +19,6 @@ import org.openjdk.jmh.annotations.Warmup;
  * REAL} makes the pod tokenize with the same Qwen3 tokenizer (Java engine, as a fast engine would);
  * {@code BUILTIN} uses the simulator's cheap regex tokenizer, isolating the HTTP + JSON hop.
  */
-@State(Scope.Benchmark)
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
 @Fork(
     value = 1,
     jvmArgsAppend = {
@@ -39,7 +26,7 @@ import org.openjdk.jmh.annotations.Warmup;
       "-Dai.djl.offline=true",
       "-Dsun.net.httpserver.nodelay=true"
     })
-public class RemoteTokenizeBenchmark {
+public class RemoteTokenizeBenchmark extends TokenizerBenchmarkDefaults {
   /** How the simulated pod tokenizes. */
   public enum PodTokenizer {
     REAL,

@@ -24,6 +24,7 @@ import io.kvroute.config.Quantity;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.time.Duration;
+import java.util.function.Function;
 
 /**
  * The one place kvroute's configuration {@link ObjectMapper}s are made: strict (unknown keys,
@@ -71,8 +72,14 @@ public final class Mappers {
       b.propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE);
     }
     SimpleModule types = new SimpleModule("kvroute-config");
-    types.addDeserializer(Duration.class, new DurationDeserializer());
-    types.addDeserializer(Quantity.class, new QuantityDeserializer());
+    types.addDeserializer(
+        Duration.class,
+        new TextOrNumberDeserializer<>(
+            Duration.class, Durations::parse, Durations::ofSeconds, Durations.EXPECTED));
+    types.addDeserializer(
+        Quantity.class,
+        new TextOrNumberDeserializer<>(
+            Quantity.class, Quantity::parse, Quantity::of, Quantity.EXPECTED));
     b.addModule(types);
     return b.build();
   }
@@ -89,53 +96,43 @@ public final class Mappers {
     }
   }
 
-  /** {@link Duration} from {@code "1m30s"}, {@code "PT30S"} or a number of seconds. */
-  static final class DurationDeserializer extends StdScalarDeserializer<Duration> {
+  /**
+   * A scalar given as text or as a number ({@link Duration} from {@code "1m30s"}, {@code "PT30S"}
+   * or a number of seconds; {@link Quantity} from {@code "32Gi"} or a number); anything else, or
+   * text or a number the type refuses, is a {@link Problem} that says what was expected.
+   */
+  static final class TextOrNumberDeserializer<T> extends StdScalarDeserializer<T> {
     private static final long serialVersionUID = 1L;
 
-    DurationDeserializer() {
-      super(Duration.class);
+    private final transient Function<String, T> fromText;
+    private final transient Function<BigDecimal, T> fromNumber;
+    private final String expected;
+
+    TextOrNumberDeserializer(
+        Class<T> type,
+        Function<String, T> fromText,
+        Function<BigDecimal, T> fromNumber,
+        String expected) {
+      super(type);
+      this.fromText = fromText;
+      this.fromNumber = fromNumber;
+      this.expected = expected;
     }
 
     @Override
-    public Duration deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+    public T deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
       try {
         JsonToken t = p.currentToken();
         if (t == JsonToken.VALUE_STRING) {
-          return Durations.parse(p.getText());
+          return fromText.apply(p.getText());
         }
         if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
-          return Durations.ofSeconds(new BigDecimal(p.getText()));
+          return fromNumber.apply(new BigDecimal(p.getText()));
         }
       } catch (IllegalArgumentException e) {
         throw new Problem(p, e.getMessage());
       }
-      throw new Problem(p, "must be " + Durations.EXPECTED + ", was " + Errors.describe(p));
-    }
-  }
-
-  /** {@link Quantity} from {@code "32Gi"} or a number. */
-  static final class QuantityDeserializer extends StdScalarDeserializer<Quantity> {
-    private static final long serialVersionUID = 1L;
-
-    QuantityDeserializer() {
-      super(Quantity.class);
-    }
-
-    @Override
-    public Quantity deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
-      try {
-        JsonToken t = p.currentToken();
-        if (t == JsonToken.VALUE_STRING) {
-          return Quantity.parse(p.getText());
-        }
-        if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
-          return Quantity.of(new BigDecimal(p.getText()));
-        }
-      } catch (IllegalArgumentException e) {
-        throw new Problem(p, e.getMessage());
-      }
-      throw new Problem(p, "must be " + Quantity.EXPECTED + ", was " + Errors.describe(p));
+      throw new Problem(p, "must be " + expected + ", was " + Errors.describe(p));
     }
   }
 }

@@ -129,17 +129,17 @@ final class ScoreCodec {
             }
             break;
           case "token_ids":
-            if (t != JsonToken.VALUE_NULL) {
+            if (isArray(t, "token_ids", "integers")) {
               parseTokens(p, t, out, maxTokens);
             }
             break;
           case "prompt_blocks":
-            if (t != JsonToken.VALUE_NULL) {
+            if (isArray(t, "prompt_blocks", "block keys")) {
               parseBlocks(p, t, out, maxBlocks);
             }
             break;
           case "candidate_pods":
-            if (t != JsonToken.VALUE_NULL) {
+            if (isArray(t, "candidate_pods", "pod ids")) {
               parseCandidates(p, t, out, maxCandidates);
             }
             break;
@@ -177,32 +177,24 @@ final class ScoreCodec {
     }
     if (t != JsonToken.VALUE_STRING) {
       p.skipChildren();
-      throw ApiException.badRequest(field, field + " must be a string, was " + describe(t));
+      throw mustBe(field, "a string, was " + describe(t));
     }
     return p.getText();
   }
 
   private static void parseTokens(JsonParser p, JsonToken t, Parsed out, int maxTokens)
       throws IOException {
-    if (t != JsonToken.START_ARRAY) {
-      throw ApiException.badRequest(
-          "token_ids", "token_ids must be an array of integers, was " + describe(t));
-    }
     int n = 0;
     int[] buf = out.tokens;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
       if (t != JsonToken.VALUE_NUMBER_INT) {
-        throw ApiException.badRequest(
-            "token_ids[" + n + "]", "token_ids[" + n + "] must be an integer, was " + describe(t));
+        throw mustBe("token_ids[" + n + "]", "an integer, was " + describe(t));
       }
       if (p.getNumberType() != JsonParser.NumberType.INT || p.getIntValue() < 0) {
-        throw ApiException.badRequest(
-            "token_ids[" + n + "]",
-            "token_ids[" + n + "] must be in [0, 2147483647], was " + p.getText());
+        throw mustBe("token_ids[" + n + "]", "in [0, 2147483647], was " + p.getText());
       }
       if (n == maxTokens) {
-        throw ApiException.badRequest(
-            "token_ids", "token_ids has more than limits.max_tokens = " + maxTokens + " tokens");
+        throw tooMany("token_ids", "limits.max_tokens = " + maxTokens + " tokens");
       }
       if (n == buf.length) {
         buf = Arrays.copyOf(buf, Math.min(maxTokens, n * 2));
@@ -215,10 +207,6 @@ final class ScoreCodec {
 
   private static void parseBlocks(JsonParser p, JsonToken t, Parsed out, int maxBlocks)
       throws IOException {
-    if (t != JsonToken.START_ARRAY) {
-      throw ApiException.badRequest(
-          "prompt_blocks", "prompt_blocks must be an array of block keys, was " + describe(t));
-    }
     int n = 0;
     long[] buf = out.blocks;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
@@ -229,23 +217,15 @@ final class ScoreCodec {
       } else if (t == JsonToken.VALUE_NUMBER_INT) {
         BigInteger v = p.getBigIntegerValue();
         if (v.signum() < 0 || v.compareTo(U64_MAX) > 0) {
-          throw ApiException.badRequest(
-              field, field + " must be an unsigned 64-bit integer, was " + v);
+          throw mustBe(field, "an unsigned 64-bit integer, was " + v);
         }
         key = v.longValue();
       } else {
-        throw ApiException.badRequest(
-            field,
-            field
-                + " must be a block key (16 hex digits or an unsigned integer), was "
-                + describe(t));
+        throw mustBe(
+            field, "a block key (16 hex digits or an unsigned integer), was " + describe(t));
       }
       if (n == maxBlocks) {
-        throw ApiException.badRequest(
-            "prompt_blocks",
-            "prompt_blocks has more than "
-                + maxBlocks
-                + " blocks (limits.max_tokens / block size)");
+        throw tooMany("prompt_blocks", maxBlocks + " blocks (limits.max_tokens / block size)");
       }
       if (n == buf.length) {
         buf = Arrays.copyOf(buf, Math.min(maxBlocks, n * 2));
@@ -254,6 +234,29 @@ final class ScoreCodec {
       buf[n++] = key;
     }
     out.numBlocks = n;
+  }
+
+  /**
+   * False for null, true for the start of an array, else a 400: not an array of {@code elements}.
+   */
+  private static boolean isArray(JsonToken t, String field, String elements) {
+    if (t == JsonToken.VALUE_NULL) {
+      return false;
+    }
+    if (t != JsonToken.START_ARRAY) {
+      throw mustBe(field, "an array of " + elements + ", was " + describe(t));
+    }
+    return true;
+  }
+
+  /** A 400 for {@code field}: "{@code field} must be {@code what}". */
+  private static ApiException mustBe(String field, String what) {
+    return ApiException.badRequest(field, field + " must be " + what);
+  }
+
+  /** A 400 for a list {@code field} longer than allowed: "{@code field} has more than …". */
+  private static ApiException tooMany(String field, String limit) {
+    return ApiException.badRequest(field, field + " has more than " + limit);
   }
 
   static long parseHexKey(String s, String field) {
@@ -269,15 +272,13 @@ final class ScoreCodec {
               + " RequestKeyHasher) or token_ids instead");
     }
     if (len < 1 || len > 16) {
-      throw ApiException.badRequest(
-          field, field + " must be 1-16 hex digits, was \"" + abbreviate(s) + "\"");
+      throw mustBe(field, "1-16 hex digits, was \"" + abbreviate(s) + "\"");
     }
     long v = 0;
     for (int i = from; i < s.length(); i++) {
       int d = Character.digit(s.charAt(i), 16);
       if (d < 0) {
-        throw ApiException.badRequest(
-            field, field + " must be 1-16 hex digits, was \"" + abbreviate(s) + "\"");
+        throw mustBe(field, "1-16 hex digits, was \"" + abbreviate(s) + "\"");
       }
       v = (v << 4) | d;
     }
@@ -286,10 +287,6 @@ final class ScoreCodec {
 
   private static void parseCandidates(JsonParser p, JsonToken t, Parsed out, int maxCandidates)
       throws IOException {
-    if (t != JsonToken.START_ARRAY) {
-      throw ApiException.badRequest(
-          "candidate_pods", "candidate_pods must be an array of pod ids, was " + describe(t));
-    }
     out.hasCandidates = true;
     HashSet<String> seen = out.seen;
     seen.clear();
@@ -297,16 +294,14 @@ final class ScoreCodec {
     while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
       String field = "candidate_pods[" + n + "]";
       if (t != JsonToken.VALUE_STRING) {
-        throw ApiException.badRequest(field, field + " must be a string, was " + describe(t));
+        throw mustBe(field, "a string, was " + describe(t));
       }
       String id = p.getText();
       if (id.isEmpty() || id.length() > 253) {
-        throw ApiException.badRequest(field, field + " must be 1-253 characters");
+        throw mustBe(field, "1-253 characters");
       }
       if (n == maxCandidates) {
-        throw ApiException.badRequest(
-            "candidate_pods",
-            "candidate_pods has more than limits.max_candidate_pods = " + maxCandidates);
+        throw tooMany("candidate_pods", "limits.max_candidate_pods = " + maxCandidates);
       }
       if (!seen.add(id)) {
         throw ApiException.badRequest(field, field + " \"" + id + "\" is listed twice");

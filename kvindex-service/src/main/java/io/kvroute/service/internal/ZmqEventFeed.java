@@ -34,10 +34,13 @@ public final class ZmqEventFeed implements KvEventListener, AutoCloseable {
   private final KvEventSubscriber subscriber;
   private final Map<String, Counts> counts = new ConcurrentHashMap<>();
 
+  private static final int GAPS = 0;
+  private static final int REPLAYS = 1;
+  private static final int RESTARTS = 2;
+
+  /** A pod's counts, indexed by {@link #GAPS}, {@link #REPLAYS}, {@link #RESTARTS}. */
   private static final class Counts {
-    final LongAdder gaps = new LongAdder();
-    final LongAdder replays = new LongAdder();
-    final LongAdder restarts = new LongAdder();
+    final LongAdder[] byKind = {new LongAdder(), new LongAdder(), new LongAdder()};
   }
 
   private ZmqEventFeed(KvEventSubscriber.Builder subscriber) {
@@ -91,51 +94,46 @@ public final class ZmqEventFeed implements KvEventListener, AutoCloseable {
     counts.remove(podId);
   }
 
-  private long count(String podId, int which) {
+  private long count(String podId, int kind) {
     Counts c = counts.get(podId);
-    if (c == null) {
-      return 0;
+    return c == null ? 0 : c.byKind[kind].sum();
+  }
+
+  private void increment(String podId, int kind) {
+    Counts c = counts.get(podId);
+    if (c != null) {
+      c.byKind[kind].increment();
     }
-    return (which == 0 ? c.gaps : which == 1 ? c.replays : c.restarts).sum();
   }
 
   /** Sequence gaps seen for the pod so far. */
   public long gaps(String podId) {
-    return count(podId, 0);
+    return count(podId, GAPS);
   }
 
   /** Replays requested for the pod so far. */
   public long replays(String podId) {
-    return count(podId, 1);
+    return count(podId, REPLAYS);
   }
 
   /** Publisher restarts (sequence going backwards) seen for the pod so far. */
   public long restarts(String podId) {
-    return count(podId, 2);
+    return count(podId, RESTARTS);
   }
 
   @Override
   public void onGap(String pod, long expected, long received) {
-    Counts c = counts.get(pod);
-    if (c != null) {
-      c.gaps.increment();
-    }
+    increment(pod, GAPS);
   }
 
   @Override
   public void onReplay(String pod, long from, long to, int replayed, boolean complete) {
-    Counts c = counts.get(pod);
-    if (c != null) {
-      c.replays.increment();
-    }
+    increment(pod, REPLAYS);
   }
 
   @Override
   public void onRestart(String pod, long last, long received) {
-    Counts c = counts.get(pod);
-    if (c != null) {
-      c.restarts.increment();
-    }
+    increment(pod, RESTARTS);
   }
 
   /** Stops receiving and releases sockets and threads. */
