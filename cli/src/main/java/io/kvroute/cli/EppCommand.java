@@ -9,7 +9,6 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -68,7 +67,7 @@ final class EppCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   volatile EppServer running;
-  private final CountDownLatch stop = new CountDownLatch(1);
+  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -105,8 +104,7 @@ final class EppCommand implements Callable<Integer> {
                   .start();
         }
         running = server;
-        Thread hook = new Thread(stop::countDown, "kvroute-epp-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
+        stop.onSignal("kvroute-epp-shutdown", () -> {});
         spec.commandLine()
             .getOut()
             .printf(
@@ -117,11 +115,6 @@ final class EppCommand implements Callable<Integer> {
                 metrics == null ? "" : "; metrics on :" + metrics.port())
             .flush();
         stop.await();
-        try {
-          Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException e) {
-          // already shutting down
-        }
       } finally {
         if (metrics != null) {
           metrics.close();
@@ -134,6 +127,6 @@ final class EppCommand implements Callable<Integer> {
   }
 
   void shutdown() {
-    stop.countDown();
+    stop.release();
   }
 }

@@ -38,7 +38,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -130,7 +129,7 @@ final class GatewayCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   volatile OpenAiFront running;
-  private final CountDownLatch stop = new CountDownLatch(1);
+  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -193,14 +192,7 @@ final class GatewayCommand implements Callable<Integer> {
       }
       OpenAiFront server = fb.build().start();
       running = server;
-      Thread hook =
-          new Thread(
-              () -> {
-                server.shutdown(Duration.ofSeconds(10));
-                stop.countDown();
-              },
-              "kvroute-gateway-shutdown");
-      Runtime.getRuntime().addShutdownHook(hook);
+      stop.onSignal("kvroute-gateway-shutdown", () -> server.shutdown(Duration.ofSeconds(10)));
       spec.commandLine()
           .getOut()
           .printf(
@@ -217,11 +209,6 @@ final class GatewayCommand implements Callable<Integer> {
                   : "; admin API on " + adminSection.host() + ":" + server.adminPort())
           .flush();
       stop.await();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // already shutting down
-      }
       server.close();
     } finally {
       closeAll(resources);
@@ -457,7 +444,7 @@ final class GatewayCommand implements Callable<Integer> {
     if (s != null) {
       s.shutdown(Duration.ofSeconds(1));
     }
-    stop.countDown();
+    stop.release();
   }
 
   /**

@@ -15,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import picocli.CommandLine;
@@ -107,7 +106,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
   /** Set by tests to learn the bound port and stop the proxy. */
   volatile OpenAiFront running;
 
-  private final CountDownLatch stop = new CountDownLatch(1);
+  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -182,15 +181,12 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               .build()
               .start();
       running = server;
-      Thread hook =
-          new Thread(
-              () -> {
-                System.err.println("kvroute proxy: draining (up to " + graceSeconds + " s)...");
-                server.shutdown(Duration.ofSeconds(graceSeconds));
-                stop.countDown();
-              },
-              "kvroute-proxy-shutdown");
-      Runtime.getRuntime().addShutdownHook(hook);
+      stop.onSignal(
+          "kvroute-proxy-shutdown",
+          () -> {
+            System.err.println("kvroute proxy: draining (up to " + graceSeconds + " s)...");
+            server.shutdown(Duration.ofSeconds(graceSeconds));
+          });
       spec.commandLine()
           .getOut()
           .printf(
@@ -198,11 +194,6 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               kv.type(), tls == null ? "http" : "https", host, server.port(), prefill, decode)
           .flush();
       stop.await();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // already shutting down
-      }
       server.close();
       kv.close();
     } finally {
@@ -244,7 +235,7 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     if (s != null) {
       s.shutdown(Duration.ofSeconds(1));
     }
-    stop.countDown();
+    stop.release();
   }
 
   /** The {@code kvConnector} section the options describe. */

@@ -5,7 +5,6 @@ import io.kvroute.service.ServiceConfig;
 import io.kvroute.service.ServiceConfigException;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -37,7 +36,7 @@ final class ServeCommand implements Callable<Integer> {
   /** Set once serving, for tests. */
   volatile KvIndexService running;
 
-  private final CountDownLatch stop = new CountDownLatch(1);
+  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -86,14 +85,7 @@ final class ServeCommand implements Callable<Integer> {
       return 2;
     }
     running = service;
-    Thread hook =
-        new Thread(
-            () -> {
-              service.close();
-              stop.countDown();
-            },
-            "kvroute-serve-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
+    stop.onSignal("kvroute-serve-shutdown", service::close);
     spec.commandLine()
         .getOut()
         .printf(
@@ -101,11 +93,6 @@ final class ServeCommand implements Callable<Integer> {
             service.baseUri(), cfg.model(), service.pods().size())
         .flush();
     stop.await();
-    try {
-      Runtime.getRuntime().removeShutdownHook(hook);
-    } catch (IllegalStateException e) {
-      // already shutting down
-    }
     service.close();
     return 0;
   }
@@ -116,6 +103,6 @@ final class ServeCommand implements Callable<Integer> {
     if (s != null) {
       s.close();
     }
-    stop.countDown();
+    stop.release();
   }
 }

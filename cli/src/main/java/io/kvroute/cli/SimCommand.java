@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -104,7 +103,7 @@ final class SimCommand implements Callable<Integer> {
 
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
-  private final CountDownLatch stop = new CountDownLatch(1);
+  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws InterruptedException {
@@ -174,14 +173,7 @@ final class SimCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     }
     cluster.start();
-    Thread hook =
-        new Thread(
-            () -> {
-              cluster.close();
-              stop.countDown();
-            },
-            "kvroute-sim-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
+    stop.onSignal("kvroute-sim-shutdown", cluster::close);
     PrintWriter out = spec.commandLine().getOut();
     out.printf(
         "kvroute sim: %d pod(s), model %s, protocol %s, block size %d, %d GPU blocks%n",
@@ -189,11 +181,6 @@ final class SimCommand implements Callable<Integer> {
     out.print(cluster.describe());
     out.flush();
     stop.await();
-    try {
-      Runtime.getRuntime().removeShutdownHook(hook);
-    } catch (IllegalStateException e) {
-      // already shutting down
-    }
     cluster.close();
     return 0;
   }
@@ -215,6 +202,6 @@ final class SimCommand implements Callable<Integer> {
 
   /** Stops a cluster started by {@link #call()} (tests). */
   void shutdown() {
-    stop.countDown();
+    stop.release();
   }
 }
