@@ -7,6 +7,7 @@ import io.kvroute.testkit.RecordedRequest;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
 import java.net.http.HttpResponse;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -25,7 +26,7 @@ import org.springframework.test.context.DynamicPropertySource;
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @DirtiesContext
 class RouteModeSidecarTest {
-  static final String MODEL = "sim-model";
+  static final String MODEL = SimPods.MODEL;
   static SimulatedCluster cluster;
 
   @LocalServerPort int port;
@@ -33,24 +34,12 @@ class RouteModeSidecarTest {
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
     // The "decode" pod is a plain engine standing in for decode + sidecar.
-    cluster =
-        SimulatedCluster.builder()
-            .prefill(1)
-            .both(1)
-            .model(MODEL)
-            .configure(b -> b.blockSize(16).latency(LatencyModel.ZERO))
-            .build()
-            .start();
+    cluster = SimPods.start(b -> b.prefill(1).both(1), LatencyModel.ZERO);
     VllmSimulator prefill = cluster.prefillPods().get(0);
     VllmSimulator decode = cluster.bothPods().get(0);
-    registry.add("kvroute.mode", () -> "route");
-    registry.add("kvroute.observability-headers", () -> "true");
-    registry.add("kvroute.endpoints[0].id", prefill::name);
-    registry.add("kvroute.endpoints[0].url", () -> prefill.baseUrl().toString());
-    registry.add("kvroute.endpoints[0].role", () -> "prefill");
-    registry.add("kvroute.endpoints[1].id", decode::name);
-    registry.add("kvroute.endpoints[1].url", () -> decode.baseUrl().toString());
-    registry.add("kvroute.endpoints[1].role", () -> "decode");
+    SimPods.mode(registry, "route");
+    SimPods.register(
+        registry, List.of(prefill, decode), p -> p == prefill ? "prefill" : "decode", false);
   }
 
   @AfterAll

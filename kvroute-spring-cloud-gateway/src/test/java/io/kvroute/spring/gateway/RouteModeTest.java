@@ -31,7 +31,7 @@ import org.springframework.test.context.DynamicPropertySource;
 @DirtiesContext
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RouteModeTest {
-  static final String MODEL = "sim-model";
+  static final String MODEL = SimPods.MODEL;
   static SimulatedCluster cluster;
 
   @LocalServerPort int port;
@@ -39,22 +39,9 @@ class RouteModeTest {
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    cluster =
-        SimulatedCluster.builder()
-            .both(2)
-            .model(MODEL)
-            .configure(b -> b.blockSize(16).latency(LatencyModel.ZERO))
-            .build()
-            .start();
-    registry.add("kvroute.mode", () -> "route");
-    registry.add("kvroute.observability-headers", () -> "true");
-    List<VllmSimulator> pods = cluster.pods();
-    for (int i = 0; i < pods.size(); i++) {
-      VllmSimulator p = pods.get(i);
-      registry.add("kvroute.endpoints[" + i + "].id", p::name);
-      registry.add("kvroute.endpoints[" + i + "].url", () -> p.baseUrl().toString());
-      registry.add("kvroute.endpoints[" + i + "].role", () -> "decode");
-    }
+    cluster = SimPods.start(b -> b.both(2), LatencyModel.ZERO);
+    SimPods.mode(registry, "route");
+    SimPods.register(registry, cluster.pods(), p -> "decode", false);
   }
 
   @AfterAll
