@@ -7,7 +7,6 @@ import io.grpc.BindableService;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
-import io.kvroute.config.Checks;
 import io.kvroute.envoy.internal.EppMetrics;
 import io.kvroute.envoy.internal.ExtProcStream;
 import io.kvroute.envoy.internal.PickerSettings;
@@ -176,7 +175,10 @@ public final class EndpointPicker implements BindableService {
 
     /** The largest request body accepted; larger ones get a 413. Default 16 MiB. */
     public Builder maxRequestBytes(int bytes) {
-      this.maxRequestBytes = (int) Checks.range("maxRequestBytes", bytes, 1, Integer.MAX_VALUE);
+      if (bytes < 1) {
+        throw new IllegalArgumentException("maxRequestBytes must be >= 1, was " + bytes);
+      }
+      this.maxRequestBytes = bytes;
       return this;
     }
 
@@ -186,7 +188,10 @@ public final class EndpointPicker implements BindableService {
      * Default 4 MiB.
      */
     public Builder maxUsageScanBytes(int bytes) {
-      this.maxUsageScanBytes = (int) Checks.range("maxUsageScanBytes", bytes, 0, Integer.MAX_VALUE);
+      if (bytes < 0) {
+        throw new IllegalArgumentException("maxUsageScanBytes must be >= 0, was " + bytes);
+      }
+      this.maxUsageScanBytes = bytes;
       return this;
     }
 

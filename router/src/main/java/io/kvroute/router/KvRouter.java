@@ -1,6 +1,5 @@
 package io.kvroute.router;
 
-import io.kvroute.config.Checks;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
@@ -561,7 +560,10 @@ public final class KvRouter implements AutoCloseable {
 
     /** The largest request body accepted (default 16 MiB). */
     public Builder maxRequestBytes(int bytes) {
-      this.maxRequestBytes = (int) Checks.range("maxRequestBytes", bytes, 1, Integer.MAX_VALUE);
+      if (bytes < 1) {
+        throw new IllegalArgumentException("maxRequestBytes must be >= 1, was " + bytes);
+      }
+      this.maxRequestBytes = bytes;
       return this;
     }
 
