@@ -17,9 +17,7 @@ import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -28,10 +26,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * the gateway tokenizes the same way in process (no {@code /tokenize} calls), so repeated prompts
  * are scored precisely from the pods' KV events and go to the pod that holds their blocks.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 class LocalTokenizerTest {
   static HfTokenizer podTokenizer;
   static SimulatedCluster cluster;

@@ -10,9 +10,7 @@ import java.net.http.HttpResponse;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -21,10 +19,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * decision the gateway sends the request to the decode pod with {@code x-prefiller-host-port}
  * naming the prefill pod (the sidecar runs the prefill); the gateway itself never calls it.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 class RouteModeSidecarTest {
   static final String MODEL = SimPods.MODEL;
   static SimulatedCluster cluster;

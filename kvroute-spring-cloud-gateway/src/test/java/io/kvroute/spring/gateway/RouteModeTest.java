@@ -15,9 +15,7 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -25,10 +23,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * Route mode, decode only: kvroute picks the pod, Spring Cloud Gateway's own routing filter proxies
  * the request to it. The last test stops the pods one by one.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RouteModeTest {
   static final String MODEL = SimPods.MODEL;
