@@ -8,8 +8,6 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -29,7 +27,7 @@ import picocli.CommandLine.Option;
             + " endpoint for each request with KvRouter and tells Envoy through the"
             + " x-gateway-destination-endpoint header and envoy.lb metadata. The configuration is"
             + " the gateway's (docs/configuration.md); the Envoy side is in docs/envoy.md.")
-final class EppCommand implements Callable<Integer> {
+final class EppCommand extends ServingCommand<EppServer> {
 
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
@@ -63,11 +61,6 @@ final class EppCommand implements Callable<Integer> {
       defaultValue = EndpointPicker.DESTINATION_NAMESPACE,
       description = "Dynamic metadata namespace of the picked endpoints")
   String destinationNamespace;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  volatile EppServer running;
-  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -124,9 +117,5 @@ final class EppCommand implements Callable<Integer> {
       GatewayCommand.closeAll(resources);
     }
     return 0;
-  }
-
-  void shutdown() {
-    stop.release();
   }
 }

@@ -37,10 +37,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.Callable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -102,7 +100,7 @@ import picocli.CommandLine.Option;
     header = "Runs a reference OpenAI gateway routed by KvRouter.",
     description =
         "Serves /v1/completions and /v1/chat/completions through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
-final class GatewayCommand implements Callable<Integer> {
+final class GatewayCommand extends ServingCommand<OpenAiFront> {
 
   private static final Logger log = LoggerFactory.getLogger(GatewayCommand.class);
 
@@ -125,11 +123,6 @@ final class GatewayCommand implements Callable<Integer> {
       paramLabel = "FILE",
       description = "File holding the admin API's bearer token (16 or more characters)")
   Path adminTokenFile;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  volatile OpenAiFront running;
-  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -439,12 +432,10 @@ final class GatewayCommand implements Callable<Integer> {
     return chain.build();
   }
 
-  void shutdown() {
-    OpenAiFront s = running;
-    if (s != null) {
-      s.shutdown(Duration.ofSeconds(1));
-    }
-    stop.release();
+  /** Lets requests in flight finish for a second (tests). */
+  @Override
+  void stopServing(OpenAiFront server) {
+    server.shutdown(Duration.ofSeconds(1));
   }
 
   /**

@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
     header = "Runs a standalone prefill/decode (PD) disaggregation proxy.",
     description =
         "Serves /v1/completions and /v1/chat/completions (streaming and not) as a drop-in for vLLM's reference disaggregation proxies. Pairs are chosen round-robin; a failing pair is retried on the next one before the first byte reaches the client.")
-final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
+final class ProxyCommand extends ServingCommand<OpenAiFront> {
 
   @Option(
       names = "--connector",
@@ -100,13 +100,6 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
       paramLabel = "FILE",
       description = "The PEM (PKCS#8) private key of --tls-certificate")
   java.nio.file.Path tlsKey;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  /** Set by tests to learn the bound port and stop the proxy. */
-  volatile OpenAiFront running;
-
-  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -229,13 +222,10 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     return (request, extra) -> orchestrator.execute(request, pairs.apply(request));
   }
 
-  /** Stops a proxy started by {@link #call()} (tests). */
-  void shutdown() {
-    OpenAiFront s = running;
-    if (s != null) {
-      s.shutdown(Duration.ofSeconds(1));
-    }
-    stop.release();
+  /** Lets requests in flight finish for a second (tests). */
+  @Override
+  void stopServing(OpenAiFront server) {
+    server.shutdown(Duration.ofSeconds(1));
   }
 
   /** The {@code kvConnector} section the options describe. */

@@ -4,8 +4,6 @@ import io.kvroute.service.KvIndexService;
 import io.kvroute.service.ServiceConfig;
 import io.kvroute.service.ServiceConfigException;
 import java.nio.file.Path;
-import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -16,7 +14,7 @@ import picocli.CommandLine.Option;
     header = "Runs the KV-cache manager as an HTTP service.",
     description =
         "Follows every configured pod's vLLM KV events over ZMQ and serves POST /api/v1/score, GET /api/v1/cache/state, GET /api/v1/cache/pod/{id}, /healthz, /readyz, /metrics (Prometheus) and a dashboard at /.")
-final class ServeCommand implements Callable<Integer> {
+final class ServeCommand extends ServingCommand<KvIndexService> {
 
   @Option(
       names = "--config",
@@ -30,13 +28,6 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--host", description = "Overrides http.host")
   String host;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  /** Set once serving, for tests. */
-  volatile KvIndexService running;
-
-  private final StopLatch stop = new StopLatch();
 
   @Override
   public Integer call() throws Exception {
@@ -97,12 +88,9 @@ final class ServeCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** Stops a service started by {@link #call()} (tests). */
-  void shutdown() {
-    KvIndexService s = running;
-    if (s != null) {
-      s.close();
-    }
-    stop.release();
+  /** Closes the service (tests). */
+  @Override
+  void stopServing(KvIndexService service) {
+    service.close();
   }
 }

@@ -10,7 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -25,7 +24,7 @@ import picocli.CommandLine.Option;
     header = "Runs simulated vLLM pods on loopback until SIGTERM.",
     description =
         "The pods serve OpenAI endpoints, /metrics and /tokenize, keep a prefix cache and publish ZMQ KV events with replay, in PD roles. Prints one line per pod: name, role, HTTP URL, ZMQ PUB and replay endpoints, topic.")
-final class SimCommand implements Callable<Integer> {
+final class SimCommand extends ServingCommand<SimulatedCluster> {
 
   @Option(names = "--prefill", defaultValue = "0", description = "Prefill pods")
   int prefill;
@@ -101,10 +100,6 @@ final class SimCommand implements Callable<Integer> {
       description = "Decode time per output token, milliseconds")
   long decodeMillis;
 
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  private final StopLatch stop = new StopLatch();
-
   @Override
   public Integer call() throws InterruptedException {
     if (prefill < 0 || decode < 0 || both < 0) {
@@ -173,6 +168,7 @@ final class SimCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     }
     cluster.start();
+    running = cluster;
     stop.onSignal("kvroute-sim-shutdown", cluster::close);
     PrintWriter out = spec.commandLine().getOut();
     out.printf(
@@ -198,10 +194,5 @@ final class SimCommand implements Callable<Integer> {
               + protocol
               + "\"; known: none, nixl, shared_storage, mooncake, sglang");
     }
-  }
-
-  /** Stops a cluster started by {@link #call()} (tests). */
-  void shutdown() {
-    stop.release();
   }
 }
