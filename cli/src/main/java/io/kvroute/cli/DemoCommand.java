@@ -50,6 +50,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -468,63 +469,56 @@ final class DemoCommand implements Callable<Integer> {
     }
   }
 
+  /** The scheduler of one strategy: PD-enabled, tokenizing with {@link #demoTokenizer}. */
   private Scheduler scheduler(String strategy, BlockIndex index) {
+    Scheduler.Builder b =
+        Scheduler.builder()
+            .tokenizer(demoTokenizer)
+            .pdEnabled(true)
+            .prefillProfile(Scheduler.PREFILL_PROFILE);
     switch (strategy) {
       case "random":
-        return Scheduler.builder()
-            .profile(
-                Profile.builder(Scheduler.DECODE_PROFILE)
-                    .filter(Filters.decode())
-                    .picker(Pickers.random("random-picker", 3))
-                    .build())
-            .profile(
-                Profile.builder(Scheduler.PREFILL_PROFILE)
-                    .filter(Filters.prefill())
-                    .picker(Pickers.random("random-picker", 2))
-                    .build())
-            .approximateIndexing(false)
-            .tokenizer(demoTokenizer)
-            .pdEnabled(true)
-            .prefillProfile(Scheduler.PREFILL_PROFILE)
-            .build();
+        pdProfiles(
+            b,
+            d -> d.picker(Pickers.random("random-picker", 3)),
+            p -> p.picker(Pickers.random("random-picker", 2)));
+        break;
       case "load":
-        return Scheduler.builder()
-            .profile(
-                Profile.builder(Scheduler.DECODE_PROFILE)
-                    .filter(Filters.decode())
-                    .scorer(Scorers.activeRequests(), 1)
+        pdProfiles(
+            b,
+            d ->
+                d.scorer(Scorers.activeRequests(), 1)
                     .scorer(Scorers.queue(), 1)
-                    .picker(Pickers.topN(3))
-                    .build())
-            .profile(
-                Profile.builder(Scheduler.PREFILL_PROFILE)
-                    .filter(Filters.prefill())
-                    .scorer(Scorers.activeRequests(), 1)
-                    .picker(Pickers.topN(2))
-                    .build())
-            .approximateIndexing(false)
-            .tokenizer(demoTokenizer)
-            .pdEnabled(true)
-            .prefillProfile(Scheduler.PREFILL_PROFILE)
-            .build();
+                    .picker(Pickers.topN(3)),
+            p -> p.scorer(Scorers.activeRequests(), 1).picker(Pickers.topN(2)));
+        break;
       case "approximate":
-        Scheduler.Builder ab =
-            Scheduler.builder()
-                .tokenizer(demoTokenizer)
-                .pdEnabled(true)
-                .prefillProfile(Scheduler.PREFILL_PROFILE);
-        Scheduler.defaultProfiles(false).forEach(ab::profile);
-        return ab.build();
+        Scheduler.defaultProfiles(false).forEach(b::profile);
+        break;
       default:
-        Scheduler.Builder pb =
-            Scheduler.builder()
-                .prefixCacheLookup(BlockIndexLookup.of(index))
-                .tokenizer(demoTokenizer)
-                .pdEnabled(true)
-                .prefillProfile(Scheduler.PREFILL_PROFILE);
-        Scheduler.defaultProfiles(true).forEach(pb::profile);
-        return pb.build();
+        b.prefixCacheLookup(BlockIndexLookup.of(index));
+        Scheduler.defaultProfiles(true).forEach(b::profile);
     }
+    return b.build();
+  }
+
+  /**
+   * A decode and a prefill profile, each filtered to its role and completed by {@code decode} and
+   * {@code prefill}; no approximate prefix index (these strategies ignore the cache).
+   */
+  private static void pdProfiles(
+      Scheduler.Builder b,
+      UnaryOperator<Profile.Builder> decode,
+      UnaryOperator<Profile.Builder> prefill) {
+    b.profile(
+            decode
+                .apply(Profile.builder(Scheduler.DECODE_PROFILE).filter(Filters.decode()))
+                .build())
+        .profile(
+            prefill
+                .apply(Profile.builder(Scheduler.PREFILL_PROFILE).filter(Filters.prefill()))
+                .build())
+        .approximateIndexing(false);
   }
 
   private static String describe(String strategy) {

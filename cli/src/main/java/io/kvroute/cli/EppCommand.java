@@ -8,9 +8,6 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -30,7 +27,7 @@ import picocli.CommandLine.Option;
             + " endpoint for each request with KvRouter and tells Envoy through the"
             + " x-gateway-destination-endpoint header and envoy.lb metadata. The configuration is"
             + " the gateway's (docs/configuration.md); the Envoy side is in docs/envoy.md.")
-final class EppCommand implements Callable<Integer> {
+final class EppCommand extends ServingCommand<EppServer> {
 
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
@@ -64,11 +61,6 @@ final class EppCommand implements Callable<Integer> {
       defaultValue = EndpointPicker.DESTINATION_NAMESPACE,
       description = "Dynamic metadata namespace of the picked endpoints")
   String destinationNamespace;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  volatile EppServer running;
-  private final CountDownLatch stop = new CountDownLatch(1);
 
   @Override
   public Integer call() throws Exception {
@@ -105,8 +97,7 @@ final class EppCommand implements Callable<Integer> {
                   .start();
         }
         running = server;
-        Thread hook = new Thread(stop::countDown, "kvroute-epp-shutdown");
-        Runtime.getRuntime().addShutdownHook(hook);
+        stop.onSignal("kvroute-epp-shutdown", () -> {});
         spec.commandLine()
             .getOut()
             .printf(
@@ -117,11 +108,6 @@ final class EppCommand implements Callable<Integer> {
                 metrics == null ? "" : "; metrics on :" + metrics.port())
             .flush();
         stop.await();
-        try {
-          Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException e) {
-          // already shutting down
-        }
       } finally {
         if (metrics != null) {
           metrics.close();
@@ -131,9 +117,5 @@ final class EppCommand implements Callable<Integer> {
       GatewayCommand.closeAll(resources);
     }
     return 0;
-  }
-
-  void shutdown() {
-    stop.countDown();
   }
 }

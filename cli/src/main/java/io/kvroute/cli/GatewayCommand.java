@@ -37,11 +37,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -103,7 +100,7 @@ import picocli.CommandLine.Option;
     header = "Runs a reference OpenAI gateway routed by KvRouter.",
     description =
         "Serves /v1/completions and /v1/chat/completions through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
-final class GatewayCommand implements Callable<Integer> {
+final class GatewayCommand extends ServingCommand<OpenAiFront> {
 
   private static final Logger log = LoggerFactory.getLogger(GatewayCommand.class);
 
@@ -126,11 +123,6 @@ final class GatewayCommand implements Callable<Integer> {
       paramLabel = "FILE",
       description = "File holding the admin API's bearer token (16 or more characters)")
   Path adminTokenFile;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  volatile OpenAiFront running;
-  private final CountDownLatch stop = new CountDownLatch(1);
 
   @Override
   public Integer call() throws Exception {
@@ -193,14 +185,7 @@ final class GatewayCommand implements Callable<Integer> {
       }
       OpenAiFront server = fb.build().start();
       running = server;
-      Thread hook =
-          new Thread(
-              () -> {
-                server.shutdown(Duration.ofSeconds(10));
-                stop.countDown();
-              },
-              "kvroute-gateway-shutdown");
-      Runtime.getRuntime().addShutdownHook(hook);
+      stop.onSignal("kvroute-gateway-shutdown", () -> server.shutdown(Duration.ofSeconds(10)));
       spec.commandLine()
           .getOut()
           .printf(
@@ -217,11 +202,6 @@ final class GatewayCommand implements Callable<Integer> {
                   : "; admin API on " + adminSection.host() + ":" + server.adminPort())
           .flush();
       stop.await();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // already shutting down
-      }
       server.close();
     } finally {
       closeAll(resources);
@@ -452,12 +432,10 @@ final class GatewayCommand implements Callable<Integer> {
     return chain.build();
   }
 
-  void shutdown() {
-    OpenAiFront s = running;
-    if (s != null) {
-      s.shutdown(Duration.ofSeconds(1));
-    }
-    stop.countDown();
+  /** Lets requests in flight finish for a second (tests). */
+  @Override
+  void stopServing(OpenAiFront server) {
+    server.shutdown(Duration.ofSeconds(1));
   }
 
   /**

@@ -15,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import picocli.CommandLine;
@@ -29,7 +28,7 @@ import picocli.CommandLine.Option;
     header = "Runs a standalone prefill/decode (PD) disaggregation proxy.",
     description =
         "Serves /v1/completions and /v1/chat/completions (streaming and not) as a drop-in for vLLM's reference disaggregation proxies. Pairs are chosen round-robin; a failing pair is retried on the next one before the first byte reaches the client.")
-final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
+final class ProxyCommand extends ServingCommand<OpenAiFront> {
 
   @Option(
       names = "--connector",
@@ -101,13 +100,6 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
       paramLabel = "FILE",
       description = "The PEM (PKCS#8) private key of --tls-certificate")
   java.nio.file.Path tlsKey;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  /** Set by tests to learn the bound port and stop the proxy. */
-  volatile OpenAiFront running;
-
-  private final CountDownLatch stop = new CountDownLatch(1);
 
   @Override
   public Integer call() throws Exception {
@@ -182,15 +174,12 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               .build()
               .start();
       running = server;
-      Thread hook =
-          new Thread(
-              () -> {
-                System.err.println("kvroute proxy: draining (up to " + graceSeconds + " s)...");
-                server.shutdown(Duration.ofSeconds(graceSeconds));
-                stop.countDown();
-              },
-              "kvroute-proxy-shutdown");
-      Runtime.getRuntime().addShutdownHook(hook);
+      stop.onSignal(
+          "kvroute-proxy-shutdown",
+          () -> {
+            System.err.println("kvroute proxy: draining (up to " + graceSeconds + " s)...");
+            server.shutdown(Duration.ofSeconds(graceSeconds));
+          });
       spec.commandLine()
           .getOut()
           .printf(
@@ -198,11 +187,6 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
               kv.type(), tls == null ? "http" : "https", host, server.port(), prefill, decode)
           .flush();
       stop.await();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // already shutting down
-      }
       server.close();
       kv.close();
     } finally {
@@ -238,13 +222,10 @@ final class ProxyCommand implements java.util.concurrent.Callable<Integer> {
     return (request, extra) -> orchestrator.execute(request, pairs.apply(request));
   }
 
-  /** Stops a proxy started by {@link #call()} (tests). */
-  void shutdown() {
-    OpenAiFront s = running;
-    if (s != null) {
-      s.shutdown(Duration.ofSeconds(1));
-    }
-    stop.countDown();
+  /** Lets requests in flight finish for a second (tests). */
+  @Override
+  void stopServing(OpenAiFront server) {
+    server.shutdown(Duration.ofSeconds(1));
   }
 
   /** The {@code kvConnector} section the options describe. */

@@ -4,9 +4,6 @@ import io.kvroute.service.KvIndexService;
 import io.kvroute.service.ServiceConfig;
 import io.kvroute.service.ServiceConfigException;
 import java.nio.file.Path;
-import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -17,7 +14,7 @@ import picocli.CommandLine.Option;
     header = "Runs the KV-cache manager as an HTTP service.",
     description =
         "Follows every configured pod's vLLM KV events over ZMQ and serves POST /api/v1/score, GET /api/v1/cache/state, GET /api/v1/cache/pod/{id}, /healthz, /readyz, /metrics (Prometheus) and a dashboard at /.")
-final class ServeCommand implements Callable<Integer> {
+final class ServeCommand extends ServingCommand<KvIndexService> {
 
   @Option(
       names = "--config",
@@ -31,13 +28,6 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--host", description = "Overrides http.host")
   String host;
-
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  /** Set once serving, for tests. */
-  volatile KvIndexService running;
-
-  private final CountDownLatch stop = new CountDownLatch(1);
 
   @Override
   public Integer call() throws Exception {
@@ -86,14 +76,7 @@ final class ServeCommand implements Callable<Integer> {
       return 2;
     }
     running = service;
-    Thread hook =
-        new Thread(
-            () -> {
-              service.close();
-              stop.countDown();
-            },
-            "kvroute-serve-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
+    stop.onSignal("kvroute-serve-shutdown", service::close);
     spec.commandLine()
         .getOut()
         .printf(
@@ -101,21 +84,13 @@ final class ServeCommand implements Callable<Integer> {
             service.baseUri(), cfg.model(), service.pods().size())
         .flush();
     stop.await();
-    try {
-      Runtime.getRuntime().removeShutdownHook(hook);
-    } catch (IllegalStateException e) {
-      // already shutting down
-    }
     service.close();
     return 0;
   }
 
-  /** Stops a service started by {@link #call()} (tests). */
-  void shutdown() {
-    KvIndexService s = running;
-    if (s != null) {
-      s.close();
-    }
-    stop.countDown();
+  /** Closes the service (tests). */
+  @Override
+  void stopServing(KvIndexService service) {
+    service.close();
   }
 }

@@ -10,8 +10,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -26,7 +24,7 @@ import picocli.CommandLine.Option;
     header = "Runs simulated vLLM pods on loopback until SIGTERM.",
     description =
         "The pods serve OpenAI endpoints, /metrics and /tokenize, keep a prefix cache and publish ZMQ KV events with replay, in PD roles. Prints one line per pod: name, role, HTTP URL, ZMQ PUB and replay endpoints, topic.")
-final class SimCommand implements Callable<Integer> {
+final class SimCommand extends ServingCommand<SimulatedCluster> {
 
   @Option(names = "--prefill", defaultValue = "0", description = "Prefill pods")
   int prefill;
@@ -102,10 +100,6 @@ final class SimCommand implements Callable<Integer> {
       description = "Decode time per output token, milliseconds")
   long decodeMillis;
 
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  private final CountDownLatch stop = new CountDownLatch(1);
-
   @Override
   public Integer call() throws InterruptedException {
     if (prefill < 0 || decode < 0 || both < 0) {
@@ -174,14 +168,8 @@ final class SimCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     }
     cluster.start();
-    Thread hook =
-        new Thread(
-            () -> {
-              cluster.close();
-              stop.countDown();
-            },
-            "kvroute-sim-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
+    running = cluster;
+    stop.onSignal("kvroute-sim-shutdown", cluster::close);
     PrintWriter out = spec.commandLine().getOut();
     out.printf(
         "kvroute sim: %d pod(s), model %s, protocol %s, block size %d, %d GPU blocks%n",
@@ -189,11 +177,6 @@ final class SimCommand implements Callable<Integer> {
     out.print(cluster.describe());
     out.flush();
     stop.await();
-    try {
-      Runtime.getRuntime().removeShutdownHook(hook);
-    } catch (IllegalStateException e) {
-      // already shutting down
-    }
     cluster.close();
     return 0;
   }
@@ -211,10 +194,5 @@ final class SimCommand implements Callable<Integer> {
               + protocol
               + "\"; known: none, nixl, shared_storage, mooncake, sglang");
     }
-  }
-
-  /** Stops a cluster started by {@link #call()} (tests). */
-  void shutdown() {
-    stop.countDown();
   }
 }

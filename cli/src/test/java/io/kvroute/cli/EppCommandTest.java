@@ -24,7 +24,6 @@ import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -49,18 +48,16 @@ class EppCommandTest {
           "endpoints:\n  - { id: pod-0, url: \"" + pod.baseUrl() + "\", role: both }\n",
           StandardCharsets.UTF_8);
       EppCommand cmd = new EppCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter out = new StringWriter();
-      cl.setOut(new PrintWriter(out));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(
-              () -> cl.execute("--config", cfg.toString(), "--port", "0", "--metrics-port", "0"));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (cmd.running == null) {
-        assertThat(exit).as("epp exited early: " + out).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
+      RunningCommand<EppCommand> epp =
+          RunningCommand.start(
+              cmd,
+              () -> cmd.running,
+              "--config",
+              cfg.toString(),
+              "--port",
+              "0",
+              "--metrics-port",
+              "0");
       ManagedChannel ch =
           NettyChannelBuilder.forAddress("127.0.0.1", cmd.running.port()).usePlaintext().build();
       try {
@@ -115,8 +112,8 @@ class EppCommandTest {
         ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
         cmd.shutdown();
       }
-      assertThat(exit.get(30, TimeUnit.SECONDS)).isZero();
-      assertThat(out.toString()).contains("kvroute epp (ext_proc) listening on 127.0.0.1:");
+      assertThat(epp.exit.get(30, TimeUnit.SECONDS)).isZero();
+      assertThat(epp.out.toString()).contains("kvroute epp (ext_proc) listening on 127.0.0.1:");
     }
   }
 

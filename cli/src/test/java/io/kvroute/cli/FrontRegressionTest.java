@@ -9,16 +9,14 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Issue 14's findings against {@code kvroute proxy} on the Netty edge, over raw sockets: slow and
@@ -26,40 +24,22 @@ import org.junit.jupiter.api.Test;
  * the one upstream error table.
  */
 class FrontRegressionTest {
-  private ProxyFixture proxy;
-  private MockWebServer prefill;
-  private MockWebServer decode;
-  private ProxyCommand command;
-  private final List<Socket> sockets = new ArrayList<>();
+  @RegisterExtension
+  final ProxyFixture proxy =
+      new ProxyFixture(
+          "--listen",
+          "headerTimeout=2s",
+          "--listen",
+          "bodyTimeout=2s",
+          "--listen",
+          "maxHeaderCount=100");
 
-  @BeforeEach
-  void start() throws Exception {
-    proxy =
-        ProxyFixture.start(
-            "--listen",
-            "headerTimeout=2s",
-            "--listen",
-            "bodyTimeout=2s",
-            "--listen",
-            "maxHeaderCount=100");
-    prefill = proxy.prefill;
-    decode = proxy.decode;
-    command = proxy.command;
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    for (Socket s : sockets) {
-      s.close();
-    }
-    proxy.stop();
-  }
+  private final MockWebServer prefill = proxy.prefill;
+  private final MockWebServer decode = proxy.decode;
+  private final ProxyCommand command = proxy.command;
 
   private Socket connect() throws IOException {
-    Socket s = new Socket(InetAddress.getLoopbackAddress(), command.running.port());
-    s.setSoTimeout(30_000);
-    sockets.add(s);
-    return s;
+    return proxy.connect();
   }
 
   /** Sends {@code raw} on a new connection and reads the answer until the server closes. */

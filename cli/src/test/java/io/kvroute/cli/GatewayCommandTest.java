@@ -8,11 +8,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.Dispatcher;
 import mockwebserver3.MockResponse;
@@ -35,32 +33,19 @@ class GatewayCommandTest {
       decode.setDispatcher(pod("{\"choices\":[{\"text\":\"hi\"}]}"));
       prefill.start();
       decode.start();
-      Path cfg = dir.resolve("gateway.yaml");
-      Files.writeString(
-          cfg,
-          String.join(
-              "\n",
-              "listen: { host: 127.0.0.1, port: 0 }",
-              "observabilityHeaders: true",
-              "defaultConnector: { type: http, retry: { maxAttempts: 1 } }",
-              "endpoints:",
-              "  - { id: p0, url: \"http://127.0.0.1:" + prefill.getPort() + "\", role: prefill }",
-              "  - { id: d0, url: \"http://127.0.0.1:" + decode.getPort() + "\", role: decode }",
-              ""),
-          StandardCharsets.UTF_8);
-      GatewayCommand cmd = new GatewayCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter out = new StringWriter();
-      cl.setOut(new PrintWriter(out));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString()));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-      while (cmd.running == null) {
-        assertThat(exit).as("gateway exited early: " + out).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
-      String base = "http://127.0.0.1:" + cmd.running.port();
+      Path cfg =
+          GatewayYaml.write(
+              dir,
+              GatewayYaml.HTTP_ONE_ATTEMPT
+                  + "endpoints:\n"
+                  + "  - { id: p0, url: \"http://127.0.0.1:"
+                  + prefill.getPort()
+                  + "\", role: prefill }\n"
+                  + "  - { id: d0, url: \"http://127.0.0.1:"
+                  + decode.getPort()
+                  + "\", role: decode }\n");
+      RunningCommand<GatewayCommand> gateway = GatewayYaml.run(cfg);
+      String base = GatewayYaml.base(gateway);
       try {
         HttpResponse<String> r =
             client.send(
@@ -84,17 +69,17 @@ class GatewayCommandTest {
         assertThat(bad.statusCode()).isEqualTo(400);
         assertThat(bad.body()).contains("model");
 
-        assertThat(get(base + "/healthz").statusCode()).isEqualTo(200);
-        assertThat(get(base + "/readyz").statusCode()).isEqualTo(200);
-        HttpResponse<String> metrics = get(base + "/metrics");
+        assertThat(TestHttp.get(base + "/healthz").statusCode()).isEqualTo(200);
+        assertThat(TestHttp.get(base + "/readyz").statusCode()).isEqualTo(200);
+        HttpResponse<String> metrics = TestHttp.get(base + "/metrics");
         assertThat(metrics.statusCode()).isEqualTo(200);
         assertThat(metrics.body())
             .contains("kvroute_route_seconds")
             .contains("kvroute_connector_decode_seconds");
       } finally {
-        cmd.shutdown();
+        gateway.command.shutdown();
       }
-      assertThat(exit.get(20, TimeUnit.SECONDS)).isZero();
+      assertThat(gateway.exit.get(20, TimeUnit.SECONDS)).isZero();
     }
   }
 
@@ -124,11 +109,5 @@ class GatewayCommandTest {
         return new MockResponse.Builder().code(200).body(completion).build();
       }
     };
-  }
-
-  private HttpResponse<String> get(String url) throws Exception {
-    return client.send(
-        HttpRequest.newBuilder(URI.create(url)).GET().build(),
-        HttpResponse.BodyHandlers.ofString());
   }
 }

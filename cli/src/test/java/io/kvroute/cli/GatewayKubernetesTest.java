@@ -7,19 +7,14 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.mockwebserver.Context;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.Dispatcher;
 import mockwebserver3.MockResponse;
@@ -27,7 +22,6 @@ import mockwebserver3.MockWebServer;
 import mockwebserver3.RecordedRequest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code kvroute gateway} with {@code discovery.kubernetes} and no static endpoint: a fabric8 mock
@@ -53,8 +47,7 @@ class GatewayKubernetesTest {
             false);
     k8s.init();
     Map<String, String> saved = new HashMap<>();
-    GatewayCommand cmd = new GatewayCommand();
-    CompletableFuture<Integer> exit = null;
+    RunningCommand<GatewayCommand> gateway = null;
     try (KubernetesClient client = k8s.createClient();
         MockWebServer pod = new MockWebServer()) {
       pod.setDispatcher(
@@ -99,38 +92,26 @@ class GatewayKubernetesTest {
       saved.put("kubernetes.master", System.getProperty("kubernetes.master"));
       System.setProperty("kubernetes.master", client.getMasterUrl().toString());
 
-      Path cfg = dir.resolve("gateway.yaml");
-      Files.writeString(
-          cfg,
-          String.join(
-              "\n",
-              "listen: { host: 127.0.0.1, port: 0 }",
-              "observabilityHeaders: true",
-              "defaultConnector: { type: http, retry: { maxAttempts: 1 } }",
-              "discovery:",
-              "  kubernetes:",
-              "    namespace: llm",
-              "    selector: { app: vllm }",
-              "    port: " + pod.getPort(),
-              "    kvEventsPort: 0",
-              ""),
-          StandardCharsets.UTF_8);
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter out = new StringWriter();
-      cl.setOut(new PrintWriter(out));
-      exit = CompletableFuture.supplyAsync(() -> cl.execute("--config", cfg.toString()));
+      Path cfg =
+          GatewayYaml.write(
+              dir,
+              GatewayYaml.HTTP_ONE_ATTEMPT
+                  + "discovery:\n"
+                  + "  kubernetes:\n"
+                  + "    namespace: llm\n"
+                  + "    selector: { app: vllm }\n"
+                  + "    port: "
+                  + pod.getPort()
+                  + "\n"
+                  + "    kvEventsPort: 0\n");
+      gateway = GatewayYaml.run(cfg);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (cmd.running == null) {
-        assertThat(exit).as("gateway exited early: " + out).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
-      String base = "http://127.0.0.1:" + cmd.running.port();
+      String base = GatewayYaml.base(gateway);
       while (get(base + "/readyz").statusCode() != 200) {
         assertThat(System.nanoTime()).as("the pod was not discovered").isLessThan(deadline);
         TimeUnit.MILLISECONDS.sleep(20);
       }
-      assertThat(out.toString()).contains("discovering pods in Kubernetes namespace llm");
+      assertThat(gateway.out.toString()).contains("discovering pods in Kubernetes namespace llm");
       HttpResponse<String> r =
           http.send(
               HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
@@ -146,9 +127,8 @@ class GatewayKubernetesTest {
       // kvroute-kubernetes'
       // MockCluster), then the gateway, which closes its discovery.
       k8s.destroy();
-      cmd.shutdown();
-      if (exit != null) {
-        assertThat(exit.get(30, TimeUnit.SECONDS)).isZero();
+      if (gateway != null) {
+        gateway.stop(gateway.command::shutdown);
       }
       saved.forEach(
           (k, v) -> {

@@ -8,14 +8,8 @@ import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
 import io.kvroute.tokenizer.hf.HfTokenizer;
 import io.kvroute.tokenizer.hf.ReferenceTokenizers;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,8 +20,6 @@ import org.junit.jupiter.api.io.TempDir;
  * pod that holds their KV blocks, and never calls {@code /tokenize}.
  */
 class GatewayLocalTokenizerTest {
-  private final HttpClient client =
-      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   @Test
   void routesPreciselyWithoutTokenizeCalls(@TempDir Path dir) throws Exception {
@@ -44,8 +36,9 @@ class GatewayLocalTokenizerTest {
                             .tokenizer(new HfEngineTokenizer(podTokenizer)))
                 .build()
                 .start()) {
-      StringBuilder yaml =
-          new StringBuilder(
+      Path cfg =
+          GatewayYaml.write(
+              dir,
               "listen: { host: 127.0.0.1, port: 0 }\n"
                   + "observabilityHeaders: true\n"
                   + "index: { blockSize: 16 }\n"
@@ -54,17 +47,10 @@ class GatewayLocalTokenizerTest {
                   + "    tokenizer: { path: \""
                   + qwen
                   + "\", fallback: false }\n"
-                  + "endpoints:\n");
-      for (VllmSimulator p : cluster.pods()) {
-        yaml.append(GatewayYaml.endpoint(p, null));
-      }
-      Path cfg = dir.resolve("gateway.yaml");
-      Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
-      GatewayCommand cmd = new GatewayCommand();
-      RunningCommand<GatewayCommand> gateway =
-          RunningCommand.start(cmd, () -> cmd.running, "--config", cfg.toString());
+                  + GatewayYaml.endpoints(cluster.pods()));
+      RunningCommand<GatewayCommand> gateway = GatewayYaml.run(cfg);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      String base = "http://127.0.0.1:" + cmd.running.port();
+      String base = GatewayYaml.base(gateway);
       try {
         String body =
             "{\"model\":\"qwen3\",\"max_tokens\":2,\"messages\":["
@@ -90,31 +76,17 @@ class GatewayLocalTokenizerTest {
         for (VllmSimulator p : cluster.pods()) {
           assertThat(p.requests()).extracting(RecordedRequest::path).doesNotContain("/tokenize");
         }
-        String metrics = get(base + "/metrics");
+        String metrics = TestHttp.get(base + "/metrics").body();
         assertThat(metrics)
             .contains("kvroute_tokenizer_requests_total{outcome=\"success\",source=\"local\"}")
             .doesNotContain("source=\"remote\"} 1");
       } finally {
-        gateway.stop(cmd::shutdown);
+        gateway.stop(gateway.command::shutdown);
       }
     }
   }
 
-  private HttpResponse<String> post(String base, String body) throws Exception {
-    return client.send(
-        HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
-            .timeout(Duration.ofSeconds(30))
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
-  }
-
-  private String get(String url) throws Exception {
-    return client
-        .send(
-            HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30)).build(),
-            HttpResponse.BodyHandlers.ofString())
-        .body();
+  private static HttpResponse<String> post(String base, String body) throws Exception {
+    return TestHttp.postJson(base + "/v1/chat/completions", body);
   }
 }

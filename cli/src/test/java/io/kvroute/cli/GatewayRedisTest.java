@@ -5,15 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvroute.kvindex.redis.RedisServer;
 import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.SimulatedCluster;
-import io.kvroute.testkit.VllmSimulator;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -25,26 +18,9 @@ import org.junit.jupiter.api.io.TempDir;
  * away costs precision, not requests.
  */
 class GatewayRedisTest {
-  private final HttpClient client =
-      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-
-  private static RunningCommand<GatewayCommand> start(Path cfg) throws Exception {
-    GatewayCommand cmd = new GatewayCommand();
-    return RunningCommand.start(cmd, () -> cmd.running, "--config", cfg.toString());
-  }
-
-  private static String base(RunningCommand<GatewayCommand> g) {
-    return "http://127.0.0.1:" + g.command.running.port();
-  }
-
-  private HttpResponse<String> post(String base, String body) throws Exception {
-    return client.send(
-        HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
-            .timeout(Duration.ofSeconds(30))
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+  private static HttpResponse<String> post(RunningCommand<GatewayCommand> g, String body)
+      throws Exception {
+    return TestHttp.postJson(GatewayYaml.base(g) + "/v1/completions", body);
   }
 
   private static long cached(HttpResponse<String> r) {
@@ -61,27 +37,23 @@ class GatewayRedisTest {
                 .configure(b -> b.blockSize(16).gpuBlocks(1024).latency(LatencyModel.ZERO))
                 .build()
                 .start()) {
-      StringBuilder yaml =
-          new StringBuilder(
+      Path cfg =
+          GatewayYaml.write(
+              dir,
               "listen: { port: 0 }\n"
                   + "observabilityHeaders: true\n"
                   + "index: { blockSize: 16, backend: redis, redis: { url: \""
                   + redis.url()
                   + "\", ingestMode: all-replicas, lookupTimeout: \"5s\" } }\n"
-                  + "endpoints:\n");
-      for (VllmSimulator p : cluster.pods()) {
-        yaml.append(GatewayYaml.endpoint(p, null));
-      }
-      Path cfg = dir.resolve("gateway.yaml");
-      Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
+                  + GatewayYaml.endpoints(cluster.pods()));
       String body =
           "{\"model\":\"sim\",\"max_tokens\":2,\"prompt\":\""
               + "a long shared prefix that several requests repeat ".repeat(20)
               + "\"}";
-      RunningCommand<GatewayCommand> a = start(cfg);
+      RunningCommand<GatewayCommand> a = GatewayYaml.run(cfg);
       RunningCommand<GatewayCommand> b = null;
       try {
-        HttpResponse<String> first = post(base(a), body);
+        HttpResponse<String> first = post(a, body);
         assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
         String pod = first.headers().firstValue("x-kvroute-decode").orElseThrow();
         // The pod's events reach Redis asynchronously: repeat until replica A sees them there.
@@ -90,14 +62,14 @@ class GatewayRedisTest {
         while (cached(again) == 0) {
           assertThat(System.nanoTime()).as("no cached tokens reported").isLessThan(deadline);
           TimeUnit.MILLISECONDS.sleep(20);
-          again = post(base(a), body);
+          again = post(a, body);
           assertThat(again.statusCode()).isEqualTo(200);
         }
         assertThat(again.headers().firstValue("x-kvroute-decode")).contains(pod);
 
         // A second replica starts against the warm Redis: precise from its first request.
-        b = start(cfg);
-        HttpResponse<String> fromB = post(base(b), body);
+        b = GatewayYaml.run(cfg);
+        HttpResponse<String> fromB = post(b, body);
         assertThat(fromB.statusCode()).isEqualTo(200);
         assertThat(cached(fromB)).isGreaterThanOrEqualTo(16 * 10);
         assertThat(fromB.headers().firstValue("x-kvroute-decode")).contains(pod);
@@ -106,7 +78,7 @@ class GatewayRedisTest {
         // the router's own approximate prefix history may still predict the pod).
         redis.stop();
         for (int i = 0; i < 3; i++) {
-          HttpResponse<String> withoutRedis = post(base(b), body);
+          HttpResponse<String> withoutRedis = post(b, body);
           assertThat(withoutRedis.statusCode()).as(withoutRedis.body()).isEqualTo(200);
         }
       } finally {

@@ -7,8 +7,6 @@ import io.kvroute.testkit.LatencyModel;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -27,7 +25,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * The reference gateway end to end against simulated vLLM pods with NIXL PD, real HTTP and real ZMQ
@@ -117,27 +114,13 @@ class GatewaySimulatedTest {
       for (VllmSimulator d : cluster.decodePods()) {
         yaml.append(GatewayYaml.endpoint(d, "decode"));
       }
-      Path cfg = dir.resolve("gateway.yaml");
-      Files.writeString(cfg, yaml.toString(), StandardCharsets.UTF_8);
+      Path cfg = GatewayYaml.write(dir, yaml.toString());
 
       Path token = tokenFile(dir);
-      GatewayCommand cmd = new GatewayCommand();
-      CommandLine cl = new CommandLine(cmd);
-      StringWriter out = new StringWriter();
-      StringWriter err = new StringWriter();
-      cl.setOut(new PrintWriter(out));
-      cl.setErr(new PrintWriter(err));
-      CompletableFuture<Integer> exit =
-          CompletableFuture.supplyAsync(
-              () -> cl.execute("--config", cfg.toString(), "--admin-token-file", token.toString()));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (cmd.running == null) {
-        assertThat(exit).as("gateway exited: " + err).isNotDone();
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        TimeUnit.MILLISECONDS.sleep(10);
-      }
-      String base = "http://127.0.0.1:" + cmd.running.port();
-      String admin = "http://127.0.0.1:" + cmd.running.adminPort();
+      RunningCommand<GatewayCommand> gateway =
+          GatewayYaml.run(cfg, "--admin-token-file", token.toString());
+      String base = GatewayYaml.base(gateway);
+      String admin = "http://127.0.0.1:" + gateway.command.running.adminPort();
       try {
         ConcurrentLinkedQueue<String> outcomes = new ConcurrentLinkedQueue<>();
         AtomicInteger next = new AtomicInteger();
@@ -228,9 +211,9 @@ class GatewaySimulatedTest {
         assertThat(metrics).contains("kvroute_connector_prefill_seconds_count");
         assertThat(cluster.prefillPods().get(0).stats().requests()).as("PD ran").isPositive();
       } finally {
-        cmd.shutdown();
+        gateway.command.shutdown();
       }
-      assertThat(exit.get(30, TimeUnit.SECONDS)).isZero();
+      assertThat(gateway.exit.get(30, TimeUnit.SECONDS)).isZero();
     }
   }
 

@@ -3,49 +3,25 @@ package io.kvroute.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
 import mockwebserver3.RecordedRequest;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** {@code kvroute proxy --connector http} between real HTTP servers. */
 class ProxyCommandTest {
-  private ProxyFixture proxy;
-  private MockWebServer prefill;
-  private MockWebServer decode;
-  private ProxyCommand command;
-  private final HttpClient client = HttpClient.newHttpClient();
+  @RegisterExtension final ProxyFixture proxy = new ProxyFixture();
 
-  @BeforeEach
-  void start() throws Exception {
-    proxy = ProxyFixture.start();
-    prefill = proxy.prefill;
-    decode = proxy.decode;
-    command = proxy.command;
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    proxy.stop();
-  }
+  private final MockWebServer prefill = proxy.prefill;
+  private final MockWebServer decode = proxy.decode;
+  private final ProxyCommand command = proxy.command;
 
   private HttpResponse<String> post(String path, String body)
       throws IOException, InterruptedException {
-    return client.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + command.running.port() + path))
-            .timeout(Duration.ofSeconds(20))
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+    return TestHttp.postJson("http://127.0.0.1:" + command.running.port() + path, body);
   }
 
   @Test

@@ -11,6 +11,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
 import io.grpc.inprocess.InProcessChannelBuilder;
@@ -73,8 +74,13 @@ class ExtProcProtocolTest {
     meters = new SimpleMeterRegistry();
     EndpointPicker.Builder pb = EndpointPicker.builder(router).meterRegistry(meters);
     setup.accept(pb);
+    return serve(pb.build());
+  }
+
+  /** {@code picker} in an in-process server; the channel to it. Both close after the test. */
+  private ManagedChannel serve(EndpointPicker picker) throws Exception {
     String name = InProcessServerBuilder.generateName();
-    Server server = InProcessServerBuilder.forName(name).addService(pb.build()).build().start();
+    Server server = InProcessServerBuilder.forName(name).addService(picker).build().start();
     closeables.add(() -> server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
     ManagedChannel ch = InProcessChannelBuilder.forName(name).build();
     closeables.add(ch::shutdownNow);
@@ -86,15 +92,63 @@ class ExtProcProtocolTest {
   }
 
   private static ImmediateResponse fullDuplexImmediate(ManagedChannel ch, byte[] body) {
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()));
+    EnvoyReplay s = opened(ch, fullDuplex());
     s.send(EnvoyReplay.requestBody(body, true));
     ImmediateResponse ir = s.next(IMMEDIATE_RESPONSE).getImmediateResponse();
     assertThat(s.awaitClosed()).isTrue();
     return ir;
   }
 
-  private static io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration fullDuplex() {
+  /**
+   * A stream on {@code ch} that has sent the headers of a completions request, naming {@code
+   * protocol} (null: none, as Envoy before 1.34).
+   */
+  private static EnvoyReplay opened(ManagedChannel ch, ProtocolConfiguration protocol) {
+    EnvoyReplay s = EnvoyReplay.open(ch);
+    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, protocol));
+    return s;
+  }
+
+  /**
+   * A stream on {@code ch} that has sent {@link #BODY} to the completions API in {@code protocol}
+   * and taken the picker's routing answers to the request headers and body.
+   */
+  private static EnvoyReplay routed(ManagedChannel ch, ProtocolConfiguration protocol) {
+    EnvoyReplay s = opened(ch, protocol);
+    s.send(EnvoyReplay.requestBody(BODY, true));
+    s.next(REQUEST_HEADERS);
+    s.next(REQUEST_BODY);
+    return s;
+  }
+
+  /** {@link #routed(ManagedChannel, ProtocolConfiguration)} in full-duplex mode. */
+  private static EnvoyReplay routed(ManagedChannel ch) {
+    return routed(ch, fullDuplex());
+  }
+
+  /** The upstream's response headers, sent and answered. */
+  private static void respond(EnvoyReplay s, int status, String contentType, boolean endOfStream) {
+    s.send(EnvoyReplay.responseHeaders(status, contentType, endOfStream, null));
+    s.next(RESPONSE_HEADERS);
+  }
+
+  /** Envoy ends its side; the picker must end the stream too. */
+  private static void finish(EnvoyReplay s) {
+    s.halfClose();
+    assertThat(s.awaitClosed()).isTrue();
+  }
+
+  /** Decisions completed with {@code outcome}. */
+  private double completions(String outcome) {
+    return meters.find("kvroute.epp.completions").tag("outcome", outcome).counter().count();
+  }
+
+  /** The headers the picker set in its answer to the request headers. */
+  private static Map<String, String> routingHeaders(ProcessingResponse h) {
+    return EnvoyReplay.setHeaders(h.getRequestHeaders().getResponse().getHeaderMutation());
+  }
+
+  private static ProtocolConfiguration fullDuplex() {
     return EnvoyReplay.protocol(
         BodySendMode.FULL_DUPLEX_STREAMED, BodySendMode.FULL_DUPLEX_STREAMED, false);
   }
@@ -124,8 +178,7 @@ class ExtProcProtocolTest {
   @Test
   void aBodyOverTheLimitIs413() throws Exception {
     ManagedChannel ch = picker(b -> {}, b -> b.maxRequestBytes(64));
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()));
+    EnvoyReplay s = opened(ch, fullDuplex());
     s.send(EnvoyReplay.requestBody(new byte[40], false));
     s.send(EnvoyReplay.requestBody(new byte[40], true));
     ImmediateResponse ir = s.next(IMMEDIATE_RESPONSE).getImmediateResponse();
@@ -139,16 +192,7 @@ class ExtProcProtocolTest {
   void noEndpointForTheRequestIs503() throws Exception {
     KvRouter empty = KvRouter.builder().build();
     closeables.add(empty);
-    String name = InProcessServerBuilder.generateName();
-    Server server =
-        InProcessServerBuilder.forName(name)
-            .addService(EndpointPicker.builder(empty).build())
-            .build()
-            .start();
-    closeables.add(() -> server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS));
-    ManagedChannel ch = InProcessChannelBuilder.forName(name).build();
-    closeables.add(ch::shutdownNow);
-    ImmediateResponse ir = fullDuplexImmediate(ch, BODY);
+    ImmediateResponse ir = fullDuplexImmediate(serve(EndpointPicker.builder(empty).build()), BODY);
     assertThat(ir.getStatus().getCodeValue()).isEqualTo(503);
     assertThat(headers(ir))
         .containsEntry("x-llm-d-request-dropped-reason", "rejected-no-endpoints");
@@ -182,38 +226,32 @@ class ExtProcProtocolTest {
     assertThat(router.inFlight()).isZero();
   }
 
-  @Test
-  void theSubsetHintLimitsThePick() throws Exception {
-    ManagedChannel ch = picker();
-    for (int i = 0; i < 5; i++) {
-      EnvoyReplay s = EnvoyReplay.open(ch);
-      s.send(
-          EnvoyReplay.requestHeaders(
-              POST_COMPLETIONS,
-              false,
-              EnvoyReplay.metadataList(
-                  EndpointPicker.SUBSET_NAMESPACE,
-                  EndpointPicker.SUBSET_KEY,
-                  List.of("127.0.0.1:18002")),
-              fullDuplex()));
-      s.send(EnvoyReplay.requestBody(BODY, true));
-      ProcessingResponse h = s.next(REQUEST_HEADERS);
-      assertThat(
-              EnvoyReplay.setHeaders(h.getRequestHeaders().getResponse().getHeaderMutation())
-                  .get(EndpointPicker.DESTINATION_ENDPOINT_HEADER))
-          .isEqualTo("127.0.0.1:18002");
-      s.next(REQUEST_BODY);
-      s.cancel();
-    }
+  /** A stream that has sent {@link #BODY} with the subset hint {@code [address]}, full duplex. */
+  private static EnvoyReplay withSubset(ManagedChannel ch, String address) {
     EnvoyReplay s = EnvoyReplay.open(ch);
     s.send(
         EnvoyReplay.requestHeaders(
             POST_COMPLETIONS,
             false,
             EnvoyReplay.metadataList(
-                EndpointPicker.SUBSET_NAMESPACE, EndpointPicker.SUBSET_KEY, List.of("10.9.9.9:80")),
+                EndpointPicker.SUBSET_NAMESPACE, EndpointPicker.SUBSET_KEY, List.of(address)),
             fullDuplex()));
     s.send(EnvoyReplay.requestBody(BODY, true));
+    return s;
+  }
+
+  @Test
+  void theSubsetHintLimitsThePick() throws Exception {
+    ManagedChannel ch = picker();
+    for (int i = 0; i < 5; i++) {
+      EnvoyReplay s = withSubset(ch, "127.0.0.1:18002");
+      ProcessingResponse h = s.next(REQUEST_HEADERS);
+      assertThat(routingHeaders(h).get(EndpointPicker.DESTINATION_ENDPOINT_HEADER))
+          .isEqualTo("127.0.0.1:18002");
+      s.next(REQUEST_BODY);
+      s.cancel();
+    }
+    EnvoyReplay s = withSubset(ch, "10.9.9.9:80");
     ImmediateResponse ir = s.next(IMMEDIATE_RESPONSE).getImmediateResponse();
     assertThat(ir.getStatus().getCodeValue())
         .as("no eligible endpoint in the subset is a 503, per the protocol")
@@ -231,11 +269,8 @@ class ExtProcProtocolTest {
           EnvoyReplay.requestHeaders(
               Map.of(":method", "GET", ":path", "/v1/models"), true, null, fullDuplex()));
       ProcessingResponse h = s.next(REQUEST_HEADERS);
-      picked.add(
-          EnvoyReplay.setHeaders(h.getRequestHeaders().getResponse().getHeaderMutation())
-              .get(EndpointPicker.DESTINATION_ENDPOINT_HEADER));
-      s.send(EnvoyReplay.responseHeaders(200, "application/json", false, null));
-      s.next(RESPONSE_HEADERS);
+      picked.add(routingHeaders(h).get(EndpointPicker.DESTINATION_ENDPOINT_HEADER));
+      respond(s, 200, "application/json", false);
       s.send(EnvoyReplay.responseBody("{}".getBytes(StandardCharsets.UTF_8), true));
       assertThat(
               s.next(RESPONSE_BODY)
@@ -245,8 +280,7 @@ class ExtProcProtocolTest {
                   .getStreamedResponse()
                   .getEndOfStream())
           .isTrue();
-      s.halfClose();
-      assertThat(s.awaitClosed()).isTrue();
+      finish(s);
     }
     assertThat(picked)
         .containsExactlyInAnyOrder("127.0.0.1:18001", "127.0.0.1:18002", "127.0.0.1:18003");
@@ -264,7 +298,7 @@ class ExtProcProtocolTest {
             Map.of(":method", "POST", ":path", "/v1/embeddings"), false, null, fullDuplex()));
     s.send(EnvoyReplay.requestBody(BODY, true));
     ProcessingResponse h = s.next(REQUEST_HEADERS);
-    assertThat(EnvoyReplay.setHeaders(h.getRequestHeaders().getResponse().getHeaderMutation()))
+    assertThat(routingHeaders(h))
         .containsKey(EndpointPicker.DESTINATION_ENDPOINT_HEADER)
         .containsEntry("content-length", Integer.toString(BODY.length));
     ProcessingResponse b = s.next(REQUEST_BODY);
@@ -276,37 +310,22 @@ class ExtProcProtocolTest {
                 .getBody()
                 .toByteArray())
         .isEqualTo(BODY);
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
+    finish(s);
   }
 
   @Test
   void noBodyModeRoutesOnTheHeaders() throws Exception {
-    ManagedChannel ch = picker();
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(
-        EnvoyReplay.requestHeaders(
-            POST_COMPLETIONS,
-            false,
-            null,
-            EnvoyReplay.protocol(BodySendMode.NONE, BodySendMode.NONE, false)));
+    EnvoyReplay s =
+        opened(picker(), EnvoyReplay.protocol(BodySendMode.NONE, BodySendMode.NONE, false));
     ProcessingResponse h = s.next(REQUEST_HEADERS);
-    assertThat(EnvoyReplay.setHeaders(h.getRequestHeaders().getResponse().getHeaderMutation()))
-        .containsKey(EndpointPicker.DESTINATION_ENDPOINT_HEADER);
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
+    assertThat(routingHeaders(h)).containsKey(EndpointPicker.DESTINATION_ENDPOINT_HEADER);
+    finish(s);
   }
 
   @Test
   void streamedWithoutEarlyBodiesIsAConfigurationErrorNamingTheFix() throws Exception {
-    ManagedChannel ch = picker();
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(
-        EnvoyReplay.requestHeaders(
-            POST_COMPLETIONS,
-            false,
-            null,
-            EnvoyReplay.protocol(BodySendMode.STREAMED, BodySendMode.STREAMED, false)));
+    EnvoyReplay s =
+        opened(picker(), EnvoyReplay.protocol(BodySendMode.STREAMED, BodySendMode.STREAMED, false));
     ImmediateResponse ir = s.next(IMMEDIATE_RESPONSE).getImmediateResponse();
     assertThat(ir.getStatus().getCodeValue()).isEqualTo(500);
     assertThat(body(ir)).contains("send_body_without_waiting_for_header_response");
@@ -315,76 +334,42 @@ class ExtProcProtocolTest {
 
   @Test
   void aStreamCancelledMidResponseCompletesTheDecision() throws Exception {
-    ManagedChannel ch = picker();
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()));
-    s.send(EnvoyReplay.requestBody(BODY, true));
-    s.next(REQUEST_HEADERS);
-    s.next(REQUEST_BODY);
+    EnvoyReplay s = routed(picker());
     assertThat(router.inFlight()).isEqualTo(1);
-    s.send(EnvoyReplay.responseHeaders(200, "text/event-stream", false, null));
-    s.next(RESPONSE_HEADERS);
+    respond(s, 200, "text/event-stream", false);
     s.send(
         EnvoyReplay.responseBody(
             "data: {\"choices\":[]}\n\n".getBytes(StandardCharsets.UTF_8), false));
     s.next(RESPONSE_BODY);
     s.cancel();
     ExtProcModesTest.await(() -> router.inFlight() == 0, "the cancelled decision completes");
-    ExtProcModesTest.await(
-        () ->
-            meters.find("kvroute.epp.completions").tag("outcome", "cancelled").counter().count()
-                == 1,
-        "cancelled counted");
+    ExtProcModesTest.await(() -> completions("cancelled") == 1, "cancelled counted");
     ExtProcModesTest.await(
         () -> meters.get("kvroute.epp.streams").gauge().value() == 0, "stream closed");
   }
 
   @Test
   void aStreamEndedBeforeAnyResponseCompletesTheDecisionAsCancelled() throws Exception {
-    ManagedChannel ch = picker();
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()));
-    s.send(EnvoyReplay.requestBody(BODY, true));
-    s.next(REQUEST_HEADERS);
-    s.next(REQUEST_BODY);
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
+    finish(routed(picker()));
     assertThat(router.inFlight()).isZero();
-    assertThat(meters.find("kvroute.epp.completions").tag("outcome", "cancelled").counter().count())
-        .isEqualTo(1);
+    assertThat(completions("cancelled")).isEqualTo(1);
   }
 
   @Test
   void responseHeadersOnlyModeCompletesOnTheStatusWhenTheStreamEnds() throws Exception {
-    ManagedChannel ch = picker();
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(
-        EnvoyReplay.requestHeaders(
-            POST_COMPLETIONS,
-            false,
-            null,
-            EnvoyReplay.protocol(BodySendMode.FULL_DUPLEX_STREAMED, BodySendMode.NONE, false)));
-    s.send(EnvoyReplay.requestBody(BODY, true));
-    s.next(REQUEST_HEADERS);
-    s.next(REQUEST_BODY);
-    s.send(EnvoyReplay.responseHeaders(200, "application/json", false, null));
-    s.next(RESPONSE_HEADERS);
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
-    assertThat(meters.find("kvroute.epp.completions").tag("outcome", "success").counter().count())
-        .isEqualTo(1);
+    EnvoyReplay s =
+        routed(
+            picker(),
+            EnvoyReplay.protocol(BodySendMode.FULL_DUPLEX_STREAMED, BodySendMode.NONE, false));
+    respond(s, 200, "application/json", false);
+    finish(s);
+    assertThat(completions("success")).isEqualTo(1);
   }
 
   @Test
   void responseTrailersEndAGrpcStyleResponse() throws Exception {
-    ManagedChannel ch = picker();
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()));
-    s.send(EnvoyReplay.requestBody(BODY, true));
-    s.next(REQUEST_HEADERS);
-    s.next(REQUEST_BODY);
-    s.send(EnvoyReplay.responseHeaders(200, "application/json", false, null));
-    s.next(RESPONSE_HEADERS);
+    EnvoyReplay s = routed(picker());
+    respond(s, 200, "application/json", false);
     s.send(
         EnvoyReplay.responseBody(
             "{\"usage\":{\"prompt_tokens\":5}}".getBytes(StandardCharsets.UTF_8), false));
@@ -394,34 +379,19 @@ class ExtProcProtocolTest {
     assertThat(router.inFlight()).isZero();
     assertThat(meters.find("kvroute.epp.usage.tokens").tag("kind", "prompt").counter().count())
         .isEqualTo(5);
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
+    finish(s);
   }
 
   @Test
   void aFailedUpstreamStatusIsAnEndpointErrorAndA4xxIsTheClients() throws Exception {
     ManagedChannel ch = picker();
     for (int status : new int[] {503, 404}) {
-      EnvoyReplay s = EnvoyReplay.open(ch);
-      s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, fullDuplex()));
-      s.send(EnvoyReplay.requestBody(BODY, true));
-      s.next(REQUEST_HEADERS);
-      s.next(REQUEST_BODY);
-      s.send(EnvoyReplay.responseHeaders(status, "text/plain", true, null));
-      s.next(RESPONSE_HEADERS);
-      s.halfClose();
-      assertThat(s.awaitClosed()).isTrue();
+      EnvoyReplay s = routed(ch);
+      respond(s, status, "text/plain", true);
+      finish(s);
     }
-    assertThat(
-            meters
-                .find("kvroute.epp.completions")
-                .tag("outcome", "endpoint_error")
-                .counter()
-                .count())
-        .isEqualTo(1);
-    assertThat(
-            meters.find("kvroute.epp.completions").tag("outcome", "client_error").counter().count())
-        .isEqualTo(1);
+    assertThat(completions("endpoint_error")).isEqualTo(1);
+    assertThat(completions("client_error")).isEqualTo(1);
     assertThat(router.inFlight()).isZero();
   }
 
@@ -434,8 +404,7 @@ class ExtProcProtocolTest {
             .setObservabilityMode(true)
             .build());
     // Envoy ignores answers in observability mode: the picker sends none and decides nothing.
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
+    finish(s);
     assertThat(s.pending()).isZero();
     assertThat(router.inFlight()).isZero();
   }
@@ -444,15 +413,13 @@ class ExtProcProtocolTest {
   void theDestinationNamespaceIsConfigurable() throws Exception {
     ManagedChannel ch =
         picker(b -> {}, b -> b.destinationNamespace("my.lb").requestBodyMode(BodyMode.BUFFERED));
-    EnvoyReplay s = EnvoyReplay.open(ch);
-    s.send(EnvoyReplay.requestHeaders(POST_COMPLETIONS, false, null, null));
+    EnvoyReplay s = opened(ch, null);
     s.next(REQUEST_HEADERS);
     s.send(EnvoyReplay.requestBody(BODY, true));
     ProcessingResponse b = s.next(REQUEST_BODY);
     assertThat(EnvoyReplay.dynamic(b, "my.lb", EndpointPicker.DESTINATION_ENDPOINT_HEADER))
         .isNotBlank();
     assertThat(b.getDynamicMetadata().getFieldsMap()).doesNotContainKey("envoy.lb");
-    s.halfClose();
-    assertThat(s.awaitClosed()).isTrue();
+    finish(s);
   }
 }

@@ -152,6 +152,27 @@ final class MiniEnvoy {
     return x;
   }
 
+  /**
+   * The streamed modes: the whole body (and trailers) goes out before any answer, then the picker
+   * routes in its answer to the headers. False when it answered with an immediate response instead.
+   */
+  private static boolean sendBodyThenRoute(
+      EnvoyReplay s, Exchange x, List<byte[]> chunks, Mode mode) {
+    for (int i = 0; i < chunks.size(); i++) {
+      boolean last = i == chunks.size() - 1;
+      s.send(EnvoyReplay.requestBody(chunks.get(i), last && !mode.requestTrailers()));
+    }
+    if (mode.requestTrailers()) {
+      s.send(EnvoyReplay.requestTrailers());
+    }
+    ProcessingResponse h = s.next();
+    if (immediate(s, x, h)) {
+      return false;
+    }
+    expectRouting(x, h, ResponseCase.REQUEST_HEADERS);
+    return true;
+  }
+
   /** The request phase; false when the picker answered with an immediate response. */
   private boolean requestPhase(EnvoyReplay s, Exchange x, byte[] body, Mode mode) {
     List<byte[]> chunks = split(body, 3);
@@ -194,18 +215,9 @@ final class MiniEnvoy {
         }
       case STREAMED:
         {
-          for (int i = 0; i < chunks.size(); i++) {
-            boolean last = i == chunks.size() - 1;
-            s.send(EnvoyReplay.requestBody(chunks.get(i), last && !mode.requestTrailers()));
-          }
-          if (mode.requestTrailers()) {
-            s.send(EnvoyReplay.requestTrailers());
-          }
-          ProcessingResponse h = s.next();
-          if (immediate(s, x, h)) {
+          if (!sendBodyThenRoute(s, x, chunks, mode)) {
             return false;
           }
-          expectRouting(x, h, ResponseCase.REQUEST_HEADERS);
           for (int i = 0; i < chunks.size(); i++) {
             ProcessingResponse b = s.next(ResponseCase.REQUEST_BODY);
             assertThat(b.getRequestBody().getResponse().hasBodyMutation())
@@ -222,18 +234,9 @@ final class MiniEnvoy {
       case FULL_DUPLEX_STREAMED:
       default:
         {
-          for (int i = 0; i < chunks.size(); i++) {
-            boolean last = i == chunks.size() - 1;
-            s.send(EnvoyReplay.requestBody(chunks.get(i), last && !mode.requestTrailers()));
-          }
-          if (mode.requestTrailers()) {
-            s.send(EnvoyReplay.requestTrailers());
-          }
-          ProcessingResponse h = s.next();
-          if (immediate(s, x, h)) {
+          if (!sendBodyThenRoute(s, x, chunks, mode)) {
             return false;
           }
-          expectRouting(x, h, ResponseCase.REQUEST_HEADERS);
           ByteArrayOutputStream forwarded = new ByteArrayOutputStream();
           while (true) {
             ProcessingResponse b = s.next();

@@ -14,13 +14,10 @@ import io.kvroute.tokenizer.hf.HfTokenizer;
 import io.kvroute.tokenizer.hf.ReferenceTokenizers;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -29,10 +26,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * the gateway tokenizes the same way in process (no {@code /tokenize} calls), so repeated prompts
  * are scored precisely from the pods' KV events and go to the pod that holds their blocks.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 class LocalTokenizerTest {
   static HfTokenizer podTokenizer;
   static SimulatedCluster cluster;
@@ -58,15 +52,7 @@ class LocalTokenizerTest {
     registry.add("kvroute.index.block-size", () -> "16");
     registry.add("kvroute.models[qwen3].tokenizer.path", qwen::toString);
     registry.add("kvroute.models[qwen3].tokenizer.fallback", () -> "false");
-    List<VllmSimulator> pods = cluster.pods();
-    for (int i = 0; i < pods.size(); i++) {
-      VllmSimulator p = pods.get(i);
-      String at = "kvroute.endpoints[" + i + "].";
-      registry.add(at + "id", p::name);
-      registry.add(at + "url", () -> p.baseUrl().toString());
-      registry.add(at + "kv-events.publisher", p::eventsEndpoint);
-      registry.add(at + "kv-events.replay", p::replayEndpoint);
-    }
+    SimPods.register(registry, cluster.pods(), p -> null, true);
   }
 
   @AfterAll

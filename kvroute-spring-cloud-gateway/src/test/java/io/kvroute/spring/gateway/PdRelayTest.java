@@ -14,16 +14,13 @@ import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.List;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -32,12 +29,9 @@ import org.springframework.test.context.DynamicPropertySource;
  * prefill/decode pods publishing real ZMQ KV events: kvroute runs prefill then decode and streams
  * the decode response back through WebFlux.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 class PdRelayTest {
-  static final String MODEL = "sim-model";
+  static final String MODEL = SimPods.MODEL;
 
   /** Long enough that the decider disaggregates it (most of the prompt is uncached). */
   static final String PROMPT = "a long shared system prompt for the gateway test ".repeat(16);
@@ -50,35 +44,20 @@ class PdRelayTest {
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
     cluster =
-        SimulatedCluster.builder()
-            .prefill(1)
-            .decode(2)
-            .model(MODEL)
-            .protocol(KvTransferProtocol.NIXL)
-            .configure(
-                b ->
-                    b.blockSize(16)
-                        .latency(
-                            new LatencyModel(Duration.ZERO, Duration.ZERO, Duration.ofMillis(10))))
-            .build()
-            .start();
-    registry.add("kvroute.mode", () -> "relay");
+        SimPods.start(
+            b -> b.prefill(1).decode(2).protocol(KvTransferProtocol.NIXL),
+            new LatencyModel(Duration.ZERO, Duration.ZERO, Duration.ofMillis(10)));
+    SimPods.mode(registry, "relay");
     registry.add("kvroute.default-connector.type", () -> "nixl");
     registry.add("kvroute.index.block-size", () -> "16");
-    registry.add("kvroute.observability-headers", () -> "true");
     registry.add("kvroute.max-request-size", () -> "64KB");
     registry.add("management.endpoints.web.exposure.include", () -> "health");
     registry.add("management.endpoint.health.show-details", () -> "always");
-    List<VllmSimulator> pods = cluster.pods();
-    for (int i = 0; i < pods.size(); i++) {
-      VllmSimulator p = pods.get(i);
-      String at = "kvroute.endpoints[" + i + "].";
-      registry.add(at + "id", p::name);
-      registry.add(at + "url", () -> p.baseUrl().toString());
-      registry.add(at + "role", () -> cluster.prefillPods().contains(p) ? "prefill" : "decode");
-      registry.add(at + "kv-events.publisher", p::eventsEndpoint);
-      registry.add(at + "kv-events.replay", p::replayEndpoint);
-    }
+    SimPods.register(
+        registry,
+        cluster.pods(),
+        p -> cluster.prefillPods().contains(p) ? "prefill" : "decode",
+        true);
   }
 
   @AfterEach

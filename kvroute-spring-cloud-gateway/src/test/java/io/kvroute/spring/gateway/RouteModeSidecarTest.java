@@ -7,11 +7,10 @@ import io.kvroute.testkit.RecordedRequest;
 import io.kvroute.testkit.SimulatedCluster;
 import io.kvroute.testkit.VllmSimulator;
 import java.net.http.HttpResponse;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -20,12 +19,9 @@ import org.springframework.test.context.DynamicPropertySource;
  * decision the gateway sends the request to the decode pod with {@code x-prefiller-host-port}
  * naming the prefill pod (the sidecar runs the prefill); the gateway itself never calls it.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 class RouteModeSidecarTest {
-  static final String MODEL = "sim-model";
+  static final String MODEL = SimPods.MODEL;
   static SimulatedCluster cluster;
 
   @LocalServerPort int port;
@@ -33,24 +29,12 @@ class RouteModeSidecarTest {
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
     // The "decode" pod is a plain engine standing in for decode + sidecar.
-    cluster =
-        SimulatedCluster.builder()
-            .prefill(1)
-            .both(1)
-            .model(MODEL)
-            .configure(b -> b.blockSize(16).latency(LatencyModel.ZERO))
-            .build()
-            .start();
+    cluster = SimPods.start(b -> b.prefill(1).both(1), LatencyModel.ZERO);
     VllmSimulator prefill = cluster.prefillPods().get(0);
     VllmSimulator decode = cluster.bothPods().get(0);
-    registry.add("kvroute.mode", () -> "route");
-    registry.add("kvroute.observability-headers", () -> "true");
-    registry.add("kvroute.endpoints[0].id", prefill::name);
-    registry.add("kvroute.endpoints[0].url", () -> prefill.baseUrl().toString());
-    registry.add("kvroute.endpoints[0].role", () -> "prefill");
-    registry.add("kvroute.endpoints[1].id", decode::name);
-    registry.add("kvroute.endpoints[1].url", () -> decode.baseUrl().toString());
-    registry.add("kvroute.endpoints[1].role", () -> "decode");
+    SimPods.mode(registry, "route");
+    SimPods.register(
+        registry, List.of(prefill, decode), p -> p == prefill ? "prefill" : "decode", false);
   }
 
   @AfterAll

@@ -15,9 +15,7 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -25,13 +23,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * Route mode, decode only: kvroute picks the pod, Spring Cloud Gateway's own routing filter proxies
  * the request to it. The last test stops the pods one by one.
  */
-@SpringBootTest(
-    classes = GatewayTestApp.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@DirtiesContext
+@GatewayAppTest
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RouteModeTest {
-  static final String MODEL = "sim-model";
+  static final String MODEL = SimPods.MODEL;
   static SimulatedCluster cluster;
 
   @LocalServerPort int port;
@@ -39,22 +34,9 @@ class RouteModeTest {
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    cluster =
-        SimulatedCluster.builder()
-            .both(2)
-            .model(MODEL)
-            .configure(b -> b.blockSize(16).latency(LatencyModel.ZERO))
-            .build()
-            .start();
-    registry.add("kvroute.mode", () -> "route");
-    registry.add("kvroute.observability-headers", () -> "true");
-    List<VllmSimulator> pods = cluster.pods();
-    for (int i = 0; i < pods.size(); i++) {
-      VllmSimulator p = pods.get(i);
-      registry.add("kvroute.endpoints[" + i + "].id", p::name);
-      registry.add("kvroute.endpoints[" + i + "].url", () -> p.baseUrl().toString());
-      registry.add("kvroute.endpoints[" + i + "].role", () -> "decode");
-    }
+    cluster = SimPods.start(b -> b.both(2), LatencyModel.ZERO);
+    SimPods.mode(registry, "route");
+    SimPods.register(registry, cluster.pods(), p -> "decode", false);
   }
 
   @AfterAll

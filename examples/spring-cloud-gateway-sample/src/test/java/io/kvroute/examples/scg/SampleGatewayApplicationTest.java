@@ -66,10 +66,8 @@ class SampleGatewayApplicationTest {
   /** The endpoint ids in the headers are the ones {@code application.yaml} gives the pods. */
   @Test
   void aStreamedChatCompletionRunsPrefillThenDecode() throws Exception {
-    VllmSimulator prefill = cluster.prefillPods().get(0);
-    int prefillSeen = prefill.requests().size();
     HttpResponse<String> r =
-        post(
+        prefillThenDecode(
             "/v1/chat/completions",
             "{\"model\":\""
                 + MODEL
@@ -78,28 +76,34 @@ class SampleGatewayApplicationTest {
                 + PROMPT
                 + "\"}]}");
 
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
     assertThat(r.headers().firstValue("content-type"))
         .hasValueSatisfying(t -> assertThat(t).startsWith("text/event-stream"));
     assertThat(r.body()).startsWith("data: ").endsWith("data: [DONE]\n\n");
-    assertThat(r.headers().firstValue("x-kvroute-decode")).contains("decode-0");
     assertThat(r.headers().firstValue("x-kvroute-prefill")).contains("prefill-0");
-    assertThat(prefill.requests()).as("the prefill pod's requests").hasSizeGreaterThan(prefillSeen);
   }
 
   @Test
   void aCompletionRunsPrefillThenDecode() throws Exception {
-    VllmSimulator prefill = cluster.prefillPods().get(0);
-    int prefillSeen = prefill.requests().size();
     HttpResponse<String> r =
-        post(
+        prefillThenDecode(
             "/v1/completions",
             "{\"model\":\"" + MODEL + "\",\"max_tokens\":8,\"prompt\":\"text: " + PROMPT + "\"}");
 
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
     assertThat(r.body()).contains("\"choices\"");
+  }
+
+  /**
+   * Posts {@code body} to {@code path} and checks that it succeeded on the decode pod after a
+   * prefill: a 200 naming {@code decode-0}, and a new request at the prefill pod.
+   */
+  private HttpResponse<String> prefillThenDecode(String path, String body) throws Exception {
+    VllmSimulator prefill = cluster.prefillPods().get(0);
+    int prefillSeen = prefill.requests().size();
+    HttpResponse<String> r = post(path, body);
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
     assertThat(r.headers().firstValue("x-kvroute-decode")).contains("decode-0");
     assertThat(prefill.requests()).as("the prefill pod's requests").hasSizeGreaterThan(prefillSeen);
+    return r;
   }
 
   @Test
