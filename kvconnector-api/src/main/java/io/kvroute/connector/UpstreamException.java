@@ -1,6 +1,7 @@
 package io.kvroute.connector;
 
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -67,6 +68,24 @@ public final class UpstreamException extends ConnectorException {
   public static UpstreamException protocol(
       Leg leg, String endpointId, String message, Throwable cause) {
     return new UpstreamException(leg, endpointId, Kind.PROTOCOL, 0, null, null, message, cause);
+  }
+
+  /**
+   * A failure of a transport sending {@code out} that got no answer ({@link Kind#TIMEOUT}, {@link
+   * Kind#IO}, {@link Kind#CANCELLED}, or a {@link Kind#PROTOCOL} error reading the answer), with
+   * the message every transport uses: {@code "<leg> request to <url> <what>"}.
+   */
+  public static UpstreamException transport(
+      HttpTransport.Outbound out, Kind kind, String what, Throwable cause) {
+    return new UpstreamException(
+        out.leg(),
+        out.endpoint().id(),
+        kind,
+        0,
+        null,
+        null,
+        out.leg().name().toLowerCase(Locale.ROOT) + " request to " + out.url() + " " + what,
+        cause);
   }
 
   private static int gatewayStatus(Kind kind, int upstreamStatus) {

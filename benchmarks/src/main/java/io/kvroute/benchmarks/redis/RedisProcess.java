@@ -3,6 +3,7 @@ package io.kvroute.benchmarks.redis;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.redis.RedisIndexConfig;
+import io.kvroute.kvindex.redis.RedisServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -13,8 +14,6 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
@@ -36,10 +35,7 @@ public final class RedisProcess implements AutoCloseable {
   /** Starts a server (extra arguments such as {@code --maxmemory 2gb} appended). */
   public static RedisProcess start(String... extra) {
     Path bin =
-        List.of("/usr/bin/redis-server", "/usr/local/bin/redis-server").stream()
-            .map(Paths::get)
-            .filter(Files::isExecutable)
-            .findFirst()
+        RedisServer.binary()
             .orElseThrow(
                 () ->
                     new IllegalStateException(
@@ -50,23 +46,8 @@ public final class RedisProcess implements AutoCloseable {
         port = s.getLocalPort();
       }
       Path dir = Files.createTempDirectory("kvroute-bench-redis-");
-      List<String> cmd =
-          new java.util.ArrayList<>(
-              List.of(
-                  bin.toString(),
-                  "--port",
-                  Integer.toString(port),
-                  "--bind",
-                  "127.0.0.1",
-                  "--save",
-                  "",
-                  "--appendonly",
-                  "no",
-                  "--dir",
-                  dir.toString()));
-      cmd.addAll(List.of(extra));
       Process p =
-          new ProcessBuilder(cmd)
+          new ProcessBuilder(RedisServer.commandLine(bin, port, dir, extra))
               .redirectErrorStream(true)
               .redirectOutput(dir.resolve("redis.log").toFile())
               .start();

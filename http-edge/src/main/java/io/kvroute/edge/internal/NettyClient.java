@@ -112,12 +112,13 @@ public final class NettyClient {
       target = target(out);
     } catch (IllegalArgumentException e) {
       future.completeExceptionally(
-          UpstreamCall.failure(out, UpstreamException.Kind.IO, "failed: " + e.getMessage(), e));
+          UpstreamException.transport(
+              out, UpstreamException.Kind.IO, "failed: " + e.getMessage(), e));
       return future;
     }
     if (closed) {
       future.completeExceptionally(
-          UpstreamCall.failure(
+          UpstreamException.transport(
               out, UpstreamException.Kind.IO, "failed: the client is closed", null));
       return future;
     }

@@ -27,7 +27,6 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CancellationException;
@@ -97,19 +96,6 @@ final class UpstreamCall implements Flow.Subscription {
             onLoop(this::abort);
           }
         });
-  }
-
-  static UpstreamException failure(
-      Outbound out, UpstreamException.Kind kind, String what, Throwable cause) {
-    return new UpstreamException(
-        out.leg(),
-        out.endpoint().id(),
-        kind,
-        0,
-        null,
-        null,
-        out.leg().name().toLowerCase(Locale.ROOT) + " request to " + out.url() + " " + what,
-        cause);
   }
 
   private void onLoop(Runnable r) {
@@ -360,7 +346,7 @@ final class UpstreamCall implements Flow.Subscription {
     state = State.DONE;
     cancelTimer();
     detach(false);
-    UpstreamException e = failure(out, kind, what, cause);
+    UpstreamException e = UpstreamException.transport(out, kind, what, cause);
     if (hadHead) {
       relay.onError(e);
     } else {
@@ -377,7 +363,8 @@ final class UpstreamCall implements Flow.Subscription {
     cancelTimer();
     detach(false);
     future.completeExceptionally(
-        failure(out, UpstreamException.Kind.CANCELLED, "cancelled", new CancellationException()));
+        UpstreamException.transport(
+            out, UpstreamException.Kind.CANCELLED, "cancelled", new CancellationException()));
   }
 
   /** Notes activity, for the gap timeout of a streaming call (a whole call has one deadline). */

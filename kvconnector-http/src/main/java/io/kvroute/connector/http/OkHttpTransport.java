@@ -14,7 +14,6 @@ import java.security.KeyStore;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
@@ -214,15 +213,7 @@ public final class OkHttpTransport implements HttpTransport {
       kind = UpstreamException.Kind.IO;
       what = "failed: " + e;
     }
-    return new UpstreamException(
-        out.leg(),
-        out.endpoint().id(),
-        kind,
-        0,
-        null,
-        null,
-        out.leg().name().toLowerCase(Locale.ROOT) + " request to " + out.url() + " " + what,
-        e);
+    return UpstreamException.transport(out, kind, what, e);
   }
 
   /**

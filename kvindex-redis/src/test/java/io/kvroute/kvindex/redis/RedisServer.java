@@ -109,22 +109,35 @@ public final class RedisServer implements AutoCloseable {
     return port;
   }
 
+  /**
+   * The command line of a server listening on loopback {@code port}, working in {@code dir},
+   * without persistence, in the foreground; {@code extra} arguments (such as {@code --maxmemory
+   * 2gb}) are appended. The benchmarks start their servers with it too.
+   */
+  public static List<String> commandLine(Path binary, int port, Path dir, String... extra) {
+    List<String> cmd = new java.util.ArrayList<>();
+    cmd.addAll(
+        List.of(
+            binary.toString(),
+            "--port",
+            Integer.toString(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            dir.toString(),
+            "--daemonize",
+            "no"));
+    cmd.addAll(List.of(extra));
+    return cmd;
+  }
+
   private void launch() throws IOException {
     process =
-        new ProcessBuilder(
-                binary.toString(),
-                "--port",
-                Integer.toString(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                dir.toString(),
-                "--daemonize",
-                "no")
+        new ProcessBuilder(commandLine(binary, port, dir))
             .redirectErrorStream(true)
             .redirectOutput(dir.resolve("redis.log").toFile())
             .start();
