@@ -95,8 +95,7 @@ public record ConnectorSection(
     } catch (ConnectorConfigException e) {
       // the SPI's own checks name the field as kvConnector.<path>
       String field = e.field().startsWith("kvConnector.") ? e.field().substring(12) : e.field();
-      String problem = e.getMessage().substring(e.field().length()).trim();
-      throw new ConfigException(field, problem, e);
+      throw new ConfigException(field, e.problem(), e);
     }
   }
 
