@@ -136,17 +136,17 @@ class ConnectorsReferenceTest {
   static Map<String, List<Row>> tables(String section) {
     Map<String, List<Row>> out = new LinkedHashMap<>();
     Matcher m = SECTION.matcher(section);
-    List<int[]> bounds = new ArrayList<>();
     List<String> names = new ArrayList<>();
+    List<Integer> starts = new ArrayList<>();
+    List<Integer> ends = new ArrayList<>();
     while (m.find()) {
       names.add(m.group(1));
-      bounds.add(new int[] {m.end(), 0});
+      starts.add(m.start());
+      ends.add(m.end());
     }
     for (int i = 0; i < names.size(); i++) {
-      int from = bounds.get(i)[0];
-      int to =
-          i + 1 < names.size() ? section.lastIndexOf("### `" + names.get(i + 1)) : section.length();
-      Matcher r = ROW.matcher(section.substring(from, to));
+      int to = i + 1 < names.size() ? starts.get(i + 1) : section.length();
+      Matcher r = ROW.matcher(section.substring(ends.get(i), to));
       List<Row> rows = new ArrayList<>();
       while (r.find()) {
         String dflt = r.group(3).trim();
