@@ -50,7 +50,8 @@ public record ConnectorSection(
    *
    * @param maxAttempts attempts in total, first included (default 3)
    * @param backoffBase the first backoff, doubling per retry (default 100ms)
-   * @param backoffMax the cap on one backoff (default 2s, or 10 × backoffBase when that is larger)
+   * @param backoffMax the cap on one backoff (default 2s, or 10 × backoffBase when backoffBase is
+   *     over 2s)
    */
   public record Retry(Integer maxAttempts, Duration backoffBase, Duration backoffMax) {}
 
