@@ -24,9 +24,9 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * The dependency rules of {@code ARCHITECTURE.md}, checked over the main classes of every module. A
- * failure names the class, the dependency and the rule; fix the code, or change the map (and {@link
- * Modules}) deliberately.
+ * The dependency rules of {@code docs/architecture.md} (the module map and its picture), checked
+ * over the main classes of every module. A failure names the class, the dependency and the rule;
+ * fix the code, or change the map (and {@link Modules}) deliberately.
  */
 class ArchitectureTest {
 
@@ -36,7 +36,7 @@ class ArchitectureTest {
     classes()
         .that(inAnyModule())
         .should(dependOnlyOnAllowedModules())
-        .because("ARCHITECTURE.md fixes the dependency directions between modules")
+        .because("docs/architecture.md fixes the dependency directions between modules")
         .check(Modules.classes());
   }
 
@@ -127,7 +127,7 @@ class ArchitectureTest {
       members()
           .that(arePublicApiOf(module))
           .should(notMention(forbidden))
-          .because("core APIs are plain Java (ARCHITECTURE.md, design decisions)")
+          .because("core APIs are plain Java (docs/architecture.md, design decisions)")
           .check(Modules.classes());
     }
   }

@@ -112,7 +112,9 @@ final class DemoCommand implements Callable<Integer> {
       description = "Connector type (default: nixl if present, else http)")
   String connector;
 
-  @Option(names = "--html", description = "Also write the report as an HTML page to this file")
+  @Option(
+      names = "--html",
+      description = "Also write the report as an HTML page to this file (default: none)")
   Path html;
 
   @Option(names = "--seed", defaultValue = "42", description = "Workload seed")
@@ -123,7 +125,8 @@ final class DemoCommand implements Callable<Integer> {
       paramLabel = "DIR",
       description =
           "Run with a real model's tokenizer and chat template (pods and routers alike): a model"
-              + " directory or a Hugging Face cache dir models--org--name")
+              + " directory or a Hugging Face cache dir models--org--name (default: the simulator's"
+              + " built-in tokenizer)")
   Path tokenizerDir;
 
   /** How routers tokenize (the pods' own tokenizer, in process). */

@@ -32,7 +32,9 @@ final class EppCommand extends ServingCommand<EppServer> {
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
 
-  @Option(names = "--host", description = "Address to bind (overrides listen.host)")
+  @Option(
+      names = "--host",
+      description = "Address to bind (default: listen.host of the configuration)")
   String host;
 
   @Option(names = "--port", defaultValue = "9002", description = "gRPC port (0: any free port)")
@@ -40,7 +42,7 @@ final class EppCommand extends ServingCommand<EppServer> {
 
   @Option(
       names = "--metrics-port",
-      description = "Serve Prometheus /metrics (and /healthz) on this HTTP port")
+      description = "Serve Prometheus /metrics (and /healthz) on this HTTP port (default: none)")
   Integer metricsPort;
 
   @Option(

@@ -45,7 +45,7 @@ final class EventsCommand implements Runnable {
       mixinStandardHelpOptions = true,
       header = "Decodes one KVEventBatch payload and prints it as JSON.",
       description =
-          "The payload is hex (or raw bytes with --raw), read from FILE or from standard input when FILE is -. Hashes are printed as unsigned decimal strings. Exit code 1 if the payload is malformed.")
+          "The payload is hex (or raw bytes with --raw), read from FILE or from standard input when FILE is -. Hashes are printed as unsigned decimal strings. A file that cannot be read, input that is not hex and a malformed payload are errors with exit code 2.")
   static final class Decode implements Callable<Integer> {
 
     @Parameters(
@@ -65,14 +65,13 @@ final class EventsCommand implements Runnable {
     @Override
     public Integer call() {
       PrintWriter out = spec.commandLine().getOut();
-      PrintWriter err = spec.commandLine().getErr();
       byte[] input;
       try {
         input = "-".equals(file) ? readAll(System.in) : Files.readAllBytes(Path.of(file));
+      } catch (java.nio.file.NoSuchFileException e) {
+        throw new Main.CliException("cannot read " + file + ": no such file");
       } catch (IOException e) {
-        err.println("cannot read " + file + ": " + e.getMessage());
-        err.flush();
-        return 2;
+        throw new Main.CliException("cannot read " + file + ": " + e.getMessage());
       }
       byte[] payload;
       if (raw) {
@@ -81,9 +80,8 @@ final class EventsCommand implements Runnable {
         try {
           payload = parseHex(new String(input, java.nio.charset.StandardCharsets.US_ASCII));
         } catch (IllegalArgumentException e) {
-          err.println("input is not hex: " + e.getMessage() + " (use --raw for binary input)");
-          err.flush();
-          return 2;
+          throw new Main.CliException(
+              "input is not hex: " + e.getMessage() + " (use --raw for binary input)");
         }
       }
       try {
@@ -104,9 +102,7 @@ final class EventsCommand implements Runnable {
         out.flush();
         return 0;
       } catch (KvEventDecodeException e) {
-        err.println("malformed payload: " + e.getMessage());
-        err.flush();
-        return 1;
+        throw new Main.CliException("malformed payload: " + e.getMessage());
       }
     }
 
@@ -152,7 +148,9 @@ final class EventsCommand implements Runnable {
         description = "PUB endpoint to connect to, e.g. tcp://10.0.0.7:5557")
     String endpoint;
 
-    @Option(names = "--replay", description = "ROUTER replay endpoint, e.g. tcp://10.0.0.7:5558")
+    @Option(
+        names = "--replay",
+        description = "ROUTER replay endpoint, e.g. tcp://10.0.0.7:5558 (default: none, no replay)")
     String replay;
 
     @Option(
@@ -189,6 +187,10 @@ final class EventsCommand implements Runnable {
     public Integer call() throws InterruptedException {
       PrintWriter out = spec.commandLine().getOut();
       PrintWriter err = spec.commandLine().getErr();
+      io.kvroute.config.Checks.zmqEndpoint("--endpoint", endpoint);
+      if (replay != null) {
+        io.kvroute.config.Checks.zmqEndpoint("--replay", replay);
+      }
       AtomicLong printed = new AtomicLong();
       KvEventListener listener =
           new KvEventListener() {

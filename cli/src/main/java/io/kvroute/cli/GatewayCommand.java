@@ -107,7 +107,7 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
 
-  @Option(names = "--port", description = "Overrides listen.port")
+  @Option(names = "--port", description = "Port to listen on (default: listen.port, else 8080)")
   Integer port;
 
   @Option(
@@ -121,7 +121,9 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
   @Option(
       names = "--admin-token-file",
       paramLabel = "FILE",
-      description = "File holding the admin API's bearer token (16 or more characters)")
+      description =
+          "File holding the admin API's bearer token, 16 or more characters (default:"
+              + " admin.tokenFile, else $KVROUTE_ADMIN_TOKEN)")
   Path adminTokenFile;
 
   @Override
@@ -134,10 +136,17 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
     io.kvroute.edge.TlsConfig tls;
     try {
       adminConfig = adminSection == null ? null : adminSection.toEdge(dir);
-      tls = cfg.listen().tls() == null ? null : cfg.listen().tls().toEdge(dir);
+    } catch (ConfigException e) { // a TLS file that cannot be read, named by its key
+      throw e.under("admin").inSource(config.toString());
     } catch (io.kvroute.edge.EdgeConfigException e) {
-      throw new ConfigException(adminSection == null ? "listen.tls" : "admin", e.getMessage(), e)
-          .inSource(config.toString());
+      throw new ConfigException("admin", e.getMessage(), e).inSource(config.toString());
+    }
+    try {
+      tls = cfg.listen().tls() == null ? null : cfg.listen().tls().toEdge(dir);
+    } catch (ConfigException e) {
+      throw e.under("listen.tls").inSource(config.toString());
+    } catch (io.kvroute.edge.EdgeConfigException e) {
+      throw new ConfigException("listen.tls", e.getMessage(), e).inSource(config.toString());
     }
     Scheduler.Builder scheduler = loaded.scheduler();
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);

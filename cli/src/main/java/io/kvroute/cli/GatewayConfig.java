@@ -127,9 +127,13 @@ record GatewayConfig(
     return scheduler instanceof Map<?, ?> m ? (Map<String, ?>) m : null;
   }
 
+  /** The connectors on the class path: a section names one of them and the parameters it takes. */
+  static final io.kvroute.connector.KVConnectors CONNECTORS =
+      io.kvroute.connector.KVConnectors.discover(GatewayConfig.class.getClassLoader());
+
   /** Binds a {@code kvConnector} section, naming its fields from {@code path}. */
   static ConnectorConfig connector(String path, Map<String, Object> section) {
-    return ConnectorConfigs.bind(section, path);
+    return ConnectorConfigs.bind(section, path, CONNECTORS);
   }
 
   /**

@@ -41,7 +41,7 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       names = "--prefill",
       split = ",",
       showDefaultValue = CommandLine.Help.Visibility.NEVER,
-      description = "Prefill base URLs, comma separated (none: decode only)")
+      description = "Prefill base URLs, comma separated (default: none, decode only)")
   List<String> prefill = new ArrayList<>();
 
   @Option(
@@ -71,9 +71,12 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
 
   @Option(
       names = "--param",
+      paramLabel = "KEY=VALUE",
       showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description =
-          "Connector parameter KEY=VALUE (repeatable), e.g. --param rewriteLocalhost=true")
+          "A connector parameter (repeatable; default: none, the connector's defaults), e.g."
+              + " --param remoteHostRewrite=always for nixl. Every connector's parameters are in"
+              + " docs/connectors.md; an unknown one is refused.")
   java.util.Map<String, String> params = new java.util.LinkedHashMap<>();
 
   @Option(names = "--grace", defaultValue = "10", description = "Seconds to drain on SIGTERM")
@@ -86,19 +89,20 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       description =
           "A limit or timeout of the listener (repeatable), as the gateway's listen section:"
               + " maxConnections, maxHeaderBytes, maxHeaderCount, maxBodyBytes, headerTimeout,"
-              + " bodyTimeout, idleTimeout, writeTimeout; e.g. --listen headerTimeout=5s")
+              + " bodyTimeout, idleTimeout, writeTimeout; e.g. --listen headerTimeout=5s"
+              + " (default: the gateway's listen defaults)")
   java.util.Map<String, String> listen = new java.util.LinkedHashMap<>();
 
   @Option(
       names = "--tls-certificate",
       paramLabel = "FILE",
-      description = "Serve HTTPS with this PEM certificate chain (needs --tls-key)")
+      description = "Serve HTTPS with this PEM certificate chain, with --tls-key (default: HTTP)")
   java.nio.file.Path tlsCertificate;
 
   @Option(
       names = "--tls-key",
       paramLabel = "FILE",
-      description = "The PEM (PKCS#8) private key of --tls-certificate")
+      description = "The PEM (PKCS#8) private key of --tls-certificate (default: none)")
   java.nio.file.Path tlsKey;
 
   @Override
@@ -118,9 +122,17 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
     if (!registry.types().contains(connector.toLowerCase(Locale.ROOT))) {
       throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
     }
-    config = connectorConfig();
-    FrontConfig.Listen front =
-        GatewayConfig.BINDER.convert(scalars(listen), FrontConfig.Listen.class, "--listen");
+    config = connectorConfig(registry);
+    FrontConfig.Listen front;
+    try {
+      front =
+          GatewayConfig.BINDER.convert(
+              GatewayConfig.BINDER.fromText(listen, FrontConfig.Listen.class),
+              FrontConfig.Listen.class,
+              "");
+    } catch (ConfigException e) {
+      throw new ConfigException("--listen " + e.path(), e.problem(), e);
+    }
     for (String k : List.of("host", "port", "tls")) {
       if (listen.containsKey(k)) {
         throw new ConfigException(
@@ -134,9 +146,14 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
             tlsCertificate == null ? "--tls-key" : "--tls-certificate",
             "needs " + (tlsCertificate == null ? "--tls-certificate" : "--tls-key") + " too");
       }
-      tls =
-          new FrontConfig.Tls(tlsCertificate.toString(), tlsKey.toString(), null, null)
-              .toEdge(null);
+      try {
+        tls =
+            new FrontConfig.Tls(tlsCertificate.toString(), tlsKey.toString(), null, null)
+                .toEdge(null);
+      } catch (ConfigException e) {
+        throw new ConfigException(
+            e.path().equals("key") ? "--tls-key" : "--tls-certificate", e.problem(), e);
+      }
     }
     io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters =
         new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
@@ -228,22 +245,31 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
     server.shutdown(Duration.ofSeconds(1));
   }
 
-  /** The {@code kvConnector} section the options describe. */
-  private ConnectorConfig connectorConfig() {
+  /** The {@code kvConnector} section the options describe, its parameters checked. */
+  private ConnectorConfig connectorConfig(KVConnectors registry) {
     Duration prefillLeg = duration("--prefill-timeout", prefillTimeout);
     Duration decodeLeg = duration("--decode-timeout", decodeTimeout);
     Checks.range("--max-attempts", maxAttempts, 1, 100);
+    KVConnectorProvider provider = registry.provider(connector);
+    java.util.Map<String, Object> typed =
+        provider
+            .parameters()
+            .<java.util.Map<String, Object>>map(t -> GatewayConfig.BINDER.fromText(params, t))
+            .orElseGet(() -> scalars(params));
     try {
       ConnectorConfig.Timeouts t = ConnectorConfig.Timeouts.DEFAULTS;
-      return ConnectorConfig.of(connector)
-          .withParams(params)
-          .withTimeouts(
-              new ConnectorConfig.Timeouts(prefillLeg, decodeLeg, t.cleanup(), t.healthCheck()))
-          .withRetry(
-              new ConnectorConfig.Retry(
-                  maxAttempts,
-                  ConnectorConfig.Retry.DEFAULTS.backoffBase(),
-                  ConnectorConfig.Retry.DEFAULTS.backoffMax()));
+      ConnectorConfig c =
+          ConnectorConfig.of(connector)
+              .withParams(typed)
+              .withTimeouts(
+                  new ConnectorConfig.Timeouts(prefillLeg, decodeLeg, t.cleanup(), t.healthCheck()))
+              .withRetry(
+                  new ConnectorConfig.Retry(
+                      maxAttempts,
+                      ConnectorConfig.Retry.DEFAULTS.backoffBase(),
+                      ConnectorConfig.Retry.DEFAULTS.backoffMax()));
+      provider.checkParameters(c);
+      return c;
     } catch (ConnectorConfigException e) {
       throw option(e);
     }
@@ -265,7 +291,7 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
   /** A connector's complaint about its configuration, named by the option that set the field. */
   private static ConfigException option(ConnectorConfigException e) {
     String field = e.field();
-    String problem = e.getMessage().substring(field.length()).trim();
+    String problem = e.problem();
     String option =
         switch (field) {
           case "kvConnector.type" -> "--connector";

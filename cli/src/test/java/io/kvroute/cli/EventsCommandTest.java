@@ -34,7 +34,7 @@ class EventsCommandTest {
   private final StringWriter err = new StringWriter();
 
   private CommandLine cli() {
-    CommandLine cl = new CommandLine(new Main());
+    CommandLine cl = Main.commandLine();
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
     return cl;
@@ -65,8 +65,12 @@ class EventsCommandTest {
 
     Path bad = dir.resolve("bad.hex");
     Files.writeString(bad, "93cb41da");
-    assertThat(cli().execute("events", "decode", bad.toString())).isEqualTo(1);
-    assertThat(err.toString()).contains("malformed payload").contains("byte offset");
+    assertThat(cli().execute("events", "decode", bad.toString()))
+        .as("a malformed payload is the user's input: exit code 2, as docs/cli.md says")
+        .isEqualTo(2);
+    assertThat(err.toString())
+        .startsWith("kvroute events decode: malformed payload")
+        .contains("byte offset");
 
     Path notHex = dir.resolve("nothex.txt");
     Files.writeString(notHex, "zz");
@@ -144,5 +148,15 @@ class EventsCommandTest {
       b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
     }
     return b;
+  }
+
+  /** A wrong endpoint is named by its option, not by an internal field. */
+  @Test
+  void tailNamesABadEndpointByItsOption() {
+    assertThat(cli().execute("events", "tail", "--endpoint", "http://x")).isEqualTo(2);
+    assertThat(err.toString().strip())
+        .isEqualTo(
+            "kvroute events tail: --endpoint: must be a tcp:// or ipc:// endpoint such as"
+                + " \"tcp://10.0.0.5:5557\", was \"http://x\"");
   }
 }

@@ -126,6 +126,93 @@ public final class ConfigBinder {
   }
 
   /**
+   * Reads command-line {@code KEY=VALUE} options as the tree a document would hold for the record
+   * {@code type}, ready for {@link #convert}: a value whose key is a component of {@code type} is
+   * read as that component's type ({@code 8998} as a number for an {@code Integer}, {@code true} as
+   * a boolean, {@code nixl,http} as a list for a {@code List}); text that does not parse as that
+   * type stays text, so that {@link #convert} reports it ({@code must be an integer, was "x"}).
+   * Other keys are read as YAML reads a plain scalar (an integer, a decimal, {@code true}/{@code
+   * false}, else text), so that {@link #convert} can name them as unknown.
+   *
+   * <pre>{@code
+   * Map<String, Object> tree = binder.fromText(Map.of("bootstrapPort", "8998"), Params.class);
+   * Params p = binder.convert(tree, Params.class, "--param");
+   * }</pre>
+   */
+  public Map<String, Object> fromText(Map<String, String> options, Class<?> type) {
+    Objects.requireNonNull(options, "options");
+    Map<String, Type> components = new java.util.HashMap<>();
+    if (type.isRecord()) {
+      for (RecordComponent c : type.getRecordComponents()) {
+        components.put(name(c), c.getGenericType());
+      }
+    }
+    Map<String, Object> out = new java.util.LinkedHashMap<>();
+    options.forEach((k, v) -> out.put(k, v == null ? null : textAs(v, components.get(k))));
+    return out;
+  }
+
+  /** {@code text} as a value of {@code t} when it reads as one, else as a plain YAML scalar. */
+  private static Object textAs(String text, Type t) {
+    if (t instanceof ParameterizedType p
+        && p.getRawType() instanceof Class<?> raw
+        && Collection.class.isAssignableFrom(raw)) {
+      List<Object> items = new ArrayList<>();
+      for (String part : text.split(",", -1)) {
+        items.add(textAs(part.trim(), p.getActualTypeArguments()[0]));
+      }
+      return items;
+    }
+    if (t == Integer.class || t == int.class) {
+      return integer(text, Integer.MIN_VALUE, Integer.MAX_VALUE, text);
+    }
+    if (t == Long.class || t == long.class) {
+      return integer(text, Long.MIN_VALUE, Long.MAX_VALUE, text);
+    }
+    if (t == Double.class || t == double.class || t == Float.class || t == float.class) {
+      try {
+        return new java.math.BigDecimal(text.trim());
+      } catch (NumberFormatException e) {
+        return text;
+      }
+    }
+    if (t == Boolean.class || t == boolean.class) {
+      String b = text.trim().toLowerCase(Locale.ROOT);
+      return b.equals("true") ? Boolean.TRUE : b.equals("false") ? Boolean.FALSE : text;
+    }
+    if (t != null) {
+      return text; // strings, enums, durations, quantities: the binder reads them from text
+    }
+    if (text.equals("true") || text.equals("false")) {
+      return Boolean.valueOf(text);
+    }
+    Object n = integer(text, Long.MIN_VALUE, Long.MAX_VALUE, null);
+    if (n != null) {
+      return ((Long) n) == ((Long) n).intValue() ? (Object) ((Long) n).intValue() : n;
+    }
+    if (text.matches("-?[0-9]+\\.[0-9]+")) {
+      return new java.math.BigDecimal(text);
+    }
+    return text;
+  }
+
+  private static Object integer(String text, long min, long max, Object otherwise) {
+    String s = text.trim();
+    if (!s.matches("-?[0-9]{1,19}")) {
+      return otherwise;
+    }
+    try {
+      long v = Long.parseLong(s);
+      if (v < min || v > max) {
+        return otherwise;
+      }
+      return max == Integer.MAX_VALUE ? (Object) (int) v : (Object) v;
+    } catch (NumberFormatException e) {
+      return otherwise;
+    }
+  }
+
+  /**
    * Every key a record type accepts, as paths: nested records are followed ({@code listen.host}),
    * list elements are written {@code []} ({@code endpoints[].url}) and mapping keys {@code *}
    * ({@code models.*.kvConnector}). Used to check a configuration reference against the records.

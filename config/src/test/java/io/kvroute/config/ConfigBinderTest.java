@@ -231,4 +231,39 @@ class ConfigBinderTest {
     assertThat(binder.keys(Root.class, t -> t == Listen.class))
         .startsWith("listen", "endpoints[].id");
   }
+
+  record Options(Integer port, Boolean flag, Double weight, Duration timeout, List<String> chain) {}
+
+  /** Command-line KEY=VALUE options read as the record's types, unknown keys as YAML scalars. */
+  @Test
+  void textOptionsAreReadAsTheRecordsTypes() {
+    Map<String, String> text = new java.util.LinkedHashMap<>();
+    text.put("port", "8998");
+    text.put("flag", "true");
+    text.put("weight", "0.75");
+    text.put("timeout", "2s");
+    text.put("chain", "nixl, http");
+    text.put("other", "12");
+    Map<String, Object> tree = binder.fromText(text, Options.class);
+    assertThat(tree)
+        .containsEntry("port", 8998)
+        .containsEntry("flag", true)
+        .containsEntry("timeout", "2s")
+        .containsEntry("chain", List.of("nixl", "http"))
+        .containsEntry("other", 12);
+    tree.remove("other");
+    Options o = binder.convert(tree, Options.class, "--param");
+    assertThat(o.weight()).isEqualTo(0.75);
+    assertThat(o.timeout()).isEqualTo(Duration.ofSeconds(2));
+    assertThatThrownBy(
+            () ->
+                binder.convert(
+                    binder.fromText(Map.of("port", "x"), Options.class), Options.class, "--param"))
+        .hasMessage("--param.port: must be an integer, was \"x\"");
+    assertThatThrownBy(
+            () ->
+                binder.convert(
+                    binder.fromText(Map.of("prot", "1"), Options.class), Options.class, "--param"))
+        .hasMessageContaining("did you mean \"port\"");
+  }
 }

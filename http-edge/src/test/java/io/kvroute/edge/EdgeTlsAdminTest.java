@@ -225,7 +225,7 @@ class EdgeTlsAdminTest {
             .build();
     assertThatThrownBy(s::start)
         .isInstanceOf(EdgeConfigException.class)
-        .hasMessageContaining("listen.tls.certificateChain")
+        .hasMessageContaining("listen.tls.certificate")
         .hasMessageContaining("missing.pem");
   }
 }

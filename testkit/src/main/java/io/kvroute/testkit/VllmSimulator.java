@@ -317,9 +317,13 @@ public final class VllmSimulator implements AutoCloseable {
       return this;
     }
 
-    /** {@code PYTHONHASHSEED} (default {@code "0"}). */
+    /**
+     * {@code PYTHONHASHSEED} (default {@code "0"}); {@code null} means unset, as in a vLLM started
+     * without it: {@code NONE_HASH} is then seeded with {@code "vllm-none-hash"} for {@code sha256}
+     * and {@code sha256_cbor}, and the other algorithms need a seed.
+     */
     public Builder hashSeed(String pythonHashSeed) {
-      this.hashSeed = Objects.requireNonNull(pythonHashSeed, "hashSeed");
+      this.hashSeed = pythonHashSeed;
       return this;
     }
 

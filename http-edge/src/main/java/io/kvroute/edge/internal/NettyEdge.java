@@ -282,6 +282,7 @@ public final class NettyEdge implements AutoCloseable {
   static String readToken(AdminConfig admin) {
     String token;
     String source;
+    boolean readableByOthers = false;
     if (admin.tokenFile().isPresent()) {
       var file = admin.tokenFile().get();
       source = "admin.tokenFile " + file;
@@ -292,10 +293,9 @@ public final class NettyEdge implements AutoCloseable {
       }
       try {
         Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
-        if (perms.contains(PosixFilePermission.OTHERS_READ)
-            || perms.contains(PosixFilePermission.GROUP_READ)) {
-          log.warn("{} is readable by other users; chmod 600 it", source);
-        }
+        readableByOthers =
+            perms.contains(PosixFilePermission.OTHERS_READ)
+                || perms.contains(PosixFilePermission.GROUP_READ);
       } catch (IOException | UnsupportedOperationException e) {
         // not a POSIX file system: nothing to check
       }
@@ -315,6 +315,10 @@ public final class NettyEdge implements AutoCloseable {
               + ": the token is shorter than "
               + AdminConfig.MIN_TOKEN_LENGTH
               + " characters; use a random one (e.g. openssl rand -hex 32)");
+    }
+    if (readableByOthers) {
+      // Only once the token is usable: a refused token is one error line, not a warning first.
+      log.warn("{} is readable by other users; chmod 600 it", source);
     }
     return token;
   }

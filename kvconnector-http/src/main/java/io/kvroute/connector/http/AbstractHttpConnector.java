@@ -34,8 +34,8 @@ import java.util.function.Function;
  * UpstreamException}, and implements {@link #proxy} on top of {@link #prepareDecode}.
  *
  * <p>Subclasses implement {@link #prepareDecode}. Connector parameters understood here (in the
- * {@code config:} block): {@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes}
- * (default 4 MiB).
+ * {@code config:} block): {@link HttpParameters} ({@code maxRequestBytes}, default 16 MiB; {@code
+ * maxPrefillResponseBytes}, default 4 MiB).
  *
  * <p>Thread-safe when subclasses keep no per-request state in fields.
  */
@@ -63,17 +63,38 @@ public abstract class AbstractHttpConnector implements KVConnector {
   private final int maxRequestBytes;
   private final int maxPrefillResponseBytes;
 
-  /** Reads the common parameters from {@code context.config()}. */
-  protected AbstractHttpConnector(KVConnectorProvider.Context context) {
+  /**
+   * A connector whose common parameters are {@code parameters} (bound by the connector's own
+   * parameter record; see {@link TypedConnectorProvider}).
+   */
+  protected AbstractHttpConnector(KVConnectorProvider.Context context, HttpParameters parameters) {
     this.context = context;
     this.transport = context.transport();
     this.listener = context.listener();
-    this.maxRequestBytes = context.config().intParam("maxRequestBytes", 16 * 1024 * 1024);
-    this.maxPrefillResponseBytes =
-        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
-    if (maxRequestBytes < 1) {
+    this.maxRequestBytes = parameters.maxRequestBytes();
+    this.maxPrefillResponseBytes = parameters.maxPrefillResponseBytes();
+  }
+
+  /**
+   * Reads the common parameters from {@code context.config()} without checking the other keys: for
+   * connectors that do not declare their parameters. Connectors that do use {@link
+   * #AbstractHttpConnector(KVConnectorProvider.Context, HttpParameters)}.
+   */
+  protected AbstractHttpConnector(KVConnectorProvider.Context context) {
+    this(context, lenient(context));
+  }
+
+  private static HttpParameters lenient(KVConnectorProvider.Context context) {
+    try {
+      return HttpParameters.of(
+          context.config().intParam("maxRequestBytes", HttpParameters.DEFAULT_MAX_REQUEST_BYTES),
+          context
+              .config()
+              .intParam(
+                  "maxPrefillResponseBytes", HttpParameters.DEFAULT_MAX_PREFILL_RESPONSE_BYTES));
+    } catch (io.kvroute.config.ConfigException e) {
       throw new io.kvroute.connector.ConnectorConfigException(
-          "kvConnector.config.maxRequestBytes", "must be >= 1, was " + maxRequestBytes);
+          ConnectorParameters.PATH + "." + e.path(), e.problem());
     }
   }
 

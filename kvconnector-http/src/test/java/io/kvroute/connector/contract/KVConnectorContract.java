@@ -501,6 +501,27 @@ public abstract class KVConnectorContract {
     assertThat(prefillServer.getRequestCount()).isZero();
   }
 
+  /**
+   * A misspelt parameter does not start a connector that ignores it: the connector declares its
+   * parameters, and an unknown key is refused with the closest known one, by {@link
+   * KVConnectorProvider#checkParameters} as by {@link KVConnectorProvider#create}.
+   */
+  @Test
+  void anUnknownParameterIsRefusedWithTheClosestKnownOne() {
+    ConnectorConfig misspelt = config().withParams(Map.of("maxRequestByte", 1024));
+    assertThatThrownBy(() -> connector(misspelt))
+        .isInstanceOf(io.kvroute.connector.ConnectorConfigException.class)
+        .hasMessageStartingWith("kvConnector.config.maxRequestByte: ")
+        .hasMessageContaining("did you mean \"maxRequestBytes\"");
+    KVConnectorProvider provider =
+        KVConnectors.discover(getClass().getClassLoader()).provider(type());
+    assertThatThrownBy(() -> provider.checkParameters(misspelt))
+        .isInstanceOf(io.kvroute.connector.ConnectorConfigException.class)
+        .hasMessageContaining("did you mean \"maxRequestBytes\"");
+    assertThat(provider.parameters()).as("declared parameters").isPresent();
+    provider.checkParameters(config());
+  }
+
   @Test
   void hangingPrefillTimesOut() {
     prefillServer.enqueue(stalled());
