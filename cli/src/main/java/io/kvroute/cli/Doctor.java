@@ -474,7 +474,10 @@ final class Doctor {
     }
   }
 
-  /** Whether the chain reaches the prompt's last full block. */
+  /**
+   * Whether the chain reaches past the prompt's last token: its last, partial block filled by
+   * generated tokens, so a difference at the very end of the prompt (a generation prompt) shows.
+   */
   private static boolean covers(ProbeChains.Attribution a, Probe p) {
     int length = p.promptLength;
     if (length < 0) {
@@ -483,7 +486,7 @@ final class Doctor {
       }
     }
     int bs = a.chain().blockSize();
-    return a.offset() + a.chain().tokens().length >= length / bs * bs;
+    return a.offset() + a.chain().tokens().length >= (length + bs - 1) / bs * bs;
   }
 
   private void awaitBatch(long nanos) throws InterruptedException {
