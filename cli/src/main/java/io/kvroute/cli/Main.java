@@ -39,6 +39,7 @@ import picocli.CommandLine.ScopeType;
       EventsCommand.class,
       SimCommand.class,
       TokenizeCommand.class,
+      DoctorCommand.class,
     })
 public final class Main implements Runnable {
   /** Exit code for problems the user can fix. */

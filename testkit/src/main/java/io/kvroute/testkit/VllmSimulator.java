@@ -17,9 +17,9 @@ import java.util.function.LongSupplier;
  * An in-process simulator that behaves toward a gateway like one vLLM server with prefix caching
  * on: OpenAI completions and chat (streaming in vLLM's SSE framing, with {@code
  * usage.prompt_tokens_details.cached_tokens}), {@code /v1/models}, {@code /health}, {@code
- * /tokenize}, Prometheus {@code /metrics} with vLLM's names, a vLLM-exact block pool (hashing, LRU
- * eviction, optional CPU tier), a real JeroMQ KV-event publisher with replay, PD roles per
- * connector family, and fault injection.
+ * /tokenize}, the render endpoints, Prometheus {@code /metrics} with vLLM's names, a vLLM-exact
+ * block pool (hashing, LRU eviction, optional CPU tier), a real JeroMQ KV-event publisher with
+ * replay, PD roles per connector family, and fault injection.
  *
  * <pre>{@code
  * try (VllmSimulator sim = VllmSimulator.builder().model("m").latency(LatencyModel.ZERO).build().start()) {
@@ -30,9 +30,11 @@ import java.util.function.LongSupplier;
  * }</pre>
  *
  * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions}, {@code GET
- * /v1/models}, {@code GET /health}, {@code POST /tokenize}, {@code GET /metrics}, {@code POST
- * /reset_prefix_cache}; a separate bootstrap server ({@code GET /query}) for Mooncake and SGLang
- * producers.
+ * /v1/models}, {@code GET /health}, {@code POST /tokenize}, {@code POST
+ * /v1/chat/completions/render} and {@code POST /v1/completions/render} (vLLM's render endpoints: a
+ * {@code GenerateRequest} with the prompt's {@code token_ids}, a list of them for completions),
+ * {@code GET /metrics}, {@code POST /reset_prefix_cache}; a separate bootstrap server ({@code GET
+ * /query}) for Mooncake and SGLang producers.
  *
  * <p>Thread-safe: requests are served concurrently on the simulator's own threads; all accessors
  * and fault methods may be called from any thread.
@@ -245,8 +247,20 @@ public final class VllmSimulator implements AutoCloseable {
     int maxPendingTransfers = 1024;
     Map<String, String> labels = new LinkedHashMap<>();
     EngineTokenizer tokenizer = EngineTokenizer.simulated();
+    EngineTokenizer endpointTokenizer;
 
     private Builder() {}
+
+    /**
+     * A tokenizer for {@code /tokenize} and the render endpoints other than the one generation (and
+     * so the KV events) uses: an engine whose tokenization endpoints disagree with what it caches,
+     * as when a server-side chat template or default template options reach chat requests but not
+     * those endpoints; for testing parity checks (default: {@link #tokenizer(EngineTokenizer)}'s).
+     */
+    public Builder endpointTokenizer(EngineTokenizer tokenizer) {
+      this.endpointTokenizer = Objects.requireNonNull(tokenizer, "endpointTokenizer");
+      return this;
+    }
 
     /**
      * How prompts become token ids (default {@link EngineTokenizer#simulated()}); a real model's
@@ -318,9 +332,9 @@ public final class VllmSimulator implements AutoCloseable {
     }
 
     /**
-     * {@code PYTHONHASHSEED} (default {@code "0"}); {@code null} means unset, as in a vLLM started
-     * without it: {@code NONE_HASH} is then seeded with {@code "vllm-none-hash"} for {@code sha256}
-     * and {@code sha256_cbor}, and the other algorithms need a seed.
+     * {@code PYTHONHASHSEED} (default {@code "0"}); {@code null} runs the pod as a vLLM without
+     * {@code PYTHONHASHSEED} (its {@code NONE_HASH} from {@code "vllm-none-hash"}, which needs
+     * {@code sha256} or {@code sha256_cbor}: vLLM draws the others at random).
      */
     public Builder hashSeed(String pythonHashSeed) {
       this.hashSeed = pythonHashSeed;
@@ -533,6 +547,14 @@ public final class VllmSimulator implements AutoCloseable {
         throw new IllegalArgumentException(
             "sharedStore must be set when protocol is SHARED_STORAGE (SharedKvStore.create(n))");
       }
+      if (hashSeed == null
+          && hashAlgorithm != HashAlgorithm.SHA256
+          && hashAlgorithm != HashAlgorithm.SHA256_CBOR) {
+        throw new IllegalArgumentException(
+            "hashSeed must be set for "
+                + hashAlgorithm.vllmName()
+                + " (vLLM draws its NONE_HASH at random without PYTHONHASHSEED)");
+      }
       if (loras.contains(model)) {
         throw new IllegalArgumentException("loras must not contain the base model name " + model);
       }
@@ -573,6 +595,7 @@ public final class VllmSimulator implements AutoCloseable {
       c.random = random != null ? random : r::nextDouble;
       c.maxRunning = maxRunning;
       c.tokenizer = tokenizer;
+      c.endpointTokenizer = endpointTokenizer != null ? endpointTokenizer : tokenizer;
       c.engineId = engineId != null ? engineId : UUID.randomUUID().toString();
       c.sideChannelHost = sideChannelHost;
       c.sideChannelPort = sideChannelPort;
