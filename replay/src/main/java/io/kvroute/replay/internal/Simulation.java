@@ -197,13 +197,18 @@ public final class Simulation {
     this.engines = new EngineModel[n];
     this.endpoints = new Endpoint[n];
     boolean precise = strategy == Strategy.PRECISE;
+    // The index sized to the fleet, as a deployment would size it: 4x the blocks the engines can
+    // hold, for request keys and for engine keys (whose mappings outlive removals until evicted).
+    int indexKeys =
+        (int) Math.min(1 << 29, Math.max(1 << 20, 4L * n * settings.profile().kvBlocks()));
     this.index =
         precise
             ? BlockIndex.inMemory(
                 IndexConfig.builder()
                     .blockSize(settings.profile().blockSize())
                     .modelName(MODEL)
-                    .maxKeys(8_000_000)
+                    .maxKeys(indexKeys)
+                    .maxEngineKeys(indexKeys)
                     .build())
             : null;
     EngineListener el = new Listener();
