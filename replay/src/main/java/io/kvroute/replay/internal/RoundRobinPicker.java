@@ -7,10 +7,11 @@ import java.util.List;
 
 /**
  * Round robin over the candidates, ignoring scores: the {@code n}-th pick takes candidate {@code n
- * mod size}. Not thread-safe (a replay schedules from one thread).
+ * mod size}. Thread-safe (one atomic counter), as pickers must be.
  */
 final class RoundRobinPicker implements Picker {
-  private long next;
+  private final java.util.concurrent.atomic.AtomicLong next =
+      new java.util.concurrent.atomic.AtomicLong();
 
   @Override
   public String name() {
@@ -19,7 +20,7 @@ final class RoundRobinPicker implements Picker {
 
   @Override
   public List<Endpoint> pick(SchedulingContext context, List<Endpoint> candidates, double[] t) {
-    int i = (int) Long.remainderUnsigned(next++, candidates.size());
+    int i = (int) Long.remainderUnsigned(next.getAndIncrement(), candidates.size());
     return List.of(candidates.get(i));
   }
 }
