@@ -105,8 +105,7 @@ final class Modules {
               Set.of("kvconnector-api", "pd", "scoring", "kvindex", "router")),
           Map.entry("testkit", Set.of("kvindex")),
           // the fleet simulator: the real decision path (router and below) over testkit's engines
-          Map.entry(
-              "replay", Set.of("router", "scoring", "kvindex", "kvconnector-api", "testkit")),
+          Map.entry("replay", Set.of("router", "scoring", "kvindex", "kvconnector-api", "testkit")),
           Map.entry(
               "kvindex-service",
               Set.of("kvconnector-api", "kvindex", "scoring", "http-edge", "config")),
