@@ -34,6 +34,7 @@ final class Modules {
     ROOTS.put("io.kvroute.scoring", "scoring");
     ROOTS.put("io.kvroute.tokenizer", "kvroute-tokenizer-hf");
     ROOTS.put("io.kvroute.router", "router");
+    ROOTS.put("io.kvroute.replay", "replay");
     ROOTS.put("io.kvroute.opentelemetry", "kvroute-opentelemetry");
     ROOTS.put("io.kvroute.testkit", "testkit");
     ROOTS.put("io.kvroute.service", "kvindex-service");
@@ -69,6 +70,7 @@ final class Modules {
           "scoring",
           "kvroute-tokenizer-hf",
           "router",
+          "replay",
           "kvroute-opentelemetry",
           "testkit",
           "kvindex-service",
@@ -108,6 +110,8 @@ final class Modules {
               "kvroute-opentelemetry",
               Set.of("kvconnector-api", "pd", "scoring", "kvindex", "router")),
           Map.entry("testkit", Set.of("kvindex")),
+          // the fleet simulator: the real decision path (router and below) over testkit's engines
+          Map.entry("replay", Set.of("router", "scoring", "kvindex", "kvconnector-api", "testkit")),
           Map.entry(
               "kvindex-service",
               Set.of("kvconnector-api", "kvindex", "scoring", "http-edge", "config")),

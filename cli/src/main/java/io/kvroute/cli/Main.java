@@ -31,6 +31,7 @@ import picocli.CommandLine.ScopeType;
       // Each command lives in its own class in this package; add new ones here.
       CommandLine.HelpCommand.class,
       DemoCommand.class,
+      ReplayCommand.class,
       ProxyCommand.class,
       ServeCommand.class,
       GatewayCommand.class,

@@ -232,6 +232,8 @@ public final class VllmSimulator implements AutoCloseable {
     EventSchema eventSchema = EventSchema.values()[EventSchema.values().length - 1];
     int replayBufferSteps = 10_000;
     LatencyModel latency = LatencyModel.DEFAULT;
+    io.kvroute.testkit.engine.CostModel costModel;
+    int maxNumBatchedTokens = 8192;
     Sleeper sleeper = Sleeper.SYSTEM;
     LongSupplier nanoClock = System::nanoTime;
     Clock clock = Clock.systemUTC();
@@ -419,6 +421,33 @@ public final class VllmSimulator implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Times prefill and decode with an engine {@link io.kvroute.testkit.engine.CostModel} instead
+     * of the {@link LatencyModel}: a request's prefill sleeps what its uncached prompt costs in
+     * steps of {@code maxNumBatchedTokens} (default 8192), each output token what a one-sequence
+     * decode step at its context costs. The virtual-time {@link
+     * io.kvroute.testkit.engine.EngineModel} uses the same model (with batching).
+     */
+    public Builder costModel(io.kvroute.testkit.engine.CostModel costModel) {
+      this.costModel = Objects.requireNonNull(costModel, "costModel");
+      return this;
+    }
+
+    /**
+     * Takes an engine profile's block size, KV blocks, {@code max_num_seqs} (as {@link
+     * #maxRunning}), {@code max_model_len}, token budget and cost model.
+     */
+    public Builder engineProfile(io.kvroute.testkit.engine.EngineProfile profile) {
+      Objects.requireNonNull(profile, "engineProfile");
+      this.blockSize = profile.blockSize();
+      this.gpuBlocks = profile.kvBlocks();
+      this.maxRunning = profile.maxNumSeqs();
+      this.maxModelLen = profile.maxModelLen();
+      this.maxNumBatchedTokens = profile.maxNumBatchedTokens();
+      this.costModel = profile.costModel();
+      return this;
+    }
+
     /** How simulated time is waited (default {@link Sleeper#SYSTEM}). */
     public Builder sleeper(Sleeper sleeper) {
       this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
@@ -588,6 +617,8 @@ public final class VllmSimulator implements AutoCloseable {
       c.eventSchema = eventSchema;
       c.replayBufferSteps = replayBufferSteps;
       c.latency = latency;
+      c.costModel = costModel;
+      c.maxNumBatchedTokens = maxNumBatchedTokens;
       c.sleeper = sleeper;
       c.nanoClock = nanoClock;
       c.clock = clock;
