@@ -122,7 +122,7 @@ class P2pNcclCommandsTest {
             "--registry",
             "tcp://127.0.0.1:0",
             "--registry-ttl",
-            "1s",
+            "3s", // pings every 100 ms: a loaded machine must starve the pod for 3 s to lose one
             "--port",
             "0",
             "--max-attempts",
@@ -239,7 +239,7 @@ class P2pNcclCommandsTest {
                 + "observabilityHeaders: true\n"
                 + "defaultConnector: { type: p2pnccl, retry: { maxAttempts: 1 } }\n"
                 + "discovery:\n"
-                + "  p2pnccl: { registry: \"tcp://127.0.0.1:0\", ttl: 2s }\n"
+                + "  p2pnccl: { registry: \"tcp://127.0.0.1:0\", ttl: 3s }\n"
                 + "scheduler:\n"
                 + "  plugins:\n"
                 + "  - type: decode-filter\n"
