@@ -208,6 +208,8 @@ final class DemoCommand implements Callable<Integer> {
     LatencyModel latency =
         new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(200_000), Duration.ofMillis(1));
     boolean p2p = type.equals(io.kvroute.connector.p2pnccl.P2pNcclConnector.TYPE);
+    // every pod that registered, whether or not its last heartbeat is fresh at a given instant
+    Map<String, Endpoint> joined = new java.util.concurrent.ConcurrentHashMap<>();
     try (P2pNcclRegistry instances =
             p2p
                 ? P2pNcclDiscovery.start(
@@ -217,7 +219,12 @@ final class DemoCommand implements Callable<Integer> {
                     List.of(),
                     null,
                     io.kvroute.connector.ConnectorListener.NONE,
-                    P2pNcclRegistry.Listener.NONE)
+                    new P2pNcclRegistry.Listener() {
+                      @Override
+                      public void joined(Endpoint e) {
+                        joined.put(e.id(), e);
+                      }
+                    })
                 : null;
         SimulatedCluster cluster =
             SimulatedCluster.builder()
@@ -241,7 +248,8 @@ final class DemoCommand implements Callable<Integer> {
                     })
                 .build()
                 .start()) {
-      List<Endpoint> registered = instances == null ? null : awaitRegistered(instances, err);
+      List<Endpoint> registered =
+          instances == null ? null : awaitRegistered(instances, joined, err);
       List<KvRouter> routers = new ArrayList<>();
       List<OpenAiFront> gateways = new ArrayList<>();
       List<MeterRegistry> meters = new ArrayList<>();
@@ -269,16 +277,17 @@ final class DemoCommand implements Callable<Integer> {
   }
 
   /**
-   * Waits until every pod has registered (p2pnccl), up to 30 s; the endpoints as registered, with
-   * their KV-address labels.
+   * Waits until every pod has registered (p2pnccl), up to 60 s; the endpoints as registered, with
+   * their KV-address labels ({@code joined}: what the registry's listener heard).
    */
-  private List<Endpoint> awaitRegistered(P2pNcclRegistry registry, PrintWriter err)
+  private List<Endpoint> awaitRegistered(
+      P2pNcclRegistry registry, Map<String, Endpoint> joined, PrintWriter err)
       throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (registry.endpoints().size() < prefill + decode && System.nanoTime() < deadline) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (joined.size() < prefill + decode && System.nanoTime() < deadline) {
       TimeUnit.MILLISECONDS.sleep(20);
     }
-    List<Endpoint> found = registry.endpoints();
+    List<Endpoint> found = new ArrayList<>(joined.values());
     if (found.size() < prefill + decode) {
       err.printf(
           Locale.ROOT,

@@ -130,7 +130,10 @@ class P2pNcclCommandsTest {
     stop = cmd::shutdown;
     String base = "http://127.0.0.1:" + cmd.running.port();
     String registry = cmd.instances.endpoint();
-    assertThat(running.out.toString()).contains("registry=" + registry);
+    // (the command prints its line just after it starts serving)
+    await(
+        "the proxy names its registry",
+        () -> running.out.toString().contains("registry=" + registry));
 
     // nothing registered yet: no pair, 503
     HttpResponse<String> none =
@@ -261,9 +264,10 @@ class P2pNcclCommandsTest {
     RunningCommand<GatewayCommand> gateway = GatewayYaml.run(cfg);
     running = gateway;
     stop = gateway.command::shutdown;
-    String out = gateway.out.toString();
-    Matcher m = Pattern.compile("P2pNccl instances register at (tcp://\\S+)").matcher(out);
-    assertThat(m.find()).as(out).isTrue();
+    Pattern line = Pattern.compile("P2pNccl instances register at (tcp://\\S+)");
+    await("the gateway names its registry", () -> line.matcher(gateway.out.toString()).find());
+    Matcher m = line.matcher(gateway.out.toString());
+    assertThat(m.find()).isTrue();
     String registry = m.group(1);
     VllmSimulator p = pod(SimRole.PREFILL, registry);
     VllmSimulator d = pod(SimRole.DECODE, registry);
@@ -318,6 +322,7 @@ class P2pNcclCommandsTest {
     assertThat(code).as(err.toString()).isZero();
     assertThat(out.toString()).contains("p2pnccl connector");
     assertThat(out.toString())
+        .as(err.toString())
         .containsPattern("(?m)^load +8 +0 ")
         .containsPattern("(?m)^precise +8 +0 ");
   }

@@ -105,6 +105,7 @@ final class P2pNcclAgent implements AutoCloseable {
       dealer.setLinger(0);
       dealer.setIdentity(kvAddress.getBytes(StandardCharsets.UTF_8));
       dealer.setSendTimeOut(0);
+      dealer.setHandshakeIvl(2000); // a stalled handshake is retried, not waited out for 30 s
       dealer.connect(proxy);
       long interval = b.p2pNcclPing.toNanos();
       while (!closed) {
@@ -115,10 +116,13 @@ final class P2pNcclAgent implements AutoCloseable {
         TimeUnit.NANOSECONDS.sleep(interval);
       }
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } catch (ZMQException e) {
       if (!closed) {
-        LOG.warn("simulator {}: P2pNccl registration stopped: {}", b.name, e.toString());
+        LOG.warn("simulator {}: P2pNccl registration interrupted", b.name);
+      }
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      if (!closed) {
+        LOG.warn("simulator {}: P2pNccl registration stopped", b.name, e);
       }
     } finally {
       dealer.close();

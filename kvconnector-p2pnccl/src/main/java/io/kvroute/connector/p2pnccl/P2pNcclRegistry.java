@@ -91,6 +91,9 @@ public final class P2pNcclRegistry implements AutoCloseable {
   /** Event: an instance's heartbeats stopped for longer than the TTL. */
   public static final String EVENT_EXPIRED = "instance_expired";
 
+  /** How long a connection's ZMTP handshake may take. */
+  static final int HANDSHAKE_MILLIS = 2000;
+
   /** The most map entries a registration may have (three are used). */
   static final int MAX_KEYS = 16;
 
@@ -164,6 +167,14 @@ public final class P2pNcclRegistry implements AutoCloseable {
     try {
       ZMQ.Socket s = context.createSocket(SocketType.ROUTER);
       s.setLinger(0);
+      // An instance's DEALER identity is its zmq_address: one that reconnects (a restart on the
+      // same KV port, a connection re-established under load) while the old connection is not
+      // yet torn down would otherwise be ignored, silently, until it is
+      s.setRouterHandover(true);
+      // A connection whose ZMTP handshake stalls is dropped after 2 s (ZMQ's default is 30 s) and
+      // the instance's DEALER reconnects: seen with JeroMQ on a loaded machine, where one of
+      // several instances connecting at once waited out the whole default before registering
+      s.setHandshakeIvl(HANDSHAKE_MILLIS);
       s.setMaxMsgSize(64L * maxMessageBytes);
       s.setReceiveTimeOut((int) tickMillis);
       s.bind(
