@@ -15,7 +15,7 @@ def deviate(p):
 ok = True
 for n, ((rp, rd), (kp, kd)) in enumerate(zip(pairs(ref), pairs(kvr))):
     checks = {
-        "prefill leg to P, decode leg to D (both)": rp["port"] == kp["port"] == 18101 and rd["port"] == kd["port"] == 18102,
+        "prefill leg to P, decode leg to D (both)": rp["port"] == kp["port"] == 28101 and rd["port"] == kd["port"] == 28102,
         "same paths": (rp["path"], rd["path"]) == (kp["path"], kd["path"]),
         "id format (both)": all(ID.match(x["id"]) for x in (rp, rd, kp, kd)),
         "one id per request (both)": rp["id"] == rd["id"] and kp["id"] == kd["id"],

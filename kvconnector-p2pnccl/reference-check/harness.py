@@ -19,7 +19,7 @@ CASES = [
                               "max_tokens": 50, "logprobs": True}),
     ("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
 ]
-P_HTTP, D_HTTP = 18101, 18102
+P_HTTP, D_HTTP = 28101, 28102
 P_KV, D_KV = "127.0.0.1:21001", "127.0.0.1:22001"
 
 legs = []
