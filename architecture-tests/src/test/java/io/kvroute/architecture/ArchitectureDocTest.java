@@ -27,8 +27,9 @@ class ArchitectureDocTest {
           .toAbsolutePath()
           .getParent();
 
-  private static final Pattern ROW = Pattern.compile("(?m)^\\| `([a-z-]+)` \\| ([^|]+) \\|\\s*$");
-  private static final Pattern NAME = Pattern.compile("`([a-z-]+)`");
+  private static final Pattern ROW =
+      Pattern.compile("(?m)^\\| `([a-z0-9-]+)` \\| ([^|]+) \\|\\s*$");
+  private static final Pattern NAME = Pattern.compile("`([a-z0-9-]+)`");
 
   private static String read(String path) throws IOException {
     return Files.readString(ROOT.resolve(path), StandardCharsets.UTF_8);

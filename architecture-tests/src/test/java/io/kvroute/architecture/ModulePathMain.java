@@ -45,7 +45,7 @@ public final class ModulePathMain {
     check(!http.isExported("io.kvroute.connector.http.internal"), "http.internal is exported");
     Set<String> types = KVConnectors.discover(ModulePathMain.class.getClassLoader()).types();
     check(
-        types.containsAll(Set.of("http", "nixl", "lmcache", "mooncake", "sglang")),
+        types.containsAll(Set.of("http", "nixl", "lmcache", "mooncake", "sglang", "p2pnccl")),
         "connectors found through provides: " + types);
     check(
         HttpTransports.shared()

@@ -26,6 +26,7 @@ final class Modules {
     ROOTS.put("io.kvroute.connector.lmcache", "kvconnector-lmcache");
     ROOTS.put("io.kvroute.connector.mooncake", "kvconnector-mooncake");
     ROOTS.put("io.kvroute.connector.sglang", "kvconnector-sglang");
+    ROOTS.put("io.kvroute.connector.p2pnccl", "kvconnector-p2pnccl");
     ROOTS.put("io.kvroute.connector.sidecar", "kvconnector-sidecar");
     ROOTS.put("io.kvroute.connector", "kvconnector-api");
     ROOTS.put("io.kvroute.pd", "pd");
@@ -65,6 +66,7 @@ final class Modules {
           "kvconnector-lmcache",
           "kvconnector-mooncake",
           "kvconnector-sglang",
+          "kvconnector-p2pnccl",
           "kvconnector-sidecar",
           "kvindex",
           "scoring",
@@ -99,6 +101,7 @@ final class Modules {
           Map.entry("kvconnector-lmcache", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-mooncake", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-sglang", CONNECTOR_FAMILIES),
+          Map.entry("kvconnector-p2pnccl", CONNECTOR_FAMILIES),
           Map.entry("kvconnector-sidecar", Set.of("kvconnector-api")),
           Map.entry("config", Set.of()),
           Map.entry("kvindex", Set.of()),

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.p2pnccl.P2pNcclRegistry;
 import io.kvroute.kubernetes.EndpointSink;
 import io.kvroute.kubernetes.KubernetesDiscovery;
 import io.kvroute.kvindex.BlockIndex;
@@ -71,6 +72,7 @@ import picocli.CommandLine.Option;
  *     kvEvents: { publisher: "tcp://127.0.0.1:5557", replay: "tcp://127.0.0.1:5558" }
  * discovery:                           # and/or ready pods from the Kubernetes API (optional)
  *   kubernetes: { namespace: llm, inferencePool: qwen-pool }
+ *   p2pnccl: { registry: "tcp://0.0.0.0:30001" }  # and/or vLLM P2pNccl instances registering
  * }</pre>
  *
  * <p>The file is bound strictly ({@link GatewayConfig}): an unknown or duplicate key, a value of
@@ -159,7 +161,8 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
       throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
     }
     try (KvRouter router = built;
-        KubernetesDiscovery discovery = discovery(cfg, router, meters)) {
+        KubernetesDiscovery discovery = discovery(cfg, router, meters);
+        P2pNcclRegistry instances = p2pNccl(cfg, router, meters)) {
       OpenAiFront.Builder fb =
           OpenAiFront.builder(
                   "gateway",
@@ -203,9 +206,12 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
               cfg.listen().host(),
               server.port(),
               router.endpoints().size(),
-              discovery == null
-                  ? ""
-                  : "; discovering pods in Kubernetes namespace " + discovery.namespace(),
+              (discovery == null
+                      ? ""
+                      : "; discovering pods in Kubernetes namespace " + discovery.namespace())
+                  + (instances == null
+                      ? ""
+                      : "; P2pNccl instances register at " + instances.endpoint()),
               server.adminPort() < 0
                   ? ""
                   : "; admin API on " + adminSection.host() + ":" + server.adminPort())
@@ -319,7 +325,7 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
     }
     boolean pd =
         cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL)
-            || (cfg.discovery() != null && cfg.discovery().kubernetes().pdDisaggregation());
+            || (cfg.discovery() != null && cfg.discovery().pdDisaggregation());
     sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(cfg, configFile, meters));
     // Upstream legs on Netty: a call made from the edge's event loop stays on that loop.
     io.kvroute.edge.EdgeClient upstream =
@@ -388,7 +394,7 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
    */
   static KubernetesDiscovery discovery(
       GatewayConfig cfg, KvRouter router, PrometheusMeterRegistry meters) {
-    if (cfg.discovery() == null) {
+    if (cfg.discovery() == null || cfg.discovery().kubernetes() == null) {
       return null;
     }
     KubernetesDiscovery d =
@@ -399,6 +405,37 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
             .build()
             .start();
     return d;
+  }
+
+  /**
+   * Starts the configuration's P2pNccl registration listener ({@code discovery.p2pnccl}) feeding
+   * {@code router}, or returns null without one: an instance becomes an endpoint when it registers
+   * and is removed when its heartbeats stop.
+   */
+  static P2pNcclRegistry p2pNccl(
+      GatewayConfig cfg, KvRouter router, PrometheusMeterRegistry meters) {
+    if (cfg.discovery() == null || cfg.discovery().p2pnccl() == null) {
+      return null;
+    }
+    GatewayConfig.P2pNccl p = cfg.discovery().p2pnccl();
+    return P2pNcclDiscovery.start(
+        "discovery.p2pnccl.registry",
+        p.registry(),
+        p.ttl(),
+        p.allowHosts(),
+        p.maxInstances(),
+        new MicrometerConnectorListener(meters),
+        new P2pNcclRegistry.Listener() {
+          @Override
+          public void joined(Endpoint e) {
+            router.addEndpoint(e, null);
+          }
+
+          @Override
+          public void left(Endpoint e) {
+            router.removeEndpoint(e.id());
+          }
+        });
   }
 
   /**

@@ -342,10 +342,46 @@ record GatewayConfig(
    * {@code discovery}: endpoints found at run time, beside (or instead of) {@code endpoints}.
    *
    * @param kubernetes ready pods from the Kubernetes API ({@code kvroute-kubernetes})
+   * @param p2pnccl vLLM P2pNccl instances that register themselves ({@code kvconnector-p2pnccl})
    */
-  record Discovery(Kubernetes kubernetes) {
+  record Discovery(Kubernetes kubernetes, P2pNccl p2pnccl) {
     Discovery {
-      Checks.required("kubernetes", kubernetes, "the kubernetes section");
+      if (kubernetes == null && p2pnccl == null) {
+        throw new ConfigException(
+            "kubernetes", "is required (the kubernetes section), unless p2pnccl is given");
+      }
+    }
+
+    /** Whether the discovered endpoints' roles call for prefill/decode disaggregation. */
+    boolean pdDisaggregation() {
+      return p2pnccl != null || (kubernetes != null && kubernetes.pdDisaggregation());
+    }
+  }
+
+  /**
+   * {@code discovery.p2pnccl}: vLLM P2pNccl (xPyD) instances registering over ZMQ, as with vLLM's
+   * reference proxy; see {@code docs/connectors.md}.
+   *
+   * @param registry where to bind the registration socket, e.g. {@code tcp://0.0.0.0:30001}
+   * @param ttl how long an instance stays after its last heartbeat (default 5 s)
+   * @param allowHosts hosts a registration may name (default: loopback only)
+   * @param maxInstances the most instances kept (default 1024)
+   */
+  record P2pNccl(String registry, Duration ttl, List<String> allowHosts, Integer maxInstances) {
+    P2pNccl {
+      Checks.zmqEndpoint("registry", registry);
+      ttl = ttl == null ? Duration.ofSeconds(5) : ttl;
+      if (ttl.isNegative() || ttl.isZero()) {
+        throw new ConfigException("ttl", "must be > 0, was " + ttl);
+      }
+      allowHosts = allowHosts == null ? List.of() : List.copyOf(allowHosts);
+      for (int i = 0; i < allowHosts.size(); i++) {
+        if (allowHosts.get(i) == null || allowHosts.get(i).isBlank()) {
+          throw new ConfigException("allowHosts[" + i + "]", "must not be blank");
+        }
+      }
+      maxInstances = maxInstances == null ? 1024 : maxInstances;
+      Checks.range("maxInstances", maxInstances, 1, 1_000_000);
     }
   }
 

@@ -36,7 +36,25 @@ final class HelpTexts {
                   "kvroute proxy --connector mooncake --param bootstrapPort=8998 \\",
                   "    --prefill http://10.0.0.2:8000 --decode http://10.0.0.3:8000",
                   "kvroute proxy --decode http://10.0.0.3:8000 --listen maxBodyBytes=1048576 \\",
-                  "    --tls-certificate cert.pem --tls-key key.pem")),
+                  "    --tls-certificate cert.pem --tls-key key.pem",
+                  "kvroute proxy --connector p2pnccl --registry tcp://0.0.0.0:30001 --port 10001")),
+          Map.entry(
+              "kvroute replay",
+              List.of(
+                  "kvroute replay --trace mooncake_trace.jsonl --pods 16 --speed 2 --json out.json",
+                  "kvroute replay --trace trace.jsonl.gz --strategies round-robin,precise,oracle \\",
+                  "    --slo ttft=2s,tpot=50ms --html report.html",
+                  "kvroute replay --workload shared-prefix --groups 150 --prompts-per-group 5 \\",
+                  "    --rate 6 --pods 8",
+                  "kvroute replay --trace trace.jsonl --prefill 8 --decode 8")),
+          Map.entry(
+              "kvroute doctor",
+              List.of(
+                  "kvroute doctor --engine http://10.0.0.7:8000 --events tcp://10.0.0.7:5557",
+                  "kvroute doctor --engine http://10.0.0.7:8000 --events tcp://10.0.0.7:5557 \\",
+                  "    --replay tcp://10.0.0.7:5558 --config gateway.yaml",
+                  "kvroute doctor --engine http://10.0.0.7:8000 --events tcp://10.0.0.7:5557 \\",
+                  "    --hash-algo sha256_cbor --hash-seed 0 --block-size 16")),
           Map.entry(
               "kvroute gateway",
               List.of(

@@ -381,9 +381,24 @@ final class OpenAiFront implements AutoCloseable {
    */
   static Function<InferenceRequest, List<PdOrchestrator.Pair>> roundRobin(
       List<Endpoint> prefill, List<Endpoint> decode) {
+    return roundRobin(() -> prefill, () -> decode);
+  }
+
+  /**
+   * {@link #roundRobin(List, List)} over lists read anew for each request (instances that register
+   * and expire); no pair while there is no decode endpoint.
+   */
+  static Function<InferenceRequest, List<PdOrchestrator.Pair>> roundRobin(
+      java.util.function.Supplier<List<Endpoint>> prefills,
+      java.util.function.Supplier<List<Endpoint>> decodes) {
     AtomicInteger next = new AtomicInteger();
-    int n = Math.max(1, Math.max(prefill.size(), decode.size()));
     return request -> {
+      List<Endpoint> prefill = prefills.get();
+      List<Endpoint> decode = decodes.get();
+      if (decode.isEmpty()) {
+        return List.of();
+      }
+      int n = Math.max(prefill.size(), decode.size());
       int start = Math.floorMod(next.getAndIncrement(), n);
       PdOrchestrator.Pair[] out = new PdOrchestrator.Pair[n];
       for (int i = 0; i < n; i++) {

@@ -47,9 +47,34 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
   @Option(
       names = "--decode",
       split = ",",
-      required = true,
-      description = "Decode base URLs, comma separated")
+      description =
+          "Decode base URLs, comma separated (required unless --registry is given; default: none)")
   List<String> decode;
+
+  @Option(
+      names = "--registry",
+      paramLabel = "tcp://HOST:PORT",
+      description =
+          "Take the prefill and decode instances from vLLM P2pNccl registrations (xPyD): bind a"
+              + " ZMQ ROUTER here, where the instances' kv_connector_extra_config proxy_ip and"
+              + " proxy_port point (replaces --prefill and --decode; default: none)")
+  String registry;
+
+  @Option(
+      names = "--registry-ttl",
+      defaultValue = "5s",
+      description = "How long a registered instance stays after its last heartbeat")
+  String registryTtl;
+
+  @Option(
+      names = "--registry-allow",
+      split = ",",
+      paramLabel = "HOST",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
+      description =
+          "Hosts a registration may name (its http_address and zmq_address), comma separated or"
+              + " repeated; default: loopback only (127.0.0.1, ::1, localhost)")
+  List<String> registryAllow = new ArrayList<>();
 
   @Option(names = "--port", defaultValue = "8000", description = "Port to listen on (0: any)")
   int port;
@@ -110,19 +135,38 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
     List<Endpoint> prefillEndpoints;
     List<Endpoint> decodeEndpoints;
     ConnectorConfig config;
-    KVConnectors registry = KVConnectors.discover(ProxyCommand.class.getClassLoader());
+    KVConnectors connectors = KVConnectors.discover(ProxyCommand.class.getClassLoader());
     // Mistakes are ConfigExceptions: Main prints them as one line with exit code 2.
     // "--prefill ," splits to nothing: given, but empty, which is a mistake.
     CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
     boolean prefillGiven = parsed != null && parsed.hasMatchedOption("--prefill");
-    prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
-    decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
+    Duration ttl = null;
+    if (registry != null) {
+      if (prefillGiven || decode != null) {
+        throw new ConfigException(
+            "--registry",
+            "replaces --prefill and --decode (the instances register themselves); give one or"
+                + " the other");
+      }
+      ttl = duration("--registry-ttl", registryTtl);
+      prefillEndpoints = List.of();
+      decodeEndpoints = List.of();
+    } else {
+      if (decode == null) {
+        throw new ConfigException(
+            "--decode",
+            "is required (or --registry, to take the instances that register), e.g. --decode"
+                + " http://10.0.0.2:8000");
+      }
+      prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
+      decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
+    }
     Checks.range("--port", port, 0, 65535);
     Checks.range("--grace", graceSeconds, 0, Integer.MAX_VALUE);
-    if (!registry.types().contains(connector.toLowerCase(Locale.ROOT))) {
-      throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
+    if (!connectors.types().contains(connector.toLowerCase(Locale.ROOT))) {
+      throw ConfigException.unknown("--connector", "connector type", connector, connectors.types());
     }
-    config = connectorConfig(registry);
+    config = connectorConfig(connectors);
     FrontConfig.Listen front;
     try {
       front =
@@ -171,7 +215,7 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       KVConnector kv;
       try {
         kv =
-            registry.create(
+            connectors.create(
                 KVConnectorProvider.Context.builder(config, transport, scheduler)
                     .listener(listener)
                     .build());
@@ -180,8 +224,28 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       }
       PdOrchestrator orchestrator =
           PdOrchestrator.builder(kv, scheduler).retry(config.retry()).listener(listener).build();
+      if (registry != null) {
+        instances =
+            P2pNcclDiscovery.start(
+                "--registry",
+                registry,
+                ttl,
+                registryAllow,
+                null,
+                listener,
+                io.kvroute.connector.p2pnccl.P2pNcclRegistry.Listener.NONE);
+      }
+      io.kvroute.connector.p2pnccl.P2pNcclRegistry found = instances;
+      OpenAiFront.Handler handler =
+          found == null
+              ? handler(orchestrator, prefillEndpoints, decodeEndpoints)
+              : handler(
+                  orchestrator,
+                  OpenAiFront.roundRobin(
+                      () -> found.endpoints(Endpoint.Role.PREFILL),
+                      () -> found.endpoints(Endpoint.Role.DECODE)));
       OpenAiFront server =
-          OpenAiFront.builder("proxy", handler(orchestrator, prefillEndpoints, decodeEndpoints))
+          OpenAiFront.builder("proxy", handler)
               .listen(host, port)
               .limits(front.limits())
               .tls(tls)
@@ -200,13 +264,22 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       spec.commandLine()
           .getOut()
           .printf(
-              "kvroute proxy (%s) listening on %s://%s:%d  prefill=%s decode=%s%n",
-              kv.type(), tls == null ? "http" : "https", host, server.port(), prefill, decode)
+              "kvroute proxy (%s) listening on %s://%s:%d  %s%n",
+              kv.type(),
+              tls == null ? "http" : "https",
+              host,
+              server.port(),
+              found == null
+                  ? "prefill=" + prefill + " decode=" + decode
+                  : "registry=" + found.endpoint())
           .flush();
       stop.await();
       server.close();
       kv.close();
     } finally {
+      if (instances != null) {
+        instances.close();
+      }
       scheduler.shutdownNow();
     }
     return 0;
@@ -234,10 +307,18 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
   /** Runs each request over round-robin (prefill, decode) pairs. */
   static OpenAiFront.Handler handler(
       PdOrchestrator orchestrator, List<Endpoint> prefill, List<Endpoint> decode) {
-    java.util.function.Function<io.kvroute.connector.InferenceRequest, List<PdOrchestrator.Pair>>
-        pairs = OpenAiFront.roundRobin(prefill, decode);
+    return handler(orchestrator, OpenAiFront.roundRobin(prefill, decode));
+  }
+
+  private static OpenAiFront.Handler handler(
+      PdOrchestrator orchestrator,
+      java.util.function.Function<io.kvroute.connector.InferenceRequest, List<PdOrchestrator.Pair>>
+          pairs) {
     return (request, extra) -> orchestrator.execute(request, pairs.apply(request));
   }
+
+  /** The registration listener of {@code --registry}, while the proxy runs (tests). */
+  volatile io.kvroute.connector.p2pnccl.P2pNcclRegistry instances;
 
   /** Lets requests in flight finish for a second (tests). */
   @Override
@@ -246,11 +327,11 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
   }
 
   /** The {@code kvConnector} section the options describe, its parameters checked. */
-  private ConnectorConfig connectorConfig(KVConnectors registry) {
+  private ConnectorConfig connectorConfig(KVConnectors connectors) {
     Duration prefillLeg = duration("--prefill-timeout", prefillTimeout);
     Duration decodeLeg = duration("--decode-timeout", decodeTimeout);
     Checks.range("--max-attempts", maxAttempts, 1, 100);
-    KVConnectorProvider provider = registry.provider(connector);
+    KVConnectorProvider provider = connectors.provider(connector);
     java.util.Map<String, Object> typed =
         provider
             .parameters()

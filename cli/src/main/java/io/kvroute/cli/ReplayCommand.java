@@ -46,13 +46,16 @@ final class ReplayCommand implements Callable<Integer> {
       names = "--trace",
       paramLabel = "FILE",
       description =
-          "Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids; .gz ok)")
+          "Mooncake JSONL trace (timestamp, input_length, output_length, hash_ids; .gz ok);"
+              + " one of --trace or --workload (default: none)")
   Path trace;
 
   @Option(
       names = "--workload",
       paramLabel = "SHAPE",
-      description = "A synthetic workload instead of --trace: shared-prefix (inference-perf's)")
+      description =
+          "A synthetic workload instead of --trace: shared-prefix (inference-perf's; default:"
+              + " none)")
   String workload;
 
   @Option(names = "--groups", defaultValue = "150", description = "shared-prefix: system prompts")
@@ -97,7 +100,7 @@ final class ReplayCommand implements Callable<Integer> {
   @Option(
       names = "--limit",
       paramLabel = "N",
-      description = "Replay only the first N requests of the workload")
+      description = "Replay only the first N requests of the workload (default: all)")
   Integer limit;
 
   @Option(
@@ -109,10 +112,14 @@ final class ReplayCommand implements Callable<Integer> {
   @Option(names = "--pods", defaultValue = "16", description = "Aggregated engines")
   int pods;
 
-  @Option(names = "--prefill", description = "Prefill engines (with --decode: disaggregated)")
+  @Option(
+      names = "--prefill",
+      description = "Prefill engines (with --decode: disaggregated; default: none, aggregated)")
   Integer prefill;
 
-  @Option(names = "--decode", description = "Decode engines (with --prefill)")
+  @Option(
+      names = "--decode",
+      description = "Decode engines (with --prefill; default: none, aggregated)")
   Integer decode;
 
   @Option(
@@ -123,7 +130,8 @@ final class ReplayCommand implements Callable<Integer> {
 
   @Option(
       names = "--kv-blocks",
-      description = "Override the profile's KV blocks per engine (16 tokens each)")
+      description =
+          "Override the profile's KV blocks per engine (16 tokens each; default: the profile's)")
   Integer kvBlocks;
 
   @Option(
@@ -154,13 +162,16 @@ final class ReplayCommand implements Callable<Integer> {
       description = "KV-event publication lag, milliseconds")
   double eventLagMs;
 
-  @Option(names = "--json", paramLabel = "FILE", description = "Write the figures as JSON")
+  @Option(
+      names = "--json",
+      paramLabel = "FILE",
+      description = "Write the figures as JSON (default: none)")
   Path json;
 
   @Option(
       names = "--html",
       paramLabel = "FILE",
-      description = "Write an HTML report (TTFT CDFs, hit ratio over time)")
+      description = "Write an HTML report (TTFT CDFs, hit ratio over time; default: none)")
   Path html;
 
   @Option(names = "--no-progress", description = "No progress bar on stderr")

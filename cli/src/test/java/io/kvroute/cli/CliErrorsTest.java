@@ -299,10 +299,10 @@ class CliErrorsTest {
     assertOneLine("kvroute proxy: Unknown option: '--bogus' (see kvroute proxy --help)");
     err.getBuffer().setLength(0);
     assertThat(run("proxy", "--port", "1", "--bogus=2")).isEqualTo(2);
-    assertOneLine("kvroute proxy: Unknown option: '--bogus'");
+    assertOneLine("kvroute proxy: Unknown option: '--bogus");
     err.getBuffer().setLength(0);
     assertThat(run("proxy", "--port", "1")).isEqualTo(2);
-    assertOneLine("kvroute proxy: Missing required option: '--decode");
+    assertOneLine("kvroute proxy: --decode: is required (or --registry");
   }
 
   @Test

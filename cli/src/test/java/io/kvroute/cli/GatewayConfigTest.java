@@ -75,7 +75,10 @@ class GatewayConfigTest {
           admin token sources | 'admin: {tokenFile: a, tokenEnv: B}\\nendpoints: [D0]' | admin.tokenEnv: set only one of tokenFile and tokenEnv
           inline scheduler | 'scheduler: {plugins: [{type: queue-scorer}, {type: foo}]}\\nendpoints: [D0]' | scheduler.plugins[1].type: unknown plugin "foo"; known:
           scheduler as a list | 'scheduler: [a]\\nendpoints: [D0]' | scheduler: must be a file name or an EndpointPickerConfig mapping
-          discovery without a section | 'discovery: {}' | discovery.kubernetes: is required (the kubernetes section)
+          discovery without a section | 'discovery: {}' | discovery.kubernetes: is required (the kubernetes section), unless p2pnccl is given
+          p2pnccl without a registry | 'discovery: {p2pnccl: {ttl: 5s}}' | discovery.p2pnccl.registry: is required (a tcp:// or ipc:// endpoint)
+          p2pnccl registry not ZMQ | 'discovery: {p2pnccl: {registry: "127.0.0.1:30001"}}' | discovery.p2pnccl.registry: must be a tcp:// or ipc:// endpoint such as "tcp://10.0.0.5:5557", was "127.0.0.1:30001"
+          p2pnccl zero ttl | 'discovery: {p2pnccl: {registry: "tcp://127.0.0.1:30001", ttl: 0s}}' | discovery.p2pnccl.ttl: must be > 0, was PT0S
           discovery with neither | 'discovery: {kubernetes: {namespace: llm}}' | discovery.kubernetes.selector: give exactly one of selector (pod labels) and inferencePool
           discovery with both | 'discovery: {kubernetes: {selector: {app: vllm}, inferencePool: p}}' | discovery.kubernetes.inferencePool: give exactly one of selector (pod labels) and inferencePool
           discovery key typo | 'discovery: {kubernetes: {inferencepool: p}}' | discovery.kubernetes.inferencepool: unknown key; did you mean "inferencePool"?

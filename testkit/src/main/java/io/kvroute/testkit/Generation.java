@@ -126,7 +126,7 @@ final class Generation {
     BlockPool.Hit hit;
     try {
       try {
-        plan = transfers.plan(g.body());
+        plan = transfers.plan(g.body(), g.id());
       } catch (BadRequest e) {
         fail(ex, e);
         return;

@@ -48,6 +48,7 @@ final class SimServer {
   private volatile EventChannel events;
   private HttpServer http;
   private HttpServer bootstrap;
+  private P2pNcclAgent p2p;
   private ExecutorService executor;
   private volatile String topic;
   private volatile boolean started;
@@ -132,6 +133,16 @@ final class SimServer {
       bootstrap.start();
       transfers.registerBootstrap(b.host + ":" + bootstrap.getAddress().getPort());
     }
+    if (b.protocol == KvTransferProtocol.P2P_NCCL) {
+      try {
+        p2p = new P2pNcclAgent(b, faults, hostPort());
+      } catch (IllegalStateException e) {
+        close();
+        throw e;
+      }
+      transfers.registerP2p(p2p.kvAddress());
+      p2p.start();
+    }
     transfers.registerEngine();
     started = true;
     LOG.debug("simulator {} started on {}", b.name, hostPort());
@@ -147,6 +158,10 @@ final class SimServer {
     }
     faults.releaseHung();
     transfers.unregisterEngine();
+    if (p2p != null) {
+      transfers.unregisterP2p(p2p.kvAddress());
+      p2p.close();
+    }
     if (bootstrap != null) {
       transfers.unregisterBootstrap(b.host + ":" + bootstrap.getAddress().getPort());
       bootstrap.stop(0);
@@ -195,6 +210,10 @@ final class SimServer {
 
   URI bootstrapUrl() {
     return bootstrap == null ? null : URI.create("http://" + b.host + ":" + bootstrapPort());
+  }
+
+  String p2pNcclKvAddress() {
+    return p2p == null ? null : p2p.kvAddress();
   }
 
   int bootstrapPort() {

@@ -129,6 +129,14 @@ public final class VllmSimulator implements AutoCloseable {
     return server.bootstrapUrl();
   }
 
+  /**
+   * The P2pNccl KV address ({@code zmq_address}, {@code host:port}) of a {@link
+   * KvTransferProtocol#P2P_NCCL} pod, or null.
+   */
+  public String p2pNcclKvAddress() {
+    return server.p2pNcclKvAddress();
+  }
+
   /** The bootstrap server's port, or -1. */
   public int bootstrapPort() {
     return server.bootstrapPort();
@@ -243,6 +251,9 @@ public final class VllmSimulator implements AutoCloseable {
     String sideChannelHost = "localhost";
     int sideChannelPort = 5600;
     int bootstrapPort;
+    String p2pNcclProxy;
+    Duration p2pNcclPing = Duration.ofSeconds(3);
+    int p2pNcclKvPort;
     Duration transferTimeout = Duration.ofSeconds(30);
     KvLoadFailurePolicy kvLoadFailurePolicy = KvLoadFailurePolicy.FAIL;
     int maxRecordedRequests = 1000;
@@ -503,6 +514,28 @@ public final class VllmSimulator implements AutoCloseable {
     }
 
     /**
+     * Where a {@link KvTransferProtocol#P2P_NCCL} pod registers: the proxy's registration socket,
+     * {@code host:port} ({@code kv_connector_extra_config.proxy_ip}/{@code proxy_port}) or {@code
+     * tcp://host:port} (default: none, the pod does not register).
+     */
+    public Builder p2pNcclProxy(String proxy) {
+      this.p2pNcclProxy = Objects.requireNonNull(proxy, "p2pNcclProxy");
+      return this;
+    }
+
+    /** How often a P2pNccl pod sends its registration (default 3 s, as vLLM). */
+    public Builder p2pNcclPing(Duration interval) {
+      this.p2pNcclPing = Objects.requireNonNull(interval, "p2pNcclPing");
+      return this;
+    }
+
+    /** The P2pNccl KV port ({@code kv_port}; default 0: a free port). */
+    public Builder p2pNcclKvPort(int port) {
+      this.p2pNcclKvPort = port;
+      return this;
+    }
+
+    /**
      * How long held prefill KV waits for its decode, and a decode for its prefill (default 30 s).
      */
     public Builder transferTimeout(Duration timeout) {
@@ -569,6 +602,13 @@ public final class VllmSimulator implements AutoCloseable {
         throw new IllegalArgumentException(
             "bootstrapPort must be in 0..65535, was " + bootstrapPort);
       }
+      if (p2pNcclKvPort < 0 || p2pNcclKvPort > 65535) {
+        throw new IllegalArgumentException(
+            "p2pNcclKvPort must be in 0..65535, was " + p2pNcclKvPort);
+      }
+      if (p2pNcclPing.isNegative() || p2pNcclPing.isZero()) {
+        throw new IllegalArgumentException("p2pNcclPing must be > 0, was " + p2pNcclPing);
+      }
       if (transferTimeout.isNegative() || transferTimeout.isZero()) {
         throw new IllegalArgumentException("transferTimeout must be > 0, was " + transferTimeout);
       }
@@ -631,6 +671,9 @@ public final class VllmSimulator implements AutoCloseable {
       c.sideChannelHost = sideChannelHost;
       c.sideChannelPort = sideChannelPort;
       c.bootstrapPort = bootstrapPort;
+      c.p2pNcclProxy = p2pNcclProxy;
+      c.p2pNcclPing = p2pNcclPing;
+      c.p2pNcclKvPort = p2pNcclKvPort;
       c.transferTimeout = transferTimeout;
       c.kvLoadFailurePolicy = kvLoadFailurePolicy;
       c.maxRecordedRequests = maxRecordedRequests;

@@ -201,6 +201,8 @@ public final class NettyEdge implements AutoCloseable {
             .option(ChannelOption.SO_BACKLOG, 4096)
             .option(ChannelOption.SO_REUSEADDR, true)
             .childOption(ChannelOption.TCP_NODELAY, true)
+            // a client's half-close ends its requests, not its connection: see Http1Connection
+            .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
             .childOption(
                 ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 << 10, 64 << 10))
             .childHandler(
@@ -343,7 +345,7 @@ public final class NettyEdge implements AutoCloseable {
 
   /** A snapshot of the counters. */
   public EdgeStats stats() {
-    int[] counts = new int[4];
+    int[] counts = new int[5];
     for (Map.Entry<EventLoop, LoopTimers> e : timers.entrySet()) {
       EventLoop loop = e.getKey();
       LoopTimers t = e.getValue();
@@ -358,12 +360,12 @@ public final class NettyEdge implements AutoCloseable {
         int[] c =
             loop.submit(
                     () -> {
-                      int[] part = new int[4];
+                      int[] part = new int[5];
                       t.count(part);
                       return part;
                     })
                 .get(10, TimeUnit.SECONDS);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < counts.length; i++) {
           counts[i] += c[i];
         }
       } catch (InterruptedException ex) {
@@ -384,7 +386,8 @@ public final class NettyEdge implements AutoCloseable {
         counts[3],
         budget.used(),
         budget.peak(),
-        budget.paused());
+        budget.paused(),
+        counts[4]);
   }
 
   boolean draining() {

@@ -162,13 +162,22 @@ public abstract class AbstractHttpConnector implements KVConnector {
    * unparsable body fails with {@link UpstreamException}.
    */
   protected CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, ObjectNode body) {
+    return sendPrefill(pd, body, legHeaders(pd.request()));
+  }
+
+  /**
+   * {@link #sendPrefill(PdRequest, ObjectNode)} with the leg's headers given (for connectors whose
+   * legs carry something other than the request's own id, such as p2pnccl's addressed id).
+   */
+  protected CompletableFuture<ObjectNode> sendPrefill(
+      PdRequest pd, ObjectNode body, Map<String, List<String>> headers) {
     long start = context.nanoClock().getAsLong();
     return reported(
         requestJson(
             Leg.PREFILL,
             pd.prefill(),
             pd.request().api().path(),
-            legHeaders(pd.request()),
+            headers,
             body,
             context.prefillTimeout()),
         listener::prefillEnded,

@@ -121,6 +121,25 @@ public abstract class KVConnectorContract {
   }
 
   /**
+   * True when the connector serves a request without a prefill endpoint by sending it to decode
+   * alone (every connector but those whose engines cannot run without a prefill, such as {@code
+   * p2pnccl}); false: such a request fails with {@code NoAvailableEndpointException} and nothing is
+   * sent.
+   */
+  protected boolean servesDecodeOnly() {
+    return true;
+  }
+
+  /**
+   * Checks the {@code X-Request-Id} both legs carried for a request whose own id is {@code
+   * requestId}: that id itself by default; connectors that address the transfer through the id
+   * ({@code p2pnccl}) check their own form.
+   */
+  protected void checkRequestId(String sent, String requestId) {
+    assertThat(sent).as("X-Request-Id").isEqualTo(requestId);
+  }
+
+  /**
    * Which of {@link OpenAiJson#TRANSFER_FIELDS} the connector puts on both legs' bodies (none by
    * default); the contract checks that exactly these are there.
    */
@@ -408,6 +427,7 @@ public abstract class KVConnectorContract {
     assertThat(legs.decode().getUrl().encodedPath()).isEqualTo("/v1/completions");
     List<String> ids = legs.header("X-Request-Id");
     assertThat(ids.get(0)).isEqualTo(ids.get(1));
+    checkRequestId(ids.get(0), "req-1");
     assertThat(legs.decode().getHeaders().get("Authorization")).isEqualTo("Bearer t");
     JsonNode orig = OpenAiJson.readTree(original);
     checkPrefillBody(body(legs.prefill()), orig, InferenceRequest.Api.COMPLETIONS);
@@ -442,11 +462,16 @@ public abstract class KVConnectorContract {
   @Test
   void decodeOnlyRequestSkipsPrefill() throws Exception {
     decodeServer.enqueue(json(200, "{\"ok\":true}"));
-    StreamingResponse r =
-        proxied(
-            connector(),
-            PdRequest.decodeOnly(
-                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), decodeEndpoint()));
+    PdRequest decodeOnly =
+        PdRequest.decodeOnly(request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), decodeEndpoint());
+    if (!servesDecodeOnly()) {
+      assertThat(proxyFailure(connector(), decodeOnly))
+          .isInstanceOf(ConnectorException.NoAvailableEndpointException.class);
+      assertThat(decodeServer.getRequestCount()).isZero();
+      assertThat(prefillServer.getRequestCount()).isZero();
+      return;
+    }
+    StreamingResponse r = proxied(connector(), decodeOnly);
     assertThat(text(r)).isEqualTo("{\"ok\":true}");
     assertThat(prefillServer.getRequestCount()).isZero();
   }
@@ -687,7 +712,8 @@ public abstract class KVConnectorContract {
     KVConnector.DecodeRequest d = prepared(connector(), pd("{\"prompt\":\"x\",\"max_tokens\":5}"));
     assertThat(d.endpoint()).isEqualTo(decodeEndpoint());
     assertThat(d.url()).isEqualTo(decodeEndpoint().baseUrl() + "/v1/completions");
-    assertThat(d.headers().get("X-Request-Id")).containsExactly("req-1");
+    assertThat(d.headers().get("X-Request-Id")).hasSize(1);
+    checkRequestId(d.headers().get("X-Request-Id").get(0), "req-1");
     JsonNode body = OpenAiJson.readTree(d.body());
     assertThat(body.path("max_tokens").asInt()).isEqualTo(5);
     assertThatThrownBy(() -> d.headers().put("x", List.of()))
