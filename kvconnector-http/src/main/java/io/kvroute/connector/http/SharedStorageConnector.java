@@ -130,7 +130,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
                 ? given.isNumber() && given.asDouble() > 0
                 : defaultThreshold != null);
     if (!decodeFirst) {
-      return cancellable(prefillThenDecode(pd, body), this::sendDecode);
+      return cancellable(prefillThenDecode(pd, body), this::sendDecodeReporting);
     }
     ObjectNode attempt = body;
     if (given == null) {
@@ -150,7 +150,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
             return CompletableFuture.completedFuture(resp);
           }
           listener.connectorEvent(TYPE, "decode_first_refused");
-          return cancellable(prefillThenDecode(pd, body), this::sendDecode);
+          return cancellable(prefillThenDecode(pd, body), this::sendDecodeReporting);
         });
   }
 

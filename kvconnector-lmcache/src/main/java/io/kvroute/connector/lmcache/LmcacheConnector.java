@@ -71,8 +71,7 @@ import java.util.concurrent.CompletableFuture;
  * llm-d's {@code cache_hit_threshold} decode-first variant is the {@code shared-storage} connector
  * ({@code io.kvroute.connector.http.SharedStorageConnector}).
  *
- * <p>Parameters (the {@code config:} block): {@code firstToken} (default false), {@code
- * maxRequestBytes} (default 16 MiB; larger bodies are rejected with 413) and {@code
+ * <p>Parameters (the {@code config:} block): {@code firstToken} (default false) and {@code
  * maxPrefillResponseBytes} (default 4 MiB; also bounds the {@code /tokenize} answer and, in
  * first-token mode, a non-streamed decode answer).
  *
@@ -147,7 +146,13 @@ public final class LmcacheConnector extends HttpConnector {
           prefill.set("prompt", t.deepCopy());
           prefill.putObject("kv_transfer_params").put("ret_first_tok", true);
           return cancellable(
-              sendPrefill(pd, prefill), answer -> continueFrom(pd, body, t, maxTokens, answer));
+              sendPrefill(pd, prefill),
+              answer ->
+                  cancellable(
+                      continueFrom(pd, body, t, maxTokens, answer),
+                      r ->
+                          CompletableFuture.completedFuture(
+                              StreamingResponse.withPrefillUsage(r, OpenAiJson.usage(answer)))));
         });
   }
 

@@ -82,7 +82,7 @@ import java.util.function.Supplier;
  *   <li>{@code bootstrapCacheSize} (default 1024): the most prefill endpoints cached; the least
  *       recently used is evicted (reported as {@code connectorEvent("mooncake",
  *       "bootstrap_cache_evicted")}).
- *   <li>{@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes} (default 4 MiB).
+ *   <li>{@code maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
  * <p>Thread-safe: the bootstrap cache is a synchronized bounded map; requests share nothing else.

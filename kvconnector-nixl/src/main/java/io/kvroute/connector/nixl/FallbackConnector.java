@@ -64,7 +64,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *       speaking a member's protocol.
  *   <li>{@code fallbackMemorySize} (default 4096): the most (endpoint, member) marks kept; the
  *       least recently used is evicted beyond that.
- *   <li>{@code maxRequestBytes}, {@code maxPrefillResponseBytes}: as for every HTTP connector.
+ *   <li>{@code maxPrefillResponseBytes}: as for every HTTP connector.
  * </ul>
  *
  * <p>Thread-safe: the marks live in a synchronized bounded map.

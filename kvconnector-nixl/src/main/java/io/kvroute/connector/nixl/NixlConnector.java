@@ -56,7 +56,6 @@ import java.util.concurrent.CompletableFuture;
  *       0.0.0.0}; vLLM's default when {@code VLLM_NIXL_SIDE_CHANNEL_HOST} is unset) with the
  *       prefill endpoint's host; {@code always} replaces it unconditionally, as AIBrix does. Each
  *       rewrite is reported as {@code connectorEvent("nixl", "remote_host_rewritten")}.
- *   <li>{@code maxRequestBytes} (default 16 MiB): larger client bodies are rejected with 413.
  *   <li>{@code maxPrefillResponseBytes} (default 4 MiB): larger prefill answers fail the leg.
  * </ul>
  *

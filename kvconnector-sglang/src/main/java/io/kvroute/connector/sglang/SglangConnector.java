@@ -52,8 +52,7 @@ import java.util.function.LongSupplier;
  *       --disaggregation-bootstrap-port} (SGLang's default is 8998). An endpoint label {@code
  *       kvroute.io/sglang-bootstrap-port} overrides it per prefill endpoint (AIBrix reads the same
  *       fact from a pod annotation).
- *   <li>{@code maxRequestBytes} (default 16 MiB; larger bodies get 413), {@code
- *       maxPrefillResponseBytes} (default 4 MiB).
+ *   <li>{@code maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
  * <p>Logprobs: SGLang's {@code mini_lb} prepends the prefill's {@code

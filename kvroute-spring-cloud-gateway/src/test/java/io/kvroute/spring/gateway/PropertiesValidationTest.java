@@ -41,6 +41,10 @@ class PropertiesValidationTest {
           missing scheduler  | kvroute.scheduler=/nowhere/picker.yaml                     | /nowhere/picker.yaml
           bad mode           | kvroute.mode=proxy                                         | kvroute.mode
           zero body limit    | kvroute.max-request-size=0                                 | kvroute.max-request-size: must be in [1B, 2GB)
+          unknown key        | kvroute.endpoint[0].url=http://h:1                         | kvroute.endpoint: unknown key; did you mean "endpoints"?
+          nested unknown key | kvroute.index.block-sise=16                                | kvroute.index.block-sise: unknown key; did you mean "blockSize"?
+          redis not present  | kvroute.index.backend=redis                                | kvroute.index.backend: needs io.kvroute:kvindex-redis on the class path
+          k8s not present    | kvroute.discovery.kubernetes.selector.app=vllm             | kvroute.discovery.kubernetes: needs io.kvroute:kvroute-kubernetes on the class path
           """)
   void aBadPropertyIsNamed(String name, String properties, String message) {
     runner
