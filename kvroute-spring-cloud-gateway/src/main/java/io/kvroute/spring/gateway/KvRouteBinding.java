@@ -21,6 +21,9 @@ import org.springframework.boot.context.properties.source.ConfigurationPropertyS
 import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
 import org.springframework.boot.origin.OriginTrackedValue;
 import org.springframework.core.env.Environment;
+import org.springframework.core.env.PropertySource;
+import org.springframework.core.env.StandardEnvironment;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
 
 /**
  * Binds the {@code kvroute.*} properties onto {@link KvRouteProperties} with kvroute's one
@@ -30,6 +33,10 @@ import org.springframework.core.env.Environment;
  * as written, list indexes); text values are read as numbers or booleans where the record expects
  * them (a properties file has only text). Errors name the full property in Spring's form ({@code
  * kvroute.endpoints[1].kv-events.publisher}).
+ *
+ * <p>Environment variables and system properties are read leniently: one whose name starts with
+ * {@code KVROUTE_} (or {@code kvroute.}) but names no key (the CLI's {@code KVROUTE_ADMIN_TOKEN})
+ * is ignored rather than refused.
  *
  * <p>Inside a {@code kv-connector} section (kvroute's own keys, not typed here) a text value that
  * is an integer or {@code true}/{@code false} is read as one. Stateless.
@@ -59,13 +66,21 @@ final class KvRouteBinding {
       if (!(source instanceof IterableConfigurationPropertySource names)) {
         continue;
       }
+      // Environment variables and system properties are shared with other programs and libraries
+      // (KVROUTE_ADMIN_TOKEN is the CLI's): theirs that name no kvroute key are left alone; the
+      // application's files and arguments are read strictly.
+      boolean lenient =
+          source.getUnderlyingSource() instanceof SystemEnvironmentPropertySource
+              || (source.getUnderlyingSource() instanceof PropertySource<?> ps
+                  && ps.getName()
+                      .equals(StandardEnvironment.SYSTEM_PROPERTIES_PROPERTY_SOURCE_NAME));
       names.stream()
           .filter(root::isAncestorOf)
           .forEach(
               name -> {
                 ConfigurationProperty p = source.getConfigurationProperty(name);
                 if (p != null && p.getValue() != null) {
-                  insert(tree, KvRouteProperties.class, name, 1, p.getValue());
+                  insert(tree, KvRouteProperties.class, name, 1, p.getValue(), lenient);
                 }
               });
     }
@@ -125,7 +140,12 @@ final class KvRouteBinding {
 
   @SuppressWarnings("unchecked")
   private static void insert(
-      Map<String, Object> node, Type type, ConfigurationPropertyName name, int i, Object value) {
+      Map<String, Object> node,
+      Type type,
+      ConfigurationPropertyName name,
+      int i,
+      Object value,
+      boolean lenient) {
     boolean last = i == name.getNumberOfElements() - 1;
     String element = name.getElement(i, ConfigurationPropertyName.Form.ORIGINAL);
     Object key;
@@ -137,6 +157,9 @@ final class KvRouteBinding {
     } else if (raw != null && raw.isRecord()) {
       String uniform = name.getElement(i, ConfigurationPropertyName.Form.UNIFORM);
       Map.Entry<String, RecordComponent> c = component(raw, uniform);
+      if (c == null && lenient) {
+        return;
+      }
       key = c == null ? camel(element) : c.getKey();
       next = c == null ? Object.class : c.getValue().getGenericType();
     } else {
@@ -160,7 +183,7 @@ final class KvRouteBinding {
       node.put(k, child);
     }
     if (child instanceof Map<?, ?> map) {
-      insert((Map<String, Object>) map, next, name, i + 1, value);
+      insert((Map<String, Object>) map, next, name, i + 1, value, lenient);
     }
   }
 

@@ -72,6 +72,34 @@ class PropertiesValidationTest {
             });
   }
 
+  /**
+   * Environment variables bind too (as Spring maps them), but one that names no kvroute key (the
+   * CLI's {@code KVROUTE_ADMIN_TOKEN}) does not stop the application.
+   */
+  @Test
+  void environmentVariablesBindAndStrangersAmongThemAreIgnored() {
+    runner
+        .withInitializer(
+            context ->
+                context
+                    .getEnvironment()
+                    .getPropertySources()
+                    .addFirst(
+                        new org.springframework.core.env.SystemEnvironmentPropertySource(
+                            "test-systemEnvironment",
+                            java.util.Map.of(
+                                "KVROUTE_ADMIN_TOKEN", "0123456789abcdef",
+                                "KVROUTE_INDEX_BLOCKSIZE", "32",
+                                "KVROUTE_MODE", "route"))))
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed();
+              KvRouteProperties p = context.getBean(KvRouteProperties.class);
+              assertThat(p.settings().index().blockSize()).isEqualTo(32);
+              assertThat(p.mode()).isEqualTo(KvRouteProperties.Mode.ROUTE);
+            });
+  }
+
   @Test
   void disabledMeansNoBeans() {
     runner
