@@ -173,6 +173,7 @@ public final class RouterAssembly implements AutoCloseable {
      *     load, an optional module missing
      */
     public RouterAssembly build() {
+      requireOptionalModules();
       Deque<AutoCloseable> undo = new ArrayDeque<>();
       try {
         KVConnectors connectors = KVConnectors.discover(classLoader);
@@ -190,10 +191,6 @@ public final class RouterAssembly implements AutoCloseable {
                   .blockSize(settings.index().blockSize())
                   .meterRegistry(meterRegistry)
                   .build();
-          if (settings.index().redis() != null) {
-            Modules.require(
-                "io.kvroute.kvindex.redis.RedisBlockIndex", "index.backend", "kvindex-redis");
-          }
           index =
               settings.index().redis() == null
                   ? BlockIndex.inMemory(ic)
@@ -216,10 +213,6 @@ public final class RouterAssembly implements AutoCloseable {
           b.transport(transport);
         }
         if (settings.tracing().enabled()) {
-          Modules.require(
-              "io.kvroute.opentelemetry.KvRouteTracing",
-              "tracing.enabled",
-              "kvroute-opentelemetry");
           Tracings.apply(b);
         }
         if (index != null) {
@@ -242,10 +235,6 @@ public final class RouterAssembly implements AutoCloseable {
         undo.push(router);
         Discoveries.Running discovery = null;
         if (settings.discovery() != null) {
-          Modules.require(
-              "io.kvroute.kubernetes.KubernetesDiscovery",
-              "discovery.kubernetes",
-              "kvroute-kubernetes");
           discovery = Discoveries.start(settings.discovery().kubernetes(), router, meterRegistry);
         }
         return new RouterAssembly(settings, router, discovery, ownedIndex);
@@ -253,6 +242,35 @@ public final class RouterAssembly implements AutoCloseable {
         undo.forEach(RouterAssembly::quietly);
         throw e;
       }
+    }
+
+    /** Fails before anything is built when a setting's optional module is missing. */
+    private void requireOptionalModules() {
+      if (settings.index() != null && settings.index().redis() != null) {
+        Modules.require(
+            "io.kvroute.kvindex.redis.RedisBlockIndex", "index.backend", "kvindex-redis");
+      }
+      if (settings.tracing().enabled()) {
+        Modules.require(
+            "io.kvroute.opentelemetry.KvRouteTracing", "tracing.enabled", "kvroute-opentelemetry");
+        Modules.require(
+            "io.opentelemetry.api.GlobalOpenTelemetry", "tracing.enabled", "kvroute-opentelemetry");
+      }
+      if (settings.discovery() != null) {
+        Modules.require(
+            "io.kvroute.kubernetes.KubernetesDiscovery",
+            "discovery.kubernetes",
+            "kvroute-kubernetes");
+      }
+      settings
+          .tokenizers()
+          .keySet()
+          .forEach(
+              model ->
+                  Modules.require(
+                      "io.kvroute.tokenizer.hf.HfTokenizer",
+                      "models." + model + ".tokenizer.path",
+                      "kvroute-tokenizer-hf"));
     }
 
     private static void checkType(KVConnectors connectors, ConnectorConfig c, String at) {
@@ -291,8 +309,6 @@ public final class RouterAssembly implements AutoCloseable {
       TokenizerChain.Builder chain = Tokenizers.chain().remote(remote).meterRegistry(meterRegistry);
       for (Map.Entry<String, RouterSettings.LocalTokenizer> e : local.entrySet()) {
         String at = "models." + e.getKey() + ".tokenizer";
-        Modules.require(
-            "io.kvroute.tokenizer.hf.HfTokenizer", at + ".path", "kvroute-tokenizer-hf");
         chain.local(
             e.getKey(),
             LocalTokenizers.load(at, e.getKey(), e.getValue(), baseDirectory, meterRegistry),

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.springframework.boot.context.properties.source.ConfigurationProperty;
@@ -30,9 +31,10 @@ import org.springframework.core.env.SystemEnvironmentPropertySource;
  * configuration binder ({@link ConfigBinder}), as the CLI binds its file: Spring's property names
  * (kebab case, any source: YAML, properties, environment variables, command line) become the
  * record's tree, led by the record's types (a record's keys in any of Spring's forms, a map's keys
- * as written, list indexes); text values are read as numbers or booleans where the record expects
- * them (a properties file has only text). Errors name the full property in Spring's form ({@code
- * kvroute.endpoints[1].kv-events.publisher}).
+ * as written, list indexes); placeholders ({@code ${PREFILL_URL:http://127.0.0.1:8001}}) are
+ * resolved as Spring resolves them; text values are read as numbers or booleans where the record
+ * expects them (a properties file has only text). Errors name the full property in Spring's form
+ * ({@code kvroute.endpoints[1].kv-events.publisher}).
  *
  * <p>Environment variables and system properties are read leniently: one whose name starts with
  * {@code KVROUTE_} (or {@code kvroute.}) but names no key (the CLI's {@code KVROUTE_ADMIN_TOKEN})
@@ -55,11 +57,18 @@ final class KvRouteBinding {
    * @throws ConfigException naming the property ({@code kvroute.index.block-size: ...})
    */
   static KvRouteProperties bind(Environment environment) {
-    return bind(ConfigurationPropertySources.get(environment));
+    return bind(
+        ConfigurationPropertySources.get(environment),
+        v -> v instanceof String s ? environment.resolvePlaceholders(s) : v);
   }
 
-  /** The properties found in {@code sources}, the first source winning for each name. */
-  static KvRouteProperties bind(Iterable<ConfigurationPropertySource> sources) {
+  /**
+   * The properties found in {@code sources}, the first source winning for each name, each value
+   * passed through {@code placeholders} ({@code ${NAME:default}} resolved, as Spring's own binder
+   * resolves them).
+   */
+  static KvRouteProperties bind(
+      Iterable<ConfigurationPropertySource> sources, UnaryOperator<Object> placeholders) {
     Map<String, Object> tree = new LinkedHashMap<>();
     ConfigurationPropertyName root = ConfigurationPropertyName.of(KvRouteProperties.PREFIX);
     for (ConfigurationPropertySource source : sources) {
@@ -80,7 +89,8 @@ final class KvRouteBinding {
               name -> {
                 ConfigurationProperty p = source.getConfigurationProperty(name);
                 if (p != null && p.getValue() != null) {
-                  insert(tree, KvRouteProperties.class, name, 1, p.getValue(), lenient);
+                  Object value = placeholders.apply(unwrap(p.getValue()));
+                  insert(tree, KvRouteProperties.class, name, 1, value, lenient);
                 }
               });
     }

@@ -90,13 +90,16 @@ class PropertiesValidationTest {
                             java.util.Map.of(
                                 "KVROUTE_ADMIN_TOKEN", "0123456789abcdef",
                                 "KVROUTE_INDEX_BLOCKSIZE", "32",
-                                "KVROUTE_MODE", "route"))))
+                                "KVROUTE_MODE", "route",
+                                "KVROUTE_ENDPOINTS_1_URL", "${POD_URL:http://127.0.0.1:18009}"))))
         .run(
             context -> {
               assertThat(context).hasNotFailed();
               KvRouteProperties p = context.getBean(KvRouteProperties.class);
               assertThat(p.settings().index().blockSize()).isEqualTo(32);
               assertThat(p.mode()).isEqualTo(KvRouteProperties.Mode.ROUTE);
+              // a placeholder is resolved, here to its default
+              assertThat(p.settings().endpoints().get(1).url()).isEqualTo("http://127.0.0.1:18009");
             });
   }
 
