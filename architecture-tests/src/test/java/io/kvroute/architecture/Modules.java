@@ -43,6 +43,7 @@ final class Modules {
     ROOTS.put("io.kvroute.config", "config");
     ROOTS.put("io.kvroute.envoy", "kvroute-envoy");
     ROOTS.put("io.kvroute.kubernetes", "kvroute-kubernetes");
+    ROOTS.put("io.kvroute.assembly", "kvroute-assembly");
     ROOTS.put("io.kvroute.spring", "kvroute-spring-cloud-gateway");
     ROOTS.put("io.kvroute.cli", "cli");
     ROOTS.put("io.kvroute.examples", "examples");
@@ -78,7 +79,8 @@ final class Modules {
           "kvindex-service",
           "config",
           "kvindex-redis",
-          "kvroute-kubernetes");
+          "kvroute-kubernetes",
+          "kvroute-assembly");
 
   /** {@code modules} and {@code more}. */
   private static Set<String> with(Set<String> modules, String... more) {
@@ -120,6 +122,24 @@ final class Modules {
               Set.of("kvconnector-api", "kvindex", "scoring", "http-edge", "config")),
           Map.entry("kvroute-envoy", Set.of("kvconnector-api", "kvindex", "scoring", "router")),
           Map.entry("kvroute-kubernetes", Set.of("kvconnector-api", "router")),
+          // the composition root: the router and its optional parts (index on Redis, discovery in
+          // Kubernetes or by P2pNccl registration, local tokenizers, tracing), built from one
+          // settings record
+          Map.entry(
+              "kvroute-assembly",
+              Set.of(
+                  "kvconnector-api",
+                  "pd",
+                  "kvindex",
+                  "kvindex-redis",
+                  "scoring",
+                  "router",
+                  "config",
+                  "kvroute-kubernetes",
+                  "kvroute-tokenizer-hf",
+                  "kvroute-opentelemetry",
+                  "kvconnector-p2pnccl",
+                  "kvconnector-sidecar")),
           Map.entry(
               "kvroute-spring-cloud-gateway",
               Set.of(
@@ -129,13 +149,28 @@ final class Modules {
                   "scoring",
                   "router",
                   "config",
-                  "kvroute-tokenizer-hf")),
+                  "kvroute-assembly")),
           Map.entry("http-edge", Set.of("kvconnector-api")),
           // the CLI may use every library, and the two servers that are not libraries
           Map.entry("cli", with(LIBRARIES, "http-edge", "kvroute-envoy")),
           Map.entry(
               "examples",
               Set.of("kvconnector-api", "pd", "kvindex", "scoring", "router", "testkit")));
+
+  /**
+   * Single classes a module may use outside its arrows, each with its reason: the router reads a
+   * client's body with kvconnector-http's {@code OpenAiJson}, the one parse it shares with the
+   * connectors (they find the parse on the request and do not parse again); the transport and the
+   * connectors stay behind ServiceLoader.
+   */
+  private static final Map<String, Set<String>> NAMED_EXCEPTIONS =
+      Map.of("router", Set.of("io.kvroute.connector.http.OpenAiJson"));
+
+  /** Whether {@code from} may use the class {@code target} although its module is not allowed. */
+  static boolean isNamedException(String from, String target) {
+    String outer = target.contains("$") ? target.substring(0, target.indexOf('$')) : target;
+    return NAMED_EXCEPTIONS.getOrDefault(from, Set.of()).contains(outer);
+  }
 
   private static JavaClasses classes;
 

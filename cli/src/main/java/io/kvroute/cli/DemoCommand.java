@@ -3,6 +3,7 @@ package io.kvroute.cli;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.assembly.P2pNcclDiscovery;
 import io.kvroute.cli.demo.Report;
 import io.kvroute.cli.demo.Workload;
 import io.kvroute.connector.ConnectorConfig;

@@ -1,17 +1,13 @@
 package io.kvroute.cli;
 
-import io.kvroute.config.ConfigException;
+import io.kvroute.assembly.LocalTokenizers;
+import io.kvroute.assembly.RouterSettings;
 import io.kvroute.config.Durations;
 import io.kvroute.kvindex.hash.HashAlgorithm;
 import io.kvroute.kvindex.parity.HashSettings;
 import io.kvroute.scoring.Tokenizer;
-import io.kvroute.tokenizer.hf.HfTokenizer;
-import io.kvroute.tokenizer.hf.TokenizerLoadException;
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -147,7 +143,9 @@ final class DoctorCommand implements Callable<Integer> {
     int size =
         blockSize != null
             ? blockSize
-            : cfg != null && cfg.index() != null ? cfg.index().blockSize() : 16;
+            : cfg != null && cfg.settings().index() != null
+                ? cfg.settings().index().blockSize()
+                : 16;
     if (size <= 0) {
       throw new Main.CliException("--block-size must be > 0, was " + size);
     }
@@ -201,32 +199,15 @@ final class DoctorCommand implements Callable<Integer> {
   /** The model's local tokenizer from {@code models.<name>.tokenizer}, or null when it has none. */
   private static Function<String, Tokenizer> localTokenizer(GatewayConfig cfg, Path file) {
     return name -> {
-      GatewayConfig.LocalTokenizer t = cfg.tokenizers().get(name);
-      if (t == null) {
-        return null;
-      }
-      Path dir = file.toAbsolutePath().getParent();
-      String at = "models." + name + ".tokenizer";
-      HfTokenizer.Builder hb =
-          HfTokenizer.builder()
-              .path(GatewayConfig.resolve(t.path(), dir))
-              .revision(t.revision())
-              .modelName(name)
-              .cache(0, 0);
-      if (t.chatTemplate() != null) {
-        try {
-          hb.chatTemplate(
-              Files.readString(
-                  GatewayConfig.resolve(t.chatTemplate(), dir), StandardCharsets.UTF_8));
-        } catch (IOException e) {
-          throw new ConfigException(at + ".chatTemplate", "cannot read: " + e.getMessage(), e);
-        }
-      }
-      try {
-        return hb.build();
-      } catch (TokenizerLoadException e) {
-        throw new ConfigException(at + ".path", e.getMessage(), e);
-      }
+      RouterSettings.LocalTokenizer t = cfg.settings().tokenizers().get(name);
+      return t == null
+          ? null
+          : LocalTokenizers.load(
+              "models." + name + ".tokenizer",
+              name,
+              t,
+              file.toAbsolutePath().getParent(),
+              new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
     };
   }
 }

@@ -1,5 +1,6 @@
 package io.kvroute.cli;
 
+import io.kvroute.assembly.P2pNcclDiscovery;
 import io.kvroute.config.Checks;
 import io.kvroute.config.ConfigException;
 import io.kvroute.config.Durations;
@@ -254,7 +255,6 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
               .route("GET", "/readyz", ex -> ex.respond(200, "text/plain", READY))
               .build()
               .start();
-      running = server;
       stop.onSignal(
           "kvroute-proxy-shutdown",
           () -> {
@@ -273,6 +273,8 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
                   ? "prefill=" + prefill + " decode=" + decode
                   : "registry=" + found.endpoint())
           .flush();
+      // published after the start-up line: a caller that waits for it can read that line
+      running = server;
       stop.await();
       server.close();
       kv.close();

@@ -192,7 +192,7 @@ class CliErrorsTest {
             + cfg
             + ": defaultConnector.config.remoteHostRewrit: unknown nixl parameter"
             + " \"remoteHostRewrit\"; did you mean \"remoteHostRewrite\"? known:"
-            + " maxPrefillResponseBytes, maxRequestBytes, remoteHostRewrite");
+            + " maxPrefillResponseBytes, remoteHostRewrite");
     err.getBuffer().setLength(0);
     cfg = gatewayYaml(dir, "defaultConnector: {type: mooncake, config: {bootstrapPort: \"x\"}}\n");
     assertThat(run("gateway", "--config", cfg.toString())).isEqualTo(2);
@@ -216,7 +216,7 @@ class CliErrorsTest {
         .isEqualTo(2);
     assertOneLine(
         "kvroute proxy: --param nosuchparam: unknown nixl parameter \"nosuchparam\"; known:"
-            + " maxPrefillResponseBytes, maxRequestBytes, remoteHostRewrite");
+            + " maxPrefillResponseBytes, remoteHostRewrite");
     err.getBuffer().setLength(0);
     assertThat(
             run(
@@ -230,8 +230,7 @@ class CliErrorsTest {
         .as("the parameter the old help text named")
         .isEqualTo(2);
     assertOneLine("kvroute proxy: --param rewriteLocalhost: unknown nixl parameter");
-    assertThat(errLines())
-        .endsWith("known: maxPrefillResponseBytes, maxRequestBytes, remoteHostRewrite");
+    assertThat(errLines()).endsWith("known: maxPrefillResponseBytes, remoteHostRewrite");
     err.getBuffer().setLength(0);
     assertThat(
             run(

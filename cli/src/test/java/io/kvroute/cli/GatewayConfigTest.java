@@ -2,6 +2,7 @@ package io.kvroute.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvroute.assembly.RouterSettings;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
@@ -45,7 +46,7 @@ class GatewayConfigTest {
       delimiter = '|',
       textBlock =
           """
-          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
+          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, drainTimeout, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
           duplicate YAML keys | 'listen: {port: 1}\\nlisten: {port: 2}\\nendpoints: [D0]' | listen: duplicate key (line 2)
           duplicate nested keys | 'listen: {port: 1, port: 2}\\nendpoints: [D0]' | listen.port: duplicate key (line 1)
           duplicate endpoint ids | 'endpoints: [D0, {id: d0, url: "http://127.0.0.1:8003"}]' | endpoints[1].id: duplicate id "d0" (also endpoints[0])
@@ -134,19 +135,20 @@ class GatewayConfigTest {
             labels: { zone: a }
             kvEvents: { publisher: "tcp://127.0.0.1:5557", replay: "tcp://127.0.0.1:5558" }
         """);
-    GatewayConfig c = GatewayConfig.load(cfg);
-    assertThat(c.listen().port()).isEqualTo(8080);
+    GatewayConfig g = GatewayConfig.load(cfg);
+    assertThat(g.listen().port()).isEqualTo(8080);
+    RouterSettings c = g.settings();
     assertThat(c.tracing().enabled()).isTrue();
     assertThat(c.scrapeMetrics()).isEqualTo(Duration.ofSeconds(2));
     assertThat(c.modelConnectors().get("llama").type()).isEqualTo("nixl");
-    assertThat(c.schedulerFile(cfg)).isEqualTo(dir.resolve("picker.yaml"));
+    assertThat(c.scheduler()).isEqualTo("picker.yaml");
     assertThat(c.endpoints().get(1).endpoint().labels()).containsEntry("zone", "a");
     assertThat(c.endpoints().get(1).events().replay()).isEqualTo("tcp://127.0.0.1:5558");
     assertThat(c.index().blockSize()).isEqualTo(16);
     // JSON when the file says so.
     Path json = dir.resolve("gateway.json");
     Files.writeString(json, "{\"endpoints\": [{\"url\": \"http://127.0.0.1:1\"}]}");
-    assertThat(GatewayConfig.load(json).endpoints().get(0).endpoint().id())
+    assertThat(GatewayConfig.load(json).settings().endpoints().get(0).endpoint().id())
         .isEqualTo("127.0.0.1:1");
   }
 }

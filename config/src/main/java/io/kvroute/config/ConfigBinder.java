@@ -1,6 +1,7 @@
 package io.kvroute.config;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonUnwrapped;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -29,6 +30,10 @@ import java.util.function.Predicate;
  * for a host name), a second document or an empty one is a {@link ConfigException} naming the
  * field's path ({@code endpoints[1].url}) and the problem. {@link java.time.Duration}s are read as
  * Go/Kubernetes durations ({@link Durations}) and {@link Quantity}s as Kubernetes quantities.
+ *
+ * <p>A record component annotated {@link JsonUnwrapped} whose type is a record contributes that
+ * record's keys at its own level (the gateway's file is its listener sections and, beside them, the
+ * keys of the composition root's settings record).
  *
  * <p>Records validate themselves in their compact constructors, throwing {@link ConfigException}
  * with a path relative to the record (or {@link IllegalArgumentException}, which is reported at the
@@ -235,10 +240,27 @@ public final class ConfigBinder {
   }
 
   private void collect(Class<?> type, String prefix, Predicate<Class<?>> apart, List<String> out) {
-    for (RecordComponent c : type.getRecordComponents()) {
+    for (RecordComponent c : components(type).values()) {
       String key = prefix + name(c);
       walk(c.getGenericType(), key, apart, out);
     }
+  }
+
+  /**
+   * A record's keys and their components, in order: a component marked {@link JsonUnwrapped} whose
+   * type is a record brings its own keys to this level instead of a key of its own (a command's
+   * file shares its top level with the settings record of the composition root, say).
+   */
+  private Map<String, RecordComponent> components(Class<?> record) {
+    Map<String, RecordComponent> out = new java.util.LinkedHashMap<>();
+    for (RecordComponent rc : record.getRecordComponents()) {
+      if (rc.getAccessor().isAnnotationPresent(JsonUnwrapped.class) && rc.getType().isRecord()) {
+        components(rc.getType()).forEach((k, v) -> put(out, record, k, v));
+      } else {
+        put(out, record, name(rc), rc);
+      }
+    }
+    return out;
   }
 
   private void walk(Type t, String key, Predicate<Class<?>> apart, List<String> out) {
@@ -276,6 +298,14 @@ public final class ConfigBinder {
         : c.getName();
   }
 
+  private static void put(
+      Map<String, RecordComponent> out, Class<?> record, String key, RecordComponent rc) {
+    if (out.putIfAbsent(key, rc) != null) {
+      throw new IllegalArgumentException(
+          record.getName() + " has the key \"" + key + "\" twice (an unwrapped record repeats it)");
+    }
+  }
+
   /**
    * Reads the document as a tree first (syntax errors and duplicate keys are found there, with
    * their line), then binds the tree.
@@ -285,7 +315,7 @@ public final class ConfigBinder {
     Objects.requireNonNull(type, "type");
     JsonNode tree;
     try {
-      tree = parse(mapper, mapper.createParser(document), JsonNode.class, "");
+      tree = parse(mapper, mapper.createParser(document), JsonNode.class, "", null);
     } catch (IOException e) {
       throw new ConfigException("", "cannot read the document: " + e.getMessage(), e);
     }
@@ -302,16 +332,21 @@ public final class ConfigBinder {
    */
   private <T> T bindTree(ObjectMapper mapper, JsonNode tree, Class<T> type, String path) {
     checkKeys(tree, type, path);
-    return parse(mapper, mapper.treeAsTokens(tree), type, path);
+    return parse(mapper, mapper.treeAsTokens(tree), type, path, tree);
   }
 
-  /** Binds from {@code p} and translates errors while the parser still shows the bad value. */
-  private static <T> T parse(ObjectMapper mapper, JsonParser p, Class<T> type, String path) {
+  /**
+   * Binds from {@code p} and translates errors while the parser still shows the bad value ({@code
+   * tree}, when the parser reads one, names the value where the parser cannot: inside an unwrapped
+   * record, which Jackson reads from a buffer).
+   */
+  private static <T> T parse(
+      ObjectMapper mapper, JsonParser p, Class<T> type, String path, JsonNode tree) {
     try {
       try {
         return mapper.readValue(p, type);
       } catch (JsonProcessingException e) {
-        throw Errors.translate(e, path);
+        throw Errors.translate(e, path, tree);
       } finally {
         p.close();
       }
@@ -323,10 +358,7 @@ public final class ConfigBinder {
   /** Reports the first key of {@code node} that the record types under {@code t} do not have. */
   private void checkKeys(JsonNode node, Type t, String path) {
     if (t instanceof Class<?> c && c.isRecord() && node.isObject()) {
-      Map<String, RecordComponent> components = new java.util.LinkedHashMap<>();
-      for (RecordComponent rc : c.getRecordComponents()) {
-        components.put(name(rc), rc);
-      }
+      Map<String, RecordComponent> components = components(c);
       for (Map.Entry<String, JsonNode> e : node.properties()) {
         RecordComponent rc = components.get(e.getKey());
         String at = Errors.child(path, e.getKey());

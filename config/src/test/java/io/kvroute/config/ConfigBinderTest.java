@@ -266,4 +266,38 @@ class ConfigBinderTest {
                     binder.fromText(Map.of("prot", "1"), Options.class), Options.class, "--param"))
         .hasMessageContaining("did you mean \"port\"");
   }
+
+  /** A command's file: its own section and, at the same level, a shared record's keys. */
+  record Command(Listen admin, @com.fasterxml.jackson.annotation.JsonUnwrapped Root settings) {}
+
+  @Test
+  void anUnwrappedRecordsKeysSitBesideItsOwner() {
+    Command c =
+        binder.readYaml(
+            "admin: { port: 9000 }\nendpoints: [{ id: a, url: \"http://h:1\" }]\nflag: true",
+            Command.class);
+    assertThat(c.admin().port()).isEqualTo(9000);
+    assertThat(c.settings().endpoints()).hasSize(1);
+    assertThat(c.settings().flag()).isTrue();
+    assertThat(binder.keys(Command.class))
+        .startsWith("admin.host", "admin.port", "listen.host", "listen.port", "endpoints[].id");
+    assertThatThrownBy(() -> binder.readYaml("endpoint: []", Command.class))
+        .hasMessageContaining("endpoint: unknown key; did you mean \"endpoints\"?")
+        .hasMessageContaining("admin");
+    assertThatThrownBy(
+            () ->
+                binder.readYaml(
+                    "endpoints: [{ id: a, url: \"http://h:1\" }, { id: a, url: \"http://h:2\" }]",
+                    Command.class))
+        .hasMessage("endpoints[1].id: duplicate id \"a\" (also endpoints[0])");
+    assertThatThrownBy(
+            () -> binder.readYaml("endpoints: [{ id: a, url: \"ftp://h\" }]", Command.class))
+        .hasMessage("endpoints[0].url: not an http(s) URL: \"ftp://h\"");
+    assertThatThrownBy(() -> binder.readYaml("flag: maybe", Command.class))
+        .hasMessageStartingWith("flag: ");
+    assertThatThrownBy(() -> binder.readYaml("listen: { port: 70000 }", Command.class))
+        .hasMessageStartingWith("listen.port: must be in [0, 65535]");
+    assertThatThrownBy(() -> binder.readYaml("admin: { port: 70000 }", Command.class))
+        .hasMessageStartingWith("admin.port: must be in [0, 65535]");
+  }
 }

@@ -137,18 +137,18 @@ class ConnectorConfigsTest {
     assertThatThrownBy(
             () ->
                 ConnectorConfigs.bind(
-                    Map.of("type", "http", "config", Map.of("maxRequestByte", 1024)),
+                    Map.of("type", "http", "config", Map.of("maxPrefillResponseByte", 1024)),
                     "models.m.kvConnector",
                     connectors))
         .isInstanceOf(ConfigException.class)
         .hasMessageStartingWith(
-            "models.m.kvConnector.config.maxRequestByte: unknown http parameter"
-                + " \"maxRequestByte\"; did you mean \"maxRequestBytes\"?");
+            "models.m.kvConnector.config.maxPrefillResponseByte: unknown http parameter"
+                + " \"maxPrefillResponseByte\"; did you mean \"maxPrefillResponseBytes\"?");
     assertThatThrownBy(
             () ->
                 ConnectorConfigs.readYaml(
-                    "kvConnector: {type: http, config: {maxRequestBytes: 0}}", connectors))
-        .hasMessage("kvConnector.config.maxRequestBytes: must be >= 1, was 0");
+                    "kvConnector: {type: http, config: {maxPrefillResponseBytes: 0}}", connectors))
+        .hasMessage("kvConnector.config.maxPrefillResponseBytes: must be >= 1, was 0");
     assertThat(
             ConnectorConfigs.bind(
                     Map.of("type", "shared-storage", "config", Map.of("cacheHitThreshold", 0.5)),

@@ -28,24 +28,21 @@ public final class KeyedStoreConnector extends AbstractHttpConnector {
    * is refused with the closest known one, a bad value names its key.
    *
    * @param keyPrefix the prefix of every store key (default {@code kv-})
-   * @param maxRequestBytes the largest client body accepted (default 16 MiB)
    * @param maxPrefillResponseBytes the largest prefill answer read (default 4 MiB)
    */
-  public record Parameters(
-      String keyPrefix, Integer maxRequestBytes, Integer maxPrefillResponseBytes) {
+  public record Parameters(String keyPrefix, Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
       keyPrefix = keyPrefix == null ? "kv-" : keyPrefix;
       if (keyPrefix.isBlank()) {
         throw new ConfigException("keyPrefix", "must not be blank");
       }
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 

@@ -69,14 +69,10 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
    *     none (default: none, so only clients that send the field get decode-first)
    * @param maxDecodeFirstBytes the largest non-streaming decode-first answer read before deciding,
    *     in bytes (default 16 MiB, at least 1024)
-   * @param maxRequestBytes as in {@link HttpParameters}
    * @param maxPrefillResponseBytes as in {@link HttpParameters}
    */
   public record Parameters(
-      Double cacheHitThreshold,
-      Integer maxDecodeFirstBytes,
-      Integer maxRequestBytes,
-      Integer maxPrefillResponseBytes) {
+      Double cacheHitThreshold, Integer maxDecodeFirstBytes, Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
       if (cacheHitThreshold != null && !(cacheHitThreshold > 0 && cacheHitThreshold <= 1)) {
@@ -86,14 +82,13 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
       maxDecodeFirstBytes = maxDecodeFirstBytes == null ? 16 * 1024 * 1024 : maxDecodeFirstBytes;
       io.kvroute.config.Checks.range(
           "maxDecodeFirstBytes", maxDecodeFirstBytes, 1024, Integer.MAX_VALUE);
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 
@@ -145,7 +140,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
                 ? given.isNumber() && given.asDouble() > 0
                 : defaultThreshold != null);
     if (!decodeFirst) {
-      return cancellable(prefillThenDecode(pd, body), this::sendDecode);
+      return cancellable(prefillThenDecode(pd, body), this::sendDecodeReporting);
     }
     ObjectNode attempt = body;
     if (given == null) {
@@ -165,7 +160,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
             return CompletableFuture.completedFuture(resp);
           }
           listener.connectorEvent(TYPE, "decode_first_refused");
-          return cancellable(prefillThenDecode(pd, body), this::sendDecode);
+          return cancellable(prefillThenDecode(pd, body), this::sendDecodeReporting);
         });
   }
 

@@ -8,6 +8,7 @@ import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
@@ -98,18 +99,26 @@ public abstract class KVConnectorContract {
                 Duration.ofSeconds(5)));
   }
 
+  /** The usage block of {@link #prefillAnswer}: 7 prompt tokens, 3 of them cached. */
+  protected static final String USAGE =
+      "\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":3}}";
+
   /**
-   * The prefill pod's successful answer for {@code api}. The default is a one-token completion
-   * without transfer parameters; NIXL-like connectors return {@code kv_transfer_params}.
+   * The prefill pod's successful answer for {@code api}: a one-token completion with a usage block
+   * ({@link #USAGE}), without transfer parameters.
    */
   protected MockResponse prefillAnswer(InferenceRequest.Api api) {
     return json(
         200,
         api == InferenceRequest.Api.CHAT_COMPLETIONS
             ? "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
-                + "\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"finish_reason\":\"length\"}]}"
+                + "\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"finish_reason\":\"length\"}],"
+                + USAGE
+                + "}"
             : "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,"
-                + "\"text\":\"a\",\"finish_reason\":\"length\"}]}");
+                + "\"text\":\"a\",\"finish_reason\":\"length\"}],"
+                + USAGE
+                + "}");
   }
 
   /**
@@ -518,12 +527,27 @@ public abstract class KVConnectorContract {
   }
 
   @Test
-  void oversizedBodyIsRejectedWith413() {
-    KVConnector c = connector(config().withParams(Map.of("maxRequestBytes", 1024)));
-    Throwable t = proxyFailure(c, pd("{\"prompt\":\"" + "x".repeat(2000) + "\"}"));
-    assertThat(t).isInstanceOf(ConnectorException.InvalidRequestException.class);
-    assertThat(((ConnectorException) t).httpStatus()).isEqualTo(413);
-    assertThat(prefillServer.getRequestCount()).isZero();
+  void everyAttemptOfARequestReadsItsOneParse() throws Exception {
+    KVConnector c = connector();
+    PdRequest first = pd(PROMPT_X);
+    PdRequest retry =
+        new PdRequest(
+            first.request().withRequestId(first.request().requestId() + "-r2"),
+            first.prefill(),
+            first.decode());
+    long before = OpenAiJson.clientBodiesParsed();
+    exchange(c, first);
+    exchange(c, retry);
+    assertThat(OpenAiJson.clientBodiesParsed() - before).as("client bodies parsed").isEqualTo(1);
+  }
+
+  @Test
+  void thePrefillAnswersUsageComesUpWithTheResponse() throws Exception {
+    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
+    decodeServer.enqueue(json(200, "{}"));
+    StreamingResponse r = proxied(connector(), pd(PROMPT_X));
+    text(r);
+    assertThat(r.prefillUsage()).contains(new EngineUsage(7, 3));
   }
 
   /**
@@ -533,16 +557,16 @@ public abstract class KVConnectorContract {
    */
   @Test
   void anUnknownParameterIsRefusedWithTheClosestKnownOne() {
-    ConnectorConfig misspelt = config().withParams(Map.of("maxRequestByte", 1024));
+    ConnectorConfig misspelt = config().withParams(Map.of("maxPrefillResponseByte", 1024));
     assertThatThrownBy(() -> connector(misspelt))
         .isInstanceOf(io.kvroute.connector.ConnectorConfigException.class)
-        .hasMessageStartingWith("kvConnector.config.maxRequestByte: ")
-        .hasMessageContaining("did you mean \"maxRequestBytes\"");
+        .hasMessageStartingWith("kvConnector.config.maxPrefillResponseByte: ")
+        .hasMessageContaining("did you mean \"maxPrefillResponseBytes\"");
     KVConnectorProvider provider =
         KVConnectors.discover(getClass().getClassLoader()).provider(type());
     assertThatThrownBy(() -> provider.checkParameters(misspelt))
         .isInstanceOf(io.kvroute.connector.ConnectorConfigException.class)
-        .hasMessageContaining("did you mean \"maxRequestBytes\"");
+        .hasMessageContaining("did you mean \"maxPrefillResponseBytes\"");
     assertThat(provider.parameters()).as("declared parameters").isPresent();
     provider.checkParameters(config());
   }

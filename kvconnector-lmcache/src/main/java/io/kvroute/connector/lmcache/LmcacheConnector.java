@@ -73,10 +73,9 @@ import java.util.concurrent.CompletableFuture;
  * llm-d's {@code cache_hit_threshold} decode-first variant is the {@code shared-storage} connector
  * ({@code io.kvroute.connector.http.SharedStorageConnector}).
  *
- * <p>Parameters (the {@code config:} block; {@link Parameters}): {@code firstToken} (default
- * false), {@code maxRequestBytes} (default 16 MiB; larger bodies are rejected with 413) and {@code
- * maxPrefillResponseBytes} (default 4 MiB; also bounds the {@code /tokenize} answer and, in
- * first-token mode, a non-streamed decode answer).
+ * <p>Parameters (the {@code config:} block; {@link Parameters}): {@code firstToken} (default false)
+ * and {@code maxPrefillResponseBytes} (default 4 MiB; also bounds the {@code /tokenize} answer and,
+ * in first-token mode, a non-streamed decode answer).
  *
  * <p>Thread-safe and stateless per request.
  */
@@ -94,23 +93,20 @@ public final class LmcacheConnector extends HttpConnector {
    * The parameters of {@code lmcache}.
    *
    * @param firstToken LMCache's first-token proxy flow for completions (default false)
-   * @param maxRequestBytes as in {@link HttpParameters}
    * @param maxPrefillResponseBytes as in {@link HttpParameters}; also bounds the {@code /tokenize}
    *     answer and, in first-token mode, a non-streamed decode answer
    */
-  public record Parameters(
-      Boolean firstToken, Integer maxRequestBytes, Integer maxPrefillResponseBytes) {
+  public record Parameters(Boolean firstToken, Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
       firstToken = firstToken != null && firstToken;
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 
@@ -178,7 +174,13 @@ public final class LmcacheConnector extends HttpConnector {
           prefill.set("prompt", t.deepCopy());
           prefill.putObject("kv_transfer_params").put("ret_first_tok", true);
           return cancellable(
-              sendPrefill(pd, prefill), answer -> continueFrom(pd, body, t, maxTokens, answer));
+              sendPrefill(pd, prefill),
+              answer ->
+                  cancellable(
+                      continueFrom(pd, body, t, maxTokens, answer),
+                      r ->
+                          CompletableFuture.completedFuture(
+                              StreamingResponse.withPrefillUsage(r, OpenAiJson.usage(answer)))));
         });
   }
 

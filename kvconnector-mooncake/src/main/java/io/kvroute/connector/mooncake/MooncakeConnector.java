@@ -85,7 +85,7 @@ import java.util.function.Supplier;
  *   <li>{@code bootstrapCacheSize} (default 1024): the most prefill endpoints cached; the least
  *       recently used is evicted (reported as {@code connectorEvent("mooncake",
  *       "bootstrap_cache_evicted")}).
- *   <li>{@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes} (default 4 MiB).
+ *   <li>{@code maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
  * <p>Thread-safe: the bootstrap cache is a synchronized bounded map; requests share nothing else.
@@ -122,7 +122,6 @@ public final class MooncakeConnector extends ConcurrentHttpConnector {
    *     least 0)
    * @param bootstrapCacheSize the most prefill endpoints whose answer is cached, least recently
    *     used evicted first (default 1024, at least 1)
-   * @param maxRequestBytes as in {@link HttpParameters}
    * @param maxPrefillResponseBytes as in {@link HttpParameters}
    */
   public record Parameters(
@@ -130,7 +129,6 @@ public final class MooncakeConnector extends ConcurrentHttpConnector {
       Duration bootstrapTimeout,
       Duration bootstrapCacheTtl,
       Integer bootstrapCacheSize,
-      Integer maxRequestBytes,
       Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
@@ -146,14 +144,13 @@ public final class MooncakeConnector extends ConcurrentHttpConnector {
       }
       bootstrapCacheSize = bootstrapCacheSize == null ? 1024 : bootstrapCacheSize;
       Checks.range("bootstrapCacheSize", bootstrapCacheSize, 1, Integer.MAX_VALUE);
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 

@@ -30,8 +30,8 @@ import io.kvroute.connector.http.TypedConnectorProvider;
  * prefills locally.
  *
  * <p>Both legs carry the same {@code X-Request-Id}; client-supplied transfer fields are removed.
- * Parameters (the {@code config:} block): {@link HttpParameters} ({@code maxRequestBytes}, default
- * 16 MiB, 413 above it; {@code maxPrefillResponseBytes}, default 4 MiB).
+ * Parameters (the {@code config:} block): {@link HttpParameters} ({@code maxPrefillResponseBytes},
+ * default 4 MiB).
  *
  * <p>Thread-safe and stateless per request.
  */

@@ -70,7 +70,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *       speaking a member's protocol.
  *   <li>{@code fallbackMemorySize} (default 4096): the most (endpoint, member) marks kept; the
  *       least recently used is evicted beyond that.
- *   <li>{@code maxRequestBytes}, {@code maxPrefillResponseBytes}: as for every HTTP connector.
+ *   <li>{@code maxPrefillResponseBytes}: as for every HTTP connector.
  * </ul>
  *
  * <p>Thread-safe: the marks live in a synchronized bounded map.
@@ -102,14 +102,12 @@ public final class FallbackConnector extends AbstractHttpConnector {
    *     (default {@code 5m}, at least 0)
    * @param fallbackMemorySize the most (endpoint, member) marks kept, least recently used evicted
    *     first (default 4096, at least 1)
-   * @param maxRequestBytes as in {@link HttpParameters}; also passed to the members
    * @param maxPrefillResponseBytes as in {@link HttpParameters}; also passed to the members
    */
   public record Parameters(
       List<String> chain,
       Duration fallbackTtl,
       Integer fallbackMemorySize,
-      Integer maxRequestBytes,
       Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
@@ -120,14 +118,13 @@ public final class FallbackConnector extends AbstractHttpConnector {
       }
       fallbackMemorySize = fallbackMemorySize == null ? 4096 : fallbackMemorySize;
       Checks.range("fallbackMemorySize", fallbackMemorySize, 1, Integer.MAX_VALUE);
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 

@@ -57,7 +57,6 @@ import java.util.concurrent.CompletableFuture;
  *       0.0.0.0}; vLLM's default when {@code VLLM_NIXL_SIDE_CHANNEL_HOST} is unset) with the
  *       prefill endpoint's host; {@code always} replaces it unconditionally, as AIBrix does. Each
  *       rewrite is reported as {@code connectorEvent("nixl", "remote_host_rewritten")}.
- *   <li>{@code maxRequestBytes} (default 16 MiB): larger client bodies are rejected with 413.
  *   <li>{@code maxPrefillResponseBytes} (default 4 MiB): larger prefill answers fail the leg.
  * </ul>
  *
@@ -120,24 +119,19 @@ public final class NixlConnector extends AbstractHttpConnector {
    *
    * @param remoteHostRewrite what to do with the {@code remote_host} the prefiller reports (default
    *     {@code never})
-   * @param maxRequestBytes as in {@link HttpParameters}
    * @param maxPrefillResponseBytes as in {@link HttpParameters}
    */
-  public record Parameters(
-      RemoteHostRewrite remoteHostRewrite,
-      Integer maxRequestBytes,
-      Integer maxPrefillResponseBytes) {
+  public record Parameters(RemoteHostRewrite remoteHostRewrite, Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
       remoteHostRewrite = remoteHostRewrite == null ? RemoteHostRewrite.NEVER : remoteHostRewrite;
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 

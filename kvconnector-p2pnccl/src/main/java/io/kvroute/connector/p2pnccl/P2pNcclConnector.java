@@ -55,8 +55,7 @@ import java.util.function.Supplier;
  * never reach either instance.
  *
  * <p>Parameters (the {@code config:} block of {@code kvConnector}; {@link Parameters}): {@code
- * kvPort}, and {@code maxRequestBytes} and {@code maxPrefillResponseBytes} as for every HTTP
- * connector.
+ * kvPort}, and {@code maxPrefillResponseBytes} as for every HTTP connector.
  *
  * <p>Thread-safe and stateless per request.
  */
@@ -76,24 +75,21 @@ public final class P2pNcclConnector extends AbstractHttpConnector {
    *
    * @param kvPort the KV port of endpoints without {@value #KV_ADDRESS_LABEL} (default none: such
    *     an endpoint cannot be used; 1..65535)
-   * @param maxRequestBytes as in {@link HttpParameters}
    * @param maxPrefillResponseBytes as in {@link HttpParameters}
    */
-  public record Parameters(
-      Integer kvPort, Integer maxRequestBytes, Integer maxPrefillResponseBytes) {
+  public record Parameters(Integer kvPort, Integer maxPrefillResponseBytes) {
     /** Checks the values and fills in the defaults. */
     public Parameters {
       if (kvPort != null) {
         Checks.range("kvPort", kvPort, 1, 65535);
       }
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 
@@ -172,7 +168,9 @@ public final class P2pNcclConnector extends AbstractHttpConnector {
         body ->
             cancellable(
                 sendPrefill(pd, OpenAiJson.oneTokenPrefill(body, null), headers),
-                answer -> CompletableFuture.completedFuture(decode(pd, body, headers, requestId))));
+                answer ->
+                    CompletableFuture.completedFuture(
+                        withUsage(decode(pd, body, headers, requestId), answer))));
   }
 
   private DecodeRequest decode(

@@ -54,8 +54,7 @@ import java.util.function.LongSupplier;
  *       --disaggregation-bootstrap-port} (SGLang's default is 8998). An endpoint label {@code
  *       kvroute.io/sglang-bootstrap-port} overrides it per prefill endpoint (AIBrix reads the same
  *       fact from a pod annotation).
- *   <li>{@code maxRequestBytes} (default 16 MiB; larger bodies get 413), {@code
- *       maxPrefillResponseBytes} (default 4 MiB).
+ *   <li>{@code maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
  * <p>Logprobs: SGLang's {@code mini_lb} prepends the prefill's {@code
@@ -83,24 +82,21 @@ public final class SglangConnector extends ConcurrentHttpConnector {
    * @param bootstrapPort the prefill servers' {@code --disaggregation-bootstrap-port} (default:
    *     unset, sent as {@code null} so that each server uses its own); the endpoint label {@value
    *     #BOOTSTRAP_PORT_LABEL} overrides it per prefill endpoint
-   * @param maxRequestBytes as in {@link HttpParameters}
    * @param maxPrefillResponseBytes as in {@link HttpParameters}
    */
-  public record Parameters(
-      Integer bootstrapPort, Integer maxRequestBytes, Integer maxPrefillResponseBytes) {
+  public record Parameters(Integer bootstrapPort, Integer maxPrefillResponseBytes) {
     /** Fills in the defaults and checks the values. */
     public Parameters {
       if (bootstrapPort != null) {
         Checks.range("bootstrapPort", bootstrapPort, 1, 65535);
       }
-      HttpParameters http = HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
-      maxRequestBytes = http.maxRequestBytes();
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
       maxPrefillResponseBytes = http.maxPrefillResponseBytes();
     }
 
     /** The common HTTP parameters. */
     public HttpParameters http() {
-      return HttpParameters.of(maxRequestBytes, maxPrefillResponseBytes);
+      return HttpParameters.of(maxPrefillResponseBytes);
     }
   }
 

@@ -1,4 +1,4 @@
-package io.kvroute.cli;
+package io.kvroute.assembly;
 
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorConfigException;
@@ -12,13 +12,15 @@ import java.util.List;
  * vLLM's P2pNccl registration listener as {@code kvroute proxy --registry} and the gateway's {@code
  * discovery.p2pnccl} run it: a {@link P2pNcclRegistry} whose SSRF allowlist is a {@link
  * PrefillTargetAllowlist} of hosts (default: loopback only), its events counted by the command's
- * connector listener.
+ * connector listener. Public for {@code kvroute proxy --registry}, which runs one without a router;
+ * the assembly runs it for {@code discovery.p2pnccl}. Needs {@code kvconnector-p2pnccl} and {@code
+ * kvconnector-sidecar} on the class path (optional dependencies of this module).
  */
-final class P2pNcclDiscovery {
+public final class P2pNcclDiscovery {
   private P2pNcclDiscovery() {}
 
   /** The hosts registrations may name when none are given. */
-  static final List<String> LOOPBACK = List.of("127.0.0.1", "::1", "localhost");
+  public static final List<String> LOOPBACK = List.of("127.0.0.1", "::1", "localhost");
 
   /**
    * Starts a registry.
@@ -29,7 +31,7 @@ final class P2pNcclDiscovery {
    * @throws ConfigException naming {@code option} when the address cannot be bound or a value is
    *     out of range
    */
-  static P2pNcclRegistry start(
+  public static P2pNcclRegistry start(
       String option,
       String bind,
       Duration ttl,
