@@ -189,8 +189,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   /** Test hook: a replay DEALER as replays use them. */
-  ZMQ.Socket newReplayDealer(AtomicBoolean refused) {
-    return core.newReplayDealer(refused);
+  ZMQ.Socket newReplayDealer() {
+    return core.newReplayDealer();
   }
 
   /**

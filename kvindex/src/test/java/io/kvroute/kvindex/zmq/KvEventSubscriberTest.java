@@ -15,7 +15,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -214,7 +213,7 @@ class KvEventSubscriberTest {
     sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
     // the limit is JeroMQ's: a larger frame is refused from its size header, never allocated
     assertThat(sub.subscriberMaxMsgSizes().join()).containsExactly(2048L);
-    try (ZMQ.Socket dealer = sub.newReplayDealer(new AtomicBoolean())) {
+    try (ZMQ.Socket dealer = sub.newReplayDealer()) {
       assertThat(dealer.getMaxMsgSize()).isEqualTo(2048L);
     }
     warmUp(p, "pod-a");

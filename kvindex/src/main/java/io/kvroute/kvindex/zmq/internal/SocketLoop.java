@@ -58,6 +58,8 @@ public final class SocketLoop {
   private final Map<ZMQ.Socket, Stream> streamBySocket = new HashMap<>();
   private final Map<String, Stream> streamByTopic = new HashMap<>();
   private final List<Stream> reopens = new ArrayList<>();
+  private final ConcurrentLinkedQueue<Handshake> handshakes = new ConcurrentLinkedQueue<>();
+  private final List<Handshake> watching = new ArrayList<>();
   private ZMQ.Socket boundSocket;
   private boolean dirty = true;
 
@@ -239,6 +241,7 @@ public final class SocketLoop {
         if (!reopens.isEmpty()) {
           reopenDue();
         }
+        watchHandshakes();
         if (dirty) {
           if (poller != null) {
             poller.close();
@@ -291,8 +294,10 @@ public final class SocketLoop {
     // JeroMQ refuses a larger frame from its size header, before allocating it, and drops the
     // connection (see onDisconnected)
     sock.setMaxMsgSize(config.maxPayloadBytes());
+    Handshake h = s == null ? null : new Handshake(s, sock);
     sock.setEventHook(
-        ev -> onSocketEvent(s, sock, ev), ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL);
+        ev -> onSocketEvent(s, sock, h, ev),
+        ZMQ.EVENT_CONNECTED | ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL);
     sock.subscribe(topicFilter);
     return sock;
   }
@@ -304,9 +309,21 @@ public final class SocketLoop {
    * errno tells why a connection dropped: {@code EMSGSIZE} for an oversized frame, {@code ENOTCONN}
    * for a peer that closed.
    */
-  private void onSocketEvent(Stream s, ZMQ.Socket sock, ZEvent ev) {
+  private void onSocketEvent(Stream s, ZMQ.Socket sock, Handshake h, ZEvent ev) {
     int errno = JEROMQ_ERRNO.get();
+    if (ev.getEvent() == ZMonitor.Event.CONNECTED) {
+      if (h != null && !s.removed) {
+        h.handshaken = false;
+        h.connectedAt = config.nanoClock().getAsLong();
+        handshakes.add(h);
+        LockSupport.unpark(thread);
+      }
+      return;
+    }
     if (ev.getEvent() == ZMonitor.Event.HANDSHAKE_PROTOCOL) {
+      if (h != null) {
+        h.handshaken = true;
+      }
       if (s != null && !s.removed) {
         s.shard.post(() -> s.connected(s.shard.now()));
       }
@@ -371,18 +388,85 @@ public final class SocketLoop {
       } else if (now - s.reopenAt >= 0) {
         s.reopenPending = false;
         it.remove();
-        ZMQ.Socket old = s.socket;
-        drain(old, s); // what arrived complete before the drop
-        sockets.remove(old);
-        streamBySocket.remove(old);
-        old.close();
-        connect(s);
+        reopen(s);
         s.reopenBackoffMs =
             s.reopenBackoffMs == 0
                 ? config.reconnectIntervalMs()
                 : Math.min(config.reconnectIntervalMaxMs(), 2 * s.reopenBackoffMs);
         telemetry.reopen();
       }
+    }
+  }
+
+  /** Closes {@code s}'s SUB socket (after taking what it holds) and connects a new one. */
+  private void reopen(Stream s) {
+    ZMQ.Socket old = s.socket;
+    drain(old, s); // what arrived complete before the drop
+    sockets.remove(old);
+    streamBySocket.remove(old);
+    old.close();
+    connect(s);
+  }
+
+  /**
+   * Reopens connect-mode SUB sockets whose ZMTP handshake stalled: JeroMQ 0.6.0 can leave a
+   * connection whose TCP connect completed asynchronously unregistered from its selector ({@code
+   * Poller.run} handles the connecter's cancelled handle and the new engine's handle in one pass
+   * over a hash set, and registers neither), so it never sends its greeting and the publisher waits
+   * until {@code handshakeTimeout} ends it; every batch published meanwhile is lost live. A
+   * connection still without its handshake {@value ReplayClient#STALL_FIRST_MS} ms after its TCP
+   * connect (doubling per stall of the stream, up to {@code handshakeTimeout}) is replaced by a new
+   * socket ({@code kvroute_kvindex_handshake_stalls{socket=sub}}).
+   */
+  private void watchHandshakes() {
+    Handshake h;
+    while ((h = handshakes.poll()) != null) {
+      if (!watching.contains(h)) {
+        watching.add(h);
+      }
+    }
+    if (watching.isEmpty()) {
+      return;
+    }
+    long now = config.nanoClock().getAsLong();
+    long max = TimeUnit.MILLISECONDS.toNanos(config.handshakeMs());
+    for (Iterator<Handshake> it = watching.iterator(); it.hasNext(); ) {
+      Handshake w = it.next();
+      Stream s = w.stream;
+      if (s.removed || s.socket != w.socket) {
+        it.remove();
+      } else if (w.handshaken) {
+        s.stallNanos = 0;
+        it.remove();
+      } else {
+        long limit =
+            s.stallNanos == 0
+                ? Math.min(max, TimeUnit.MILLISECONDS.toNanos(ReplayClient.STALL_FIRST_MS))
+                : s.stallNanos;
+        if (now - w.connectedAt - limit >= 0) {
+          it.remove();
+          s.stallNanos = Math.min(max, 2 * limit);
+          telemetry.handshakeStall("sub");
+          telemetry.debug(s.label, "SUB handshake stalled; reopening the socket");
+          reopen(s);
+        }
+      }
+    }
+  }
+
+  /**
+   * A connect-mode SUB socket's handshake state, written by its event hook (a JeroMQ I/O thread),
+   * read by the I/O thread.
+   */
+  private static final class Handshake {
+    final Stream stream;
+    final ZMQ.Socket socket;
+    volatile long connectedAt;
+    volatile boolean handshaken;
+
+    Handshake(Stream stream, ZMQ.Socket socket) {
+      this.stream = stream;
+      this.socket = socket;
     }
   }
 

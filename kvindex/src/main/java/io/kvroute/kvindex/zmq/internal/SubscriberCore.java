@@ -7,7 +7,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -166,8 +165,8 @@ public final class SubscriberCore {
   }
 
   /** A replay DEALER configured as replays configure theirs. */
-  public ZMQ.Socket newReplayDealer(AtomicBoolean refused) {
-    return replays.newDealer(refused, new AtomicBoolean());
+  public ZMQ.Socket newReplayDealer() {
+    return replays.newDealer(new ReplayClient.DealerEvents());
   }
 
   /** Whether the connect-mode streams have nothing queued, replaying or held back. */
