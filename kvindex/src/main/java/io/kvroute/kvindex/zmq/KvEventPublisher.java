@@ -77,6 +77,7 @@ public final class KvEventPublisher implements AutoCloseable {
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
   private final int hwm;
   private final int handshakeMillis;
+  private final boolean vllmLoop;
   private volatile boolean replaysPaused;
   private ZMQ.Socket pubSocket; // publisher thread (and the constructor)
   private final boolean bound;
@@ -92,6 +93,7 @@ public final class KvEventPublisher implements AutoCloseable {
     this.handshakeMillis = b.handshakeMillis;
     this.bufferSteps = b.bufferSteps;
     this.replyFormat = b.replyFormat;
+    this.vllmLoop = b.vllmLoop;
     this.dpRank = b.dataParallelRank;
     this.nextSeq = b.firstSequence;
     this.queue = new ArrayBlockingQueue<>(b.maxQueueSize);
@@ -324,9 +326,9 @@ public final class KvEventPublisher implements AutoCloseable {
           c.run();
         }
         if (router != null && !replaysPaused) {
-          serviceReplay(topicBytes);
+          serviceReplay(topicBytes, !vllmLoop);
         }
-        Pending p = queue.poll(router != null ? 5 : 50, TimeUnit.MILLISECONDS);
+        Pending p = queue.poll(vllmLoop ? 100 : router != null ? 5 : 50, TimeUnit.MILLISECONDS);
         while (p != null) {
           buffer.addLast(p);
           if (buffer.size() > bufferSteps) {
@@ -344,7 +346,7 @@ public final class KvEventPublisher implements AutoCloseable {
             }
             sendLate(topicBytes);
           }
-          p = queue.poll();
+          p = vllmLoop ? null : queue.poll(); // vLLM: one batch per turn, replays in between
         }
       }
       sendLate(topicBytes);
@@ -377,8 +379,9 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  private void serviceReplay(byte[] topicBytes) {
-    while (true) {
+  /** Answers the waiting replay requests ({@code all}) or the first of them. */
+  private void serviceReplay(byte[] topicBytes, boolean all) {
+    for (boolean more = true; more; more = all) {
       byte[] first = router.recv(ZMQ.DONTWAIT);
       if (first == null) {
         return;
@@ -435,6 +438,7 @@ public final class KvEventPublisher implements AutoCloseable {
     private Boolean bind;
     private ZContext context;
     private int handshakeMillis = 5000;
+    private boolean vllmLoop;
 
     private Builder() {}
 
@@ -477,6 +481,18 @@ public final class KvEventPublisher implements AutoCloseable {
     /** Replay reply shape (default {@link ReplyFormat#WITH_TOPIC}). */
     public Builder replyFormat(ReplyFormat replyFormat) {
       this.replyFormat = replyFormat;
+      return this;
+    }
+
+    /**
+     * Turns as vLLM's {@code ZmqEventPublisher._publisher_thread} takes them (default {@code
+     * false}): each turn answers at most one waiting replay request, then waits up to 100 ms for
+     * one batch to publish; an idle publisher answers a request within about 100 ms, a busy one
+     * between two batches, several requests one turn each. Otherwise every waiting request is
+     * answered each turn and the turn waits up to 5 ms (50 ms without a replay endpoint).
+     */
+    public Builder vllmLoop(boolean vllmLoop) {
+      this.vllmLoop = vllmLoop;
       return this;
     }
 

@@ -3,10 +3,12 @@ package io.kvroute.kvindex.zmq;
 import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.event.KvEventSink;
 import io.kvroute.kvindex.zmq.internal.Endpoints;
+import io.kvroute.kvindex.zmq.internal.ReplayClient;
 import io.kvroute.kvindex.zmq.internal.SubscriberConfig;
 import io.kvroute.kvindex.zmq.internal.SubscriberCore;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.channels.SelectableChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
@@ -229,6 +232,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private MeterRegistry meterRegistry;
     private LongSupplier nanoClock = System::nanoTime;
     private ZContext context;
+    private Predicate<SelectableChannel> stallCheck = ReplayClient::stalled;
 
     private Builder() {}
 
@@ -396,6 +400,16 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
+     * Test hook: what tells a connection whose ZMTP handshake has not completed is stalled (default
+     * {@link ReplayClient#stalled}: JeroMQ no longer watches its channel). Tests use it to mark a
+     * connection a publisher double holds open without answering as such.
+     */
+    Builder stallCheck(Predicate<SelectableChannel> stallCheck) {
+      this.stallCheck = Objects.requireNonNull(stallCheck, "stallCheck");
+      return this;
+    }
+
+    /**
      * Validates and creates the subscriber (call {@link KvEventSubscriber#start()}).
      *
      * @throws IllegalArgumentException naming the invalid field
@@ -455,7 +469,8 @@ public final class KvEventSubscriber implements AutoCloseable {
               dialect,
               meterRegistry != null ? meterRegistry : new SimpleMeterRegistry(),
               nanoClock,
-              context));
+              context,
+              stallCheck));
     }
 
     private static void positive(String name, int v) {

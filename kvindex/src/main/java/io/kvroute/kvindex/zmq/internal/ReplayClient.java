@@ -1,5 +1,6 @@
 package io.kvroute.kvindex.zmq.internal;
 
+import java.nio.channels.SelectableChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -113,8 +114,20 @@ public final class ReplayClient {
     /** When the last TCP connection came up (the subscriber's clock). */
     volatile long connectedAt;
 
+    /** The current TCP connection, as JeroMQ reported it. */
+    volatile SelectableChannel channel;
+
     /** The ZMTP handshake of the current connection completed. */
     volatile boolean handshaken;
+  }
+
+  /**
+   * Whether a connection whose handshake has not completed is stalled: its channel is open but no
+   * selector watches it, so JeroMQ will never write its greeting nor read the peer's (JeroMQ
+   * registers a healthy connection within one pass of its I/O thread). Unknown channels are not.
+   */
+  public static boolean stalled(SelectableChannel channel) {
+    return channel != null && channel.isOpen() && !channel.isRegistered();
   }
 
   /**
@@ -139,6 +152,7 @@ public final class ReplayClient {
           switch (ev.getEvent()) {
             case CONNECTED -> {
               events.handshaken = false;
+              events.channel = ev.getValue() instanceof SelectableChannel ch ? ch : null;
               events.connectedAt = config.nanoClock().getAsLong();
               events.connected = true;
             }
@@ -177,9 +191,9 @@ public final class ReplayClient {
    * ZMTP greeting: the publisher waits, and nothing happens until {@code handshakeTimeout}. Seen
    * against vLLM's own publisher in a few percent of replay connections. A connection whose
    * handshake has not completed {@value #STALL_FIRST_MS} ms after its TCP connect (doubling per
-   * stall, up to {@code handshakeTimeout}) is abandoned for a fresh DEALER: {@code
-   * kvroute_kvindex_handshake_stalls{socket=replay}}. The request is only sent once the handshake
-   * completed, so an abandoned connection never carried it.
+   * stall, up to {@code handshakeTimeout}) and whose channel no selector watches ({@link #stalled})
+   * is abandoned for a fresh DEALER: {@code kvroute_kvindex_handshake_stalls{socket=replay}}. The
+   * request is only sent once the handshake completed, so an abandoned connection never carried it.
    */
   private void run(Stream s, long id, long from) {
     Sequencer.ReplayEnd end = Sequencer.ReplayEnd.FAILED;
@@ -213,7 +227,8 @@ public final class ReplayClient {
                   "replay #" + id + " request from " + Long.toUnsignedString(expected) + " sent");
             }
           } else if (events.connected
-              && config.nanoClock().getAsLong() - events.connectedAt - stallNanos >= 0) {
+              && config.nanoClock().getAsLong() - events.connectedAt - stallNanos >= 0
+              && config.stallCheck().test(events.channel)) {
             telemetry.handshakeStall("replay");
             telemetry.debug(s.label, "replay #" + id + ": handshake stalled; reconnecting");
             d.close();
@@ -301,7 +316,13 @@ public final class ReplayClient {
       }
     }
     if (telemetry.debugging()) {
-      telemetry.debug(s.label, "replay #" + id + " ended: " + end + " (" + failure + ")");
+      telemetry.debug(
+          s.label,
+          "replay #"
+              + id
+              + (end == Sequencer.ReplayEnd.END_MARKER
+                  ? " got its end marker"
+                  : wanted(s, id) ? " failed: " + failure : " no longer wanted"));
     }
     if (end != Sequencer.ReplayEnd.END_MARKER && wanted(s, id)) {
       telemetry.replayAttemptFailed(failure);

@@ -32,6 +32,10 @@ public final class SubscriberCore {
     this.telemetry = new Telemetry(config.meterRegistry(), config.listener());
     this.ownsContext = config.context() == null;
     this.context = ownsContext ? new ZContext(1) : config.context();
+    if (ownsContext) {
+      // one SUB per publisher, the replay DEALERs, and sockets closed but not yet reaped (a reopen)
+      context.getContext().setMaxSockets(Math.max(1024, 2 * config.maxPods() + 256));
+    }
     this.shards = new Shard[config.shards()];
     for (int i = 0; i < shards.length; i++) {
       shards[i] = new Shard(i, config, telemetry);
