@@ -73,14 +73,20 @@ import org.zeromq.ZMQ;
  * and the oversized batch is skipped in the replay (counted once).
  *
  * <p><b>Threads and bounds.</b> One I/O thread ({@code kvindex-zmq-io}) owns every SUB socket and
- * hands messages to N shard threads ({@code kvindex-shard-<i>}; publisher → shard by hash) through
- * bounded queues ({@link Builder#queueCapacity(int)} each); a full queue drops the message, counts
- * it ({@code kvroute_kvindex_dropped{reason=overflow}}) and the publisher's sequencing recovers it.
- * Replays run on {@link Builder#replayThreads(int)} threads ({@code kvindex-replay-<i>}) that only
- * do I/O: their answers go back to the shard. Live messages held back per publisher during a
- * replay: {@link Builder#replayBufferCapacity(int)}. SUB sockets reconnect by themselves with
- * exponential back-off; a stalled ZMTP handshake is dropped after {@link
- * Builder#handshakeTimeout(Duration)}.
+ * reads only those with messages waiting (their JeroMQ descriptors on its own selector), so the
+ * cost of a message does not grow with the number of pods; it hands messages to N shard threads
+ * ({@code kvindex-shard-<i>}; publisher → shard by hash) through bounded queues ({@link
+ * Builder#queueCapacity(int)} each); a full queue drops the message, counts it ({@code
+ * kvroute_kvindex_dropped{reason=overflow}}) and the publisher's sequencing recovers it by replay
+ * when the publisher has a replay endpoint (a clear only without one). Replays run on {@link
+ * Builder#replayThreads(int)} threads ({@code kvindex-replay-<i>}) that only do I/O: their answers
+ * go back to the shard, waiting while it is busy (that wait does not count against the replay
+ * timeouts). Live messages held back per publisher during a replay: {@link
+ * Builder#replayBufferCapacity(int)}. SUB sockets reconnect by themselves with exponential
+ * back-off; a ZMTP handshake that has not completed is dropped after {@link
+ * Builder#handshakeTimeout(Duration)}, and at once (250 ms, doubling per repeat) when JeroMQ lost
+ * the connection (JeroMQ 0.6.0 sometimes stops watching a connection it just made: {@code
+ * kvroute_kvindex_handshake_stalls}). A replay request is sent once its DEALER's handshake is done.
  *
  * <p><b>Metrics</b> (Micrometer): {@code kvroute_kvindex_events{type}}, {@code
  * kvroute_kvindex_batches}, {@code kvroute_kvindex_decode_errors}, {@code
@@ -90,8 +96,11 @@ import org.zeromq.ZMQ;
  * kvroute_kvindex_catchups}, {@code kvroute_kvindex_restarts}, {@code
  * kvroute_kvindex_resyncs{reason=gap|restart|joined_late}}, {@code
  * kvroute_kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},
- * {@code kvroute_kvindex_socket_reopens}, gauges {@code kvroute_kvindex_queue_depth{shard}}, {@code
- * kvroute_kvindex_replay_queue_depth}, {@code kvroute_kvindex_replay_buffered}.
+ * {@code kvroute_kvindex_socket_reopens}, {@code
+ * kvroute_kvindex_handshake_stalls{socket=sub|replay}}, gauges {@code
+ * kvroute_kvindex_queue_depth{shard}}, {@code kvroute_kvindex_replay_inbox_depth{shard}}, {@code
+ * kvroute_kvindex_control_depth{shard}}, {@code kvroute_kvindex_replay_queue_depth}, {@code
+ * kvroute_kvindex_replay_buffered}.
  *
  * <p><b>Thread-safety.</b> Thread-safe. The sink and the listener are called from the publisher's
  * shard thread only, so one pod's calls never overlap and come in sequence order; some {@code
@@ -339,8 +348,8 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /**
      * Threads running replays (default 2), each one replay at a time; further replays wait in a
-     * queue of 1024 (beyond it the replay counts as failed, in {@code
-     * kvroute_kvindex_replays{outcome=rejected}}).
+     * queue ({@code kvroute_kvindex_replay_queue_depth}) that holds at most one per publisher (a
+     * publisher runs one replay at a time).
      */
     public Builder replayThreads(int replayThreads) {
       this.replayThreads = replayThreads;

@@ -4,7 +4,7 @@ import java.nio.channels.SelectableChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +20,10 @@ import zmq.util.Errno;
  * Fetches replays from publishers' ROUTER endpoints (vLLM's replay protocol: a DEALER sends {@code
  * ["", start_seq]}; replies {@code [topic, seq, payload]} or, from older vLLM and SGLang, {@code
  * [seq, payload]}; the end marker has an empty last frame or the sequence {@code ff×8}) on {@code
- * replayThreads} threads ({@code kvindex-replay-<i>}), at most 1024 waiting.
+ * replayThreads} threads ({@code kvindex-replay-<i>}). Jobs wait in a queue bounded by the number
+ * of streams: a stream runs one replay at a time (two for a moment, while a cancelled job notices),
+ * so a replica that fell behind on every pod queues one replay per pod and is never refused one
+ * ({@code kvroute_kvindex_replay_queue_depth}).
  *
  * <p>A job only does I/O: it decodes each reply and posts it to the stream's shard, where the
  * {@link Sequencer} decides; it posts how the answer ended ({@link Sequencer.ReplayEnd#END_MARKER},
@@ -33,8 +36,6 @@ import zmq.util.Errno;
  * <p>Thread-safe.
  */
 public final class ReplayClient {
-  static final int QUEUE = 1024;
-
   /** How long a connection may wait for its ZMTP handshake before it is taken as stalled. */
   static final long STALL_FIRST_MS = 250;
 
@@ -59,7 +60,7 @@ public final class ReplayClient {
             config.replayThreads(),
             0,
             TimeUnit.MILLISECONDS,
-            new ArrayBlockingQueue<>(QUEUE),
+            new LinkedBlockingQueue<>(), // bounded by the streams: one replay each at a time
             r -> {
               Thread t = new Thread(r, "kvindex-replay-" + n.getAndIncrement());
               t.setDaemon(true);
@@ -77,9 +78,8 @@ public final class ReplayClient {
     try {
       executor.execute(() -> run(s, id, from));
     } catch (RejectedExecutionException e) {
+      // only once closed
       telemetry.replayRejected();
-      telemetry.warnOnce(
-          s.label, "replay_rejected", "more than " + QUEUE + " replays waiting; not replayed");
       s.shard.post(() -> s.replayEnded(id, Sequencer.ReplayEnd.FAILED, s.shard.now()));
     }
   }
@@ -244,9 +244,11 @@ public final class ReplayClient {
             d.close();
             d = null;
             long skipped = expected++;
-            if (!post(s, id, Received.unreadable(skipped, s.lastTopic))) {
+            long waited = postTimed(s, id, Received.unreadable(skipped, s.lastTopic));
+            if (waited < 0) {
               return;
             }
+            deadline += waited;
             continue;
           }
           if (events.lost.get()) {
@@ -300,9 +302,12 @@ public final class ReplayClient {
                 size > config.maxPayloadBytes() ? null : payload,
                 size,
                 config.dialect());
-        if (!post(s, id, r)) {
+        long waited = postTimed(s, id, r);
+        if (waited < 0) {
           return;
         }
+        deadline += waited; // a shard slow to take the answer is not the publisher failing
+        idleSince += waited;
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -338,6 +343,18 @@ public final class ReplayClient {
 
   private boolean post(Stream s, long id, Received r) throws InterruptedException {
     return s.shard.postReplay(() -> s.replayed(id, r, s.shard.now()), () -> wanted(s, id));
+  }
+
+  /**
+   * Posts {@code r}; returns how long that waited for room in the shard's replay inbox (a busy
+   * shard: time the replay's deadlines do not count), or -1 when the replay is no longer wanted.
+   */
+  private long postTimed(Stream s, long id, Received r) throws InterruptedException {
+    long t0 = config.nanoClock().getAsLong();
+    if (!post(s, id, r)) {
+      return -1;
+    }
+    return config.nanoClock().getAsLong() - t0;
   }
 
   private static String describe(List<byte[]> frames) {
