@@ -32,7 +32,9 @@ import org.zeromq.ZMQ;
  * (round robin, one small vLLM batch per message), and one {@link KvEventSubscriber} subscribed to
  * every pod with a no-op sink. Over the measurement window it reports the CPU time ({@link
  * ThreadMXBean#getThreadCpuTime}) per message received of the subscriber's I/O thread ({@code
- * kvindex-zmq-io*}), of the JeroMQ threads of its context (TCP reads) and of its shard threads.
+ * kvindex-zmq-io*}), of the JeroMQ threads of its context (TCP reads) and of its shard threads,
+ * and, as the floor measured in the same run with the same publishers, the CPU per message of one
+ * plain JeroMQ SUB socket connected to every publisher and read with blocking receives.
  *
  * <p>Run: {@code java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.SubscriberIoRun
  * --sockets 200,1000 --rate 4000 --seconds 20}. The class only uses {@code kvindex}'s public API,
@@ -131,58 +133,168 @@ public final class SubscriberIoRun {
           }
           LockSupport.parkNanos(20_000_000);
         }
-        long intervalNanos = TimeUnit.SECONDS.toNanos(1) / rate;
-        long next = System.nanoTime();
-        int cursor = 0;
-        long warmEnd = next + TimeUnit.SECONDS.toNanos(warmup);
-        long end = warmEnd + TimeUnit.SECONDS.toNanos(seconds);
-        boolean measuring = false;
-        long r0 = 0;
-        long sent0 = 0;
-        long sent = 0;
-        long[] cpu0 = null;
-        long t0 = 0;
-        while (true) {
-          long now = System.nanoTime();
-          if (!measuring && now - warmEnd >= 0) {
-            measuring = true;
-            t0 = now;
-            r0 = received.get();
-            sent0 = sent;
-            cpu0 = cpu(tmx, mine);
-          }
-          if (now - end >= 0) {
-            break;
-          }
-          while (next - now <= 0) {
-            send(pubs.get(cursor), cursor, seq[cursor]++, payload);
-            sent++;
-            cursor = (cursor + 1) % pods;
-            next += intervalNanos;
-          }
-          LockSupport.parkNanos(Math.max(50_000, next - now));
-        }
-        long t1 = System.nanoTime();
-        long[] cpu1 = cpu(tmx, mine);
-        long got = received.get() - r0;
-        double secs = (t1 - t0) / 1e9;
+        Window w = drive(pubs, seq, payload, rate, warmup, seconds, received, () -> cpu(tmx, mine));
+        sub.close();
+        Window f = floor(pubs, seq, payload, rate, warmup, seconds, tmx);
         System.out.printf(
             "sockets=%d sent/s=%.0f received/s=%.0f io_us_per_msg=%.2f zmq_io_us_per_msg=%.2f"
-                + " shard_us_per_msg=%.2f io_cores=%.3f load=%s%n",
+                + " shard_us_per_msg=%.2f io_cores=%.3f | floor (one JeroMQ SUB, blocking recv):"
+                + " received/s=%.0f recv_us_per_msg=%.2f zmq_io_us_per_msg=%.2f | io/floor=%.2f"
+                + " load=%s%n",
             pods,
-            (sent - sent0) / secs,
-            got / secs,
-            (cpu1[0] - cpu0[0]) / 1e3 / Math.max(1, got),
-            (cpu1[1] - cpu0[1]) / 1e3 / Math.max(1, got),
-            (cpu1[2] - cpu0[2]) / 1e3 / Math.max(1, got),
-            (cpu1[0] - cpu0[0]) / 1e9 / secs,
+            w.sent / w.secs,
+            w.got / w.secs,
+            w.us(0),
+            w.us(1),
+            w.us(2),
+            w.cpu[0] / 1e9 / w.secs,
+            f.got / f.secs,
+            f.us(0),
+            f.us(1),
+            w.us(0) / f.us(0),
             load());
       } finally {
-        sub.close();
+        sub.close(); // idempotent
         for (ZMQ.Socket s : pubs) {
           s.close();
         }
       }
+    }
+  }
+
+  /** What one measurement window saw: messages sent and received, CPU nanoseconds by group. */
+  private record Window(long sent, long got, double secs, long[] cpu) {
+    double us(int group) {
+      return cpu[group] / 1e3 / Math.max(1, got);
+    }
+  }
+
+  /** Publishes at {@code rate} round robin; measures the window after the warm-up. */
+  private static Window drive(
+      List<ZMQ.Socket> pubs,
+      long[] seq,
+      byte[] payload,
+      int rate,
+      int warmup,
+      int seconds,
+      AtomicLong received,
+      java.util.function.Supplier<long[]> cpu) {
+    int pods = pubs.size();
+    long intervalNanos = TimeUnit.SECONDS.toNanos(1) / rate;
+    long next = System.nanoTime();
+    int cursor = 0;
+    long warmEnd = next + TimeUnit.SECONDS.toNanos(warmup);
+    long end = warmEnd + TimeUnit.SECONDS.toNanos(seconds);
+    boolean measuring = false;
+    long r0 = 0;
+    long sent0 = 0;
+    long sent = 0;
+    long[] cpu0 = null;
+    long t0 = 0;
+    while (true) {
+      long now = System.nanoTime();
+      if (!measuring && now - warmEnd >= 0) {
+        measuring = true;
+        t0 = now;
+        r0 = received.get();
+        sent0 = sent;
+        cpu0 = cpu.get();
+      }
+      if (now - end >= 0) {
+        break;
+      }
+      while (next - now <= 0) {
+        send(pubs.get(cursor), cursor, seq[cursor]++, payload);
+        sent++;
+        cursor = (cursor + 1) % pods;
+        next += intervalNanos;
+      }
+      LockSupport.parkNanos(Math.max(50_000, next - now));
+    }
+    long t1 = System.nanoTime();
+    long[] cpu1 = cpu.get();
+    long[] d = new long[cpu1.length];
+    for (int i = 0; i < d.length; i++) {
+      d[i] = cpu1[i] - cpu0[i];
+    }
+    return new Window(sent - sent0, received.get() - r0, (t1 - t0) / 1e9, d);
+  }
+
+  /**
+   * The floor: one plain JeroMQ SUB socket connected to every publisher, read by one thread with
+   * blocking receives (no sequencing, no hand-off): JeroMQ's own cost of a message.
+   */
+  private static Window floor(
+      List<ZMQ.Socket> pubs,
+      long[] seq,
+      byte[] payload,
+      int rate,
+      int warmup,
+      int seconds,
+      ThreadMXBean tmx)
+      throws InterruptedException {
+    Set<Long> before = threadIds(tmx);
+    AtomicLong received = new AtomicLong();
+    try (ZContext ctx = new ZContext(1)) {
+      ZMQ.Socket sub = ctx.createSocket(SocketType.SUB);
+      sub.setLinger(0);
+      sub.setRcvHWM(100_000);
+      sub.setReceiveTimeOut(100);
+      sub.subscribe("kv@".getBytes(StandardCharsets.UTF_8));
+      for (ZMQ.Socket p : pubs) {
+        sub.connect(p.getLastEndpoint());
+      }
+      Thread reader =
+          new Thread(
+              () -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                  byte[] f = sub.recv();
+                  if (f == null) {
+                    continue;
+                  }
+                  while (sub.hasReceiveMore()) {
+                    sub.recv();
+                  }
+                  received.incrementAndGet();
+                }
+              },
+              "floor-recv");
+      reader.start();
+      Set<Long> mine = threadIds(tmx);
+      mine.removeAll(before);
+      long id = reader.getId();
+      // every connection joined: publish to each until its message count grew past the pod count
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (received.get() < 3L * pubs.size() && System.nanoTime() - deadline < 0) {
+        for (int p = 0; p < pubs.size(); p++) {
+          send(pubs.get(p), p, seq[p]++, payload);
+        }
+        LockSupport.parkNanos(20_000_000);
+      }
+      Window w =
+          drive(
+              pubs,
+              seq,
+              payload,
+              rate,
+              warmup,
+              seconds,
+              received,
+              () -> {
+                long r = tmx.getThreadCpuTime(id);
+                long others = 0;
+                for (long t : mine) {
+                  if (t != id) {
+                    long c = tmx.getThreadCpuTime(t);
+                    others += Math.max(0, c);
+                  }
+                }
+                return new long[] {r, others};
+              });
+      reader.interrupt();
+      reader.join(5000);
+      sub.close();
+      return w;
     }
   }
 
