@@ -507,8 +507,8 @@ public final class SocketLoop {
   /** Closes {@code s}'s SUB socket (after taking what it holds) and connects a new one. */
   private void reopen(Stream s) {
     ZMQ.Socket old = s.socket;
-    while (!drain(old, s)) {
-      // what arrived complete before the drop
+    for (int n = 0; n < 16 && !drain(old, s); n++) {
+      // what arrived complete before the drop (anything beyond is a gap, replayed)
     }
     unwatch(old);
     connect(s);
