@@ -60,6 +60,9 @@ public final class KvEventPublisher implements AutoCloseable {
 
   private record Pending(long seq, byte[] payload) {}
 
+  /** Wakes the thread waiting for a batch when the publisher closes (as vLLM's {@code None}). */
+  private static final Pending STOP = new Pending(-1, new byte[0]);
+
   private final String topic;
   private final int bufferSteps;
   private final ReplyFormat replyFormat;
@@ -298,6 +301,7 @@ public final class KvEventPublisher implements AutoCloseable {
       return;
     }
     running = false;
+    queue.offer(STOP); // a full queue wakes the thread anyway
     try {
       thread.join(2000);
     } catch (InterruptedException e) {
@@ -330,6 +334,10 @@ public final class KvEventPublisher implements AutoCloseable {
         }
         Pending p = queue.poll(vllmLoop ? 100 : router != null ? 5 : 50, TimeUnit.MILLISECONDS);
         while (p != null) {
+          if (p == STOP) {
+            p = queue.poll();
+            continue;
+          }
           buffer.addLast(p);
           if (buffer.size() > bufferSteps) {
             buffer.removeFirst();
