@@ -35,11 +35,11 @@ public final class PodGroups {
   /**
    * {@code groups} groups, all followed.
    *
-   * @throws IllegalArgumentException unless {@code 1 <= groups <= 4096}
+   * @throws IllegalArgumentException unless {@code 1 <= groups <= 1024}
    */
   public static PodGroups of(int groups) {
-    if (groups < 1 || groups > 4096) {
-      throw new IllegalArgumentException("podGroups.groups must be in [1, 4096], was " + groups);
+    if (groups < 1 || groups > 1024) {
+      throw new IllegalArgumentException("podGroups.groups must be in [1, 1024], was " + groups);
     }
     return new PodGroups(groups, null);
   }
