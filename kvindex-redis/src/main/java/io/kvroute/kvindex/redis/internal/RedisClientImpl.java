@@ -205,7 +205,9 @@ public final class RedisClientImpl implements RedisIndexClient {
   /** A new connection (to the server, or to the Cluster); throws if it cannot be made. */
   Conn newConnection() {
     if (clusterClient != null) {
-      return new Conn(clusterClient.connect(ByteArrayCodec.INSTANCE));
+      Conn c = new Conn(clusterClient.connect(ByteArrayCodec.INSTANCE));
+      c.warm(true, config.commandTimeout().toMillis());
+      return c;
     }
     return new Conn(client.connect(ByteArrayCodec.INSTANCE));
   }
@@ -230,6 +232,10 @@ public final class RedisClientImpl implements RedisIndexClient {
     try {
       if (readConn == null) {
         tryConnect();
+      } else if (clusterClient != null) {
+        // after a failover the new master's connection would open with the first command
+        readConn.warm(false, 0);
+        writeConn.warm(false, 0);
       }
       for (RedisIndexImpl idx : indexes) {
         idx.maintain();
