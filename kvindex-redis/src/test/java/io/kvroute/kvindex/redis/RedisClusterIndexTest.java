@@ -6,6 +6,10 @@ import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.contract.BlockIndexContract;
+import io.kvroute.kvindex.contract.FleetStateContract;
+import io.kvroute.kvindex.fleet.FleetConfig;
+import io.kvroute.kvindex.fleet.FleetState;
+import io.kvroute.kvindex.fleet.FleetView;
 import io.kvroute.kvindex.fleet.PodGroups;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -32,7 +36,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * the test starts on loopback: pods in 6 groups, one hash tag each, spread over the shards; lookups
  * fan out and merge to what the in-memory index answers; replicas following 2 of 3 copies write
  * only their groups' pods; a master killed mid-run degrades the lookups of its groups only, nothing
- * hangs, and writes resume after a restart (no replica) or a failover (with one).
+ * hangs, and writes resume after a restart (no replica) or a failover (with one). The fleet state
+ * works through the same Cluster client (its keys on one shard).
  *
  * <p>The methods run in order on one cluster (the later ones kill nodes).
  */
@@ -158,6 +163,34 @@ class RedisClusterIndexTest {
 
   @Test
   @Order(2)
+  void theFleetStateLivesOnOneShardOfTheCluster() {
+    try (RedisIndexClient a = RedisIndexClient.connect(config("a").build());
+        RedisIndexClient b = RedisIndexClient.connect(config("b").build())) {
+      FleetConfig.Builder cfg =
+          FleetConfig.builder()
+              .fleet("cluster")
+              .speculativeStride(1)
+              .viewTimeout(Duration.ofSeconds(2));
+      FleetState fa = a.fleet(cfg.replicaId("a").build());
+      FleetState fb = b.fleet(cfg.replicaId("b").build());
+      long[] k = FleetStateContract.keys(3, 8);
+      fa.requestStarted("e1", 40);
+      fa.speculate("e1", k, 8);
+      fb.requestStarted("e1", 2);
+      Await.until(
+          "b to see a through the cluster",
+          () -> {
+            FleetView v = fb.view(List.of("e1"), k, 8);
+            return v.source() == FleetView.Source.FLEET
+                && v.inFlightRequests(0) == 2
+                && v.inFlightTokens(0) == 42
+                && v.speculativeBlocks(0) == 8;
+          });
+    }
+  }
+
+  @Test
+  @Order(3)
   void replicasFollowOnlyTheirGroupsWithTwoCopiesPerPod() {
     SimpleMeterRegistry reg = new SimpleMeterRegistry();
     List<RedisBlockIndex> replicas = new ArrayList<>();
@@ -270,7 +303,7 @@ class RedisClusterIndexTest {
   }
 
   @Test
-  @Order(3)
+  @Order(4)
   void aMasterKilledMidRunDegradesOnlyItsGroupsAndWritesResumeAfterItsRestart() throws Exception {
     SimpleMeterRegistry reg = new SimpleMeterRegistry();
     IndexConfig ic = IndexConfig.builder().modelName("restart").meterRegistry(reg).build();
@@ -317,7 +350,7 @@ class RedisClusterIndexTest {
   }
 
   @Test
-  @Order(4)
+  @Order(5)
   void aMasterKilledMidRunFailsOverToItsReplicaAndWritesResume() throws Exception {
     try (RedisBlockIndex idx = index("failover", "r0", b -> b.ingestMode(IngestMode.LEASED))) {
       for (String p : POD_NAMES) {

@@ -98,7 +98,8 @@ public final class RedisClientImpl implements RedisIndexClient {
       uri.setTimeout(config.commandTimeout());
       uris.add(uri);
     }
-    this.health = new Health(uris.get(0).getHost() + ":" + uris.get(0).getPort());
+    String where = uris.get(0).getHost() + ":" + uris.get(0).getPort();
+    this.health = new Health(config.cluster() ? "Cluster (seed " + where + ")" : "at " + where);
     this.resources =
         DefaultClientResources.builder()
             .ioThreadPoolSize(config.cluster() ? 2 : 1)
