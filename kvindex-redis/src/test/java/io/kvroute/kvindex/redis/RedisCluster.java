@@ -29,8 +29,6 @@ import java.util.stream.Stream;
  * .ci/run} installs both).
  */
 public final class RedisCluster implements AutoCloseable {
-  private static final int SLOTS = 16384;
-
   /** One node: a redis-server process on a port, in its directory. */
   public static final class Node {
     final int port;
@@ -51,6 +49,11 @@ public final class RedisCluster implements AutoCloseable {
       return port;
     }
 
+    /** The process id (while it runs). */
+    public long pid() {
+      return process.pid();
+    }
+
     /** Whether its process runs. */
     public boolean alive() {
       return process != null && process.isAlive();
@@ -61,9 +64,12 @@ public final class RedisCluster implements AutoCloseable {
   private final Path cli;
   private final List<Node> nodes = new ArrayList<>();
 
-  private RedisCluster(Path server, Path cli) {
+  private final String[] extra;
+
+  private RedisCluster(Path server, Path cli, String... extra) {
     this.server = server;
     this.cli = cli;
+    this.extra = extra;
   }
 
   /** redis-cli, if installed. */
@@ -84,13 +90,27 @@ public final class RedisCluster implements AutoCloseable {
    * if the binaries are missing.
    */
   public static RedisCluster start(int masters, int replicas) {
-    Optional<Path> srv = RedisServer.binary();
-    Optional<Path> cli = cliBinary();
     assumeTrue(
-        srv.isPresent() && cli.isPresent(),
+        RedisServer.binary().isPresent() && cliBinary().isPresent(),
         "redis-server and redis-cli are not installed (apt-get install -y redis-server"
             + " redis-tools): Redis Cluster tests skipped");
-    RedisCluster c = new RedisCluster(srv.get(), cli.get());
+    return create(masters, replicas);
+  }
+
+  /**
+   * {@link #start} outside JUnit (the benchmarks): the same cluster, or an {@link
+   * IllegalStateException} if the binaries are missing. Extra server arguments (such as {@code
+   * --maxmemory 2gb}) are passed to every node.
+   */
+  public static RedisCluster create(int masters, int replicas, String... extra) {
+    Optional<Path> srv = RedisServer.binary();
+    Optional<Path> cli = cliBinary();
+    if (srv.isEmpty() || cli.isEmpty()) {
+      throw new IllegalStateException(
+          "redis-server and redis-cli are not installed: apt-get install -y redis-server"
+              + " redis-tools");
+    }
+    RedisCluster c = new RedisCluster(srv.get(), cli.get(), extra);
     try {
       for (int i = 0; i < masters; i++) {
         c.nodes.add(c.launch(new Node(freeClusterPort(), tempDir(), 0)));
@@ -154,21 +174,21 @@ public final class RedisCluster implements AutoCloseable {
   }
 
   private Node launch(Node n) {
-    List<String> cmd =
-        RedisServer.commandLine(
-            server,
-            n.port,
-            n.dir,
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-node-timeout",
-            "1000",
-            "--cluster-require-full-coverage",
-            "no",
-            "--cluster-replica-validity-factor",
-            "0");
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-require-full-coverage",
+                "no",
+                "--cluster-replica-validity-factor",
+                "0"));
+    args.addAll(List.of(extra));
+    List<String> cmd = RedisServer.commandLine(server, n.port, n.dir, args.toArray(new String[0]));
     try {
       n.process =
           new ProcessBuilder(cmd)
@@ -352,11 +372,6 @@ public final class RedisCluster implements AutoCloseable {
         throw new IllegalStateException(e);
       }
     }
-  }
-
-  /** The equal slot ranges {@code redis-cli --cluster create} gives {@code masters} masters. */
-  static int slotsPerMaster(int masters) {
-    return SLOTS / masters;
   }
 
   @Override
