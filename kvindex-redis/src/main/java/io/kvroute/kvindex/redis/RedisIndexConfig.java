@@ -222,13 +222,18 @@ public final class RedisIndexConfig {
 
   @Override
   public String toString() {
-    // the URL may carry a password: show its host part only
-    String u = url;
-    int at = u.lastIndexOf('@');
-    int scheme = u.indexOf("://");
-    if (at > 0 && scheme > 0) {
-      u = u.substring(0, scheme + 3) + "***@" + u.substring(at + 1);
+    // the URLs may carry a password: show their host parts only
+    StringBuilder masked = new StringBuilder();
+    for (String one : url.split(",")) {
+      String u = one.trim();
+      int at = u.lastIndexOf('@');
+      int scheme = u.indexOf("://");
+      if (at > 0 && scheme > 0) {
+        u = u.substring(0, scheme + 3) + "***@" + u.substring(at + 1);
+      }
+      masked.append(masked.length() == 0 ? "" : ",").append(u);
     }
+    String u = masked.toString();
     return "RedisIndexConfig{url="
         + u
         + ", cluster="
