@@ -53,9 +53,10 @@ import org.slf4j.LoggerFactory;
  * plus the reader's own round trip.
  *
  * <p><b>Reads.</b> One script call per view ({@code fleet-view.lua}: withdraws expired replicas,
- * then reads the endpoints' sums and the checkpoint keys), awaited at most {@code viewTimeout}; the
- * fleet count of an endpoint is the sum minus what this replica last had acknowledged, plus its
- * exact local count. Slow or down: the local view, and reads stay local for {@code viewBackoff}.
+ * then reads the endpoints' sums, this replica's part of them and the checkpoint keys), awaited at
+ * most {@code viewTimeout}; the fleet count of an endpoint is the sum minus this replica's part (as
+ * Redis holds it, read in the same call: consistent whatever the writer is doing), plus its exact
+ * local count. Slow or down: the local view, and reads stay local for {@code viewBackoff}.
  *
  * <p><b>Thread-safety.</b> Thread-safe: counts are atomics in a concurrent map, the speculative
  * queue is a bounded blocking queue, the writer thread is the only sender of writes.
@@ -64,6 +65,7 @@ final class RedisFleet implements FleetState {
   private static final Logger LOG = LoggerFactory.getLogger(RedisFleet.class);
   private static final int MAX_SPEC_KEYS_PER_CALL = 1024;
   private static final int ENTRY = 26;
+  private static final long RETRY_NANOS = 100_000_000L;
 
   private final RedisClientImpl client;
   private final FleetConfig config;
@@ -77,7 +79,6 @@ final class RedisFleet implements FleetState {
 
   private final ConcurrentHashMap<String, Counts> counts = new ConcurrentHashMap<>();
   private final ConcurrentLinkedQueue<String> dirty = new ConcurrentLinkedQueue<>();
-  private final Map<String, long[]> acked = new ConcurrentHashMap<>();
   private final ArrayBlockingQueue<SpecWrite> specQueue;
   private final AtomicLong oldestChange = new AtomicLong();
   private final AtomicLong submitted = new AtomicLong();
@@ -276,17 +277,28 @@ final class RedisFleet implements FleetState {
 
   private void writeLoop() {
     long lastLoad = 0;
+    long retryAt = 0;
     while (!closed.get()) {
       lock.lock();
       try {
-        long wait = heartbeatNanos - (now() - lastLoad);
-        if (dirty.isEmpty() && specQueue.isEmpty() && !resync && wait > 0) {
+        long now = now();
+        long wait;
+        if (now - retryAt < 0) { // the last cycle failed: not before its retry time
+          wait = retryAt - now;
+        } else if (!dirty.isEmpty() || !specQueue.isEmpty() || resync) {
+          wait = 0;
+        } else {
+          wait = heartbeatNanos - (now - lastLoad);
+        }
+        if (wait > 0) {
           work.awaitNanos(wait);
+          continue; // woken by a change or timed out: decide again
         }
       } catch (InterruptedException e) {
         if (closed.get()) {
           break;
         }
+        continue;
       } finally {
         lock.unlock();
       }
@@ -313,12 +325,15 @@ final class RedisFleet implements FleetState {
             lock.unlock();
           }
         } else {
-          // the server did not answer: retry at the next change or heartbeat, not in a loop
-          lastLoad = now();
+          // the server did not answer: retry after a pause, not in a loop; the changes still wait
+          if (since != 0) {
+            oldestChange.compareAndSet(0, since);
+          }
+          retryAt = now() + RETRY_NANOS;
         }
       } catch (RuntimeException e) {
         LOG.warn("kvroute fleet: write cycle failed unexpectedly", e);
-        lastLoad = now();
+        retryAt = now() + RETRY_NANOS;
       }
     }
   }
@@ -411,16 +426,6 @@ final class RedisFleet implements FleetState {
         long present = Bytes.parseLong(r.get(0));
         swept.add(Bytes.parseLong(r.get(1)));
         liveReplicas.set((int) Bytes.parseLong(r.get(2)));
-        if (mode == 'F') {
-          acked.clear();
-        }
-        for (Map.Entry<String, long[]> e : sent.entrySet()) {
-          if (e.getValue()[0] == 0 && e.getValue()[1] == 0) {
-            acked.remove(e.getKey());
-          } else {
-            acked.put(e.getKey(), e.getValue());
-          }
-        }
         if (present == 0 && mode != 'F') {
           // our lease ran out (or Redis lost our state): publish everything again
           resync = true;
@@ -582,11 +587,12 @@ final class RedisFleet implements FleetState {
   }
 
   private byte[][] viewArgs(List<String> eps) {
-    byte[][] args = new byte[2 + eps.size()][];
+    byte[][] args = new byte[3 + eps.size()][];
     args[0] = prefix;
-    args[1] = Bytes.num(eps.size());
+    args[1] = replicaArg;
+    args[2] = Bytes.num(eps.size());
     for (int i = 0; i < eps.size(); i++) {
-      args[2 + i] = Bytes.utf8(eps.get(i));
+      args[3 + i] = Bytes.utf8(eps.get(i));
     }
     return args;
   }
@@ -596,6 +602,7 @@ final class RedisFleet implements FleetState {
     long serverNow = Bytes.parseLong(r.get(0));
     List<?> lr = (List<?>) r.get(1);
     List<?> lt = (List<?>) r.get(2);
+    List<?> mine = (List<?>) r.get(3); // this replica's part of the sums, read in the same call
     int size = eps.size();
     long[] req = new long[size];
     long[] tok = new long[size];
@@ -606,14 +613,21 @@ final class RedisFleet implements FleetState {
     }
     for (int i = 0; i < size; i++) {
       String e = eps.get(i);
-      long[] mine = acked.get(e);
       Counts own = counts.get(e);
       long sumR = lr.get(i) == null ? 0 : Bytes.parseLong(lr.get(i));
       long sumT = lt.get(i) == null ? 0 : Bytes.parseLong(lt.get(i));
+      long mineR = 0;
+      long mineT = 0;
+      if (mine.get(i) instanceof byte[] m) {
+        String[] rt = Bytes.str(m).split(" ");
+        mineR = Long.parseLong(rt[0]);
+        mineT = Long.parseLong(rt[1]);
+      }
       long ownR = own == null ? 0 : own.requests.get();
       long ownT = own == null ? 0 : own.tokens.get();
-      req[i] = Math.max(0, sumR - (mine == null ? 0 : mine[0])) + ownR;
-      tok[i] = Math.max(0, sumT - (mine == null ? 0 : mine[1])) + ownT;
+      // the others' counts as Redis holds them, plus this replica's own, exact
+      req[i] = Math.max(0, sumR - mineR) + ownR;
+      tok[i] = Math.max(0, sumT - mineT) + ownT;
     }
     if (n > 0) {
       Map<Long, Integer> byHash = new HashMap<>(size * 2);
@@ -621,7 +635,7 @@ final class RedisFleet implements FleetState {
         byHash.put(FleetCheckpoints.endpointHash(eps.get(i)), i);
       }
       int stride = config.speculativeStride();
-      for (int c = 0, at = 3; at < r.size(); c++, at++) {
+      for (int c = 0, at = 4; at < r.size(); c++, at++) {
         Object v = r.get(at);
         if (!(v instanceof byte[] b)) {
           continue;
