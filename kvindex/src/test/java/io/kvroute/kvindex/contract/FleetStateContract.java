@@ -44,9 +44,12 @@ public abstract class FleetStateContract {
     return f;
   }
 
-  /** A replica of this test's fleet with stride 1 and the default TTLs. */
+  /**
+   * A replica of this test's fleet with stride 1 and a speculative TTL of a minute (the tests read
+   * entries well within it, however loaded the machine).
+   */
   protected final FleetState replica(String id) {
-    return replica(id, b -> b.speculativeStride(1));
+    return replica(id, b -> b.speculativeStride(1).speculativeTtl(Duration.ofMinutes(1)));
   }
 
   @AfterEach
@@ -203,8 +206,8 @@ public abstract class FleetStateContract {
 
   @Test
   void aStrideMatchesContainedPromptsExactlyAndDivergingOnesToTheStridesStart() {
-    FleetState a = replica("a", b -> b.speculativeStride(4));
-    FleetState b = replica("b", x -> x.speculativeStride(4));
+    FleetState a = replica("a", x -> x.speculativeStride(4).speculativeTtl(Duration.ofMinutes(1)));
+    FleetState b = replica("b", x -> x.speculativeStride(4).speculativeTtl(Duration.ofMinutes(1)));
     long[] k = keys(3, 16);
     a.speculate("e1", k, 10); // checkpoints 0, 4, 8; tails 3, 7, 9
     // the next turn of the conversation contains the whole earlier prompt: exact
