@@ -34,9 +34,9 @@ import org.slf4j.LoggerFactory;
  * groups from them ({@link #groups(String)}) and keeps a group's entries in the wrapped index under
  * a key namespace of its own: group 0 under the pod's id, group {@code g > 0} under a derived pod
  * id (the pod id, {@code U+001F}, {@code g<g>}), never listed by {@link #pods()}. Events of groups
- * above 0 reach the wrapped index with {@code group_idx} 0: vLLM's block hashes do not depend on the
- * group, so a mamba or sliding-window block resolves its parent through any group that stored it
- * (vLLM names as parent the request's previous block, which those groups often never cached).
+ * above 0 reach the wrapped index with {@code group_idx} 0: vLLM's block hashes do not depend on
+ * the group, so a mamba or sliding-window block resolves its parent through any group that stored
+ * it (vLLM names as parent the request's previous block, which those groups often never cached).
  *
  * <p><b>Matching.</b> A pod is <em>hybrid</em> when its events describe more than one group spec,
  * or one that is not full attention. For it, {@link #lookup} applies vLLM's rule ({@code
@@ -46,24 +46,24 @@ import org.slf4j.LoggerFactory;
  * to the groups' block sizes. Groups with the same (kind, block size, window) are one spec group (a
  * block counts only if all hold it), as in vLLM. Not modelled: EAGLE's last-block drop, context
  * parallelism, mamba's fine-grained partial hits, and vLLM's cap of one token below the prompt
- * length (the rule runs over the keys given). A hybrid pod's score is the tier-weighted score of its
- * first full-attention group over the matched blocks, or the GPU weight per block when it has no
- * full-attention group. Other pods get the wrapped index's answer unchanged, and while no pod is
+ * length (the rule runs over the keys given). A hybrid pod's score is the tier-weighted score of
+ * its first full-attention group over the matched blocks, or the GPU weight per block when it has
+ * no full-attention group. Other pods get the wrapped index's answer unchanged, and while no pod is
  * hybrid a lookup is the wrapped index's lookup (one field read more).
  *
- * <p><b>Cost.</b> A hybrid pod costs the wrapped index a few extra lookups per request: one over the
- * prompt for all its groups, one window per sliding-window candidate end (each block is read at most
- * once per pass: the scan skips past a missing block), one block per mamba candidate end (up to the
- * full-attention hit), one for the score. They count in the wrapped index's {@code lookups}. Each
- * group adds its entries to the wrapped index (bounded by its {@code maxKeys}, {@code
+ * <p><b>Cost.</b> A hybrid pod costs the wrapped index a few extra lookups per request: one over
+ * the prompt for all its groups, one window per sliding-window candidate end (each block is read at
+ * most once per pass: the scan skips past a missing block), one block per mamba candidate end (up
+ * to the full-attention hit), one for the score. They count in the wrapped index's {@code lookups}.
+ * Each group adds its entries to the wrapped index (bounded by its {@code maxKeys}, {@code
  * maxPodsPerKey}) and a derived pod (bounded by its {@code maxPods}).
  *
  * <p><b>Bounds and metrics.</b> Layouts are kept for at most {@link #MAX_GROUPS} groups per pod and
  * for the wrapped index's {@code maxPods} pods; events of groups at or above the bound go to the
  * pod's group 0 as before (counted, warned once). Meters ({@code docs/metrics.md}): {@code
- * kvroute.kvindex.hybrid.pods} (pods with a hybrid layout), {@code
- * kvroute.kvindex.hybrid.lookups} (pods matched by the hybrid rule), {@code
- * kvroute.kvindex.hybrid.dropped} (events routed to group 0 because a bound was reached).
+ * kvroute.kvindex.hybrid.pods} (pods with a hybrid layout), {@code kvroute.kvindex.hybrid.lookups}
+ * (pods matched by the hybrid rule), {@code kvroute.kvindex.hybrid.dropped} (events routed to group
+ * 0 because a bound was reached).
  *
  * <p><b>Thread-safety.</b> Thread-safe as the wrapped index is. A pod's events come in order from
  * one thread (the subscriber's contract), so its layout has one writer; layouts are immutable and
@@ -139,12 +139,10 @@ public final class HybridBlockIndex implements BlockIndex {
     Gauge.builder("kvroute.kvindex.hybrid.pods", this, h -> h.hybridPods())
         .description("Pods whose KV events describe a hybrid-attention layout")
         .register(r);
-    FunctionCounter.builder(
-            "kvroute.kvindex.hybrid.lookups", hybridLookups, LongAdder::doubleValue)
+    FunctionCounter.builder("kvroute.kvindex.hybrid.lookups", hybridLookups, LongAdder::doubleValue)
         .description("Pods matched by vLLM's hybrid prefix rule")
         .register(r);
-    FunctionCounter.builder(
-            "kvroute.kvindex.hybrid.dropped", dropped, LongAdder::doubleValue)
+    FunctionCounter.builder("kvroute.kvindex.hybrid.dropped", dropped, LongAdder::doubleValue)
         .description("Events of a group kept with group 0 because a bound was reached")
         .register(r);
   }
@@ -275,7 +273,8 @@ public final class HybridBlockIndex implements BlockIndex {
   }
 
   @Override
-  public PrefixMatch lookup(long[] requestKeys, int numKeys, List<String> podIds, PrefixMatch into) {
+  public PrefixMatch lookup(
+      long[] requestKeys, int numKeys, List<String> podIds, PrefixMatch into) {
     PrefixMatch m = index.lookup(requestKeys, numKeys, podIds, into);
     if (!anyHybrid) {
       return m;

@@ -65,7 +65,8 @@ final class Layout {
     List<Spec> list = new ArrayList<>();
     bySpec.forEach((s, m) -> list.add(new Spec(s, indexBlockSize, m)));
     // stable: full attention first (vLLM sorts by "not full attention")
-    list.sort((a, b) -> Boolean.compare(a.kind != Kind.FULL_ATTENTION, b.kind != Kind.FULL_ATTENTION));
+    list.sort(
+        (a, b) -> Boolean.compare(a.kind != Kind.FULL_ATTENTION, b.kind != Kind.FULL_ATTENTION));
     this.specs = list.toArray(new Spec[0]);
     int a = 1;
     for (Spec s : specs) {

@@ -156,7 +156,8 @@ class HybridMatchPropertyTest {
           continue;
         }
         long v = new ArrayList<>(held).get(r.nextInt(held.size()));
-        idx.blockRemoved(pods[p], KvEvent.BlockRemoved.builder().blockHashes(v).groupIdx(g).build());
+        idx.blockRemoved(
+            pods[p], KvEvent.BlockRemoved.builder().blockHashes(v).groupIdx(g).build());
         held.remove(v);
         history.add("remove " + pods[p] + " g" + g);
       } else {
@@ -173,7 +174,8 @@ class HybridMatchPropertyTest {
       assertThat(keys).hasSize(numKeys);
       PrefixMatch m = idx.lookup(keys, podList);
       for (int p = 0; p < PODS; p++) {
-        if (layouts[p].length == 1 && layouts[p][0].kind() == GroupSpec.Kind.FULL_ATTENTION
+        if (layouts[p].length == 1
+            && layouts[p][0].kind() == GroupSpec.Kind.FULL_ATTENTION
             && k != 1) {
           // a plain pod keeps the wrapped index's answer, which counts the index blocks of an
           // engine block that differs only in its later index blocks (vLLM would not): not the
@@ -181,19 +183,30 @@ class HybridMatchPropertyTest {
           continue;
         }
         int expected =
-            VllmHybridReference.hitTokens(
-                    layouts[p], truth.get(p), hashes[q], IBS, numKeys * IBS)
+            VllmHybridReference.hitTokens(layouts[p], truth.get(p), hashes[q], IBS, numKeys * IBS)
                 / IBS;
+        int pod = p;
+        int query = q;
         assertThat(m.matchedBlocks(p))
             .as(
-                "seed %d k %d pod %d layout %s prompt %d keys %d history %s",
-                seed, k, p, Arrays.toString(layouts[p]), q, numKeys, history + debug(idx, keys, pods[p], truth.get(p), hashes[q]))
+                () ->
+                    String.format(
+                        "seed %d k %d pod %d layout %s prompt %d keys %d history %s%s",
+                        seed,
+                        k,
+                        pod,
+                        Arrays.toString(layouts[pod]),
+                        query,
+                        numKeys,
+                        history,
+                        debug(idx, keys, pods[pod], truth.get(pod), hashes[query])))
             .isEqualTo(expected);
       }
     }
   }
 
-  static String debug(HybridBlockIndex idx, long[] keys, String pod, List<Set<Long>> truth, long[] h) {
+  static String debug(
+      HybridBlockIndex idx, long[] keys, String pod, List<Set<Long>> truth, long[] h) {
     StringBuilder sb = new StringBuilder("\nper key held (group0 index): ");
     for (int i = 0; i < keys.length; i++) {
       sb.append(idx.delegate().lookup(new long[] {keys[i]}, List.of(pod)).matchedBlocks(0));

@@ -85,17 +85,18 @@ final class VllmHybridReference {
       int currHitLength = hitLength;
       for (SpecGroup g : attentionGroups) {
         int first = g.groupIds().get(0);
-        if (g.spec().kind() == GroupSpec.Kind.FULL_ATTENTION && hitBlocksByGroup.get(first) != null) {
+        if (g.spec().kind() == GroupSpec.Kind.FULL_ATTENTION
+            && hitBlocksByGroup.get(first) != null) {
           currHitLength = Math.min(currHitLength, hitLengthByGroup[first]);
           continue;
         }
         List<Long> groupHashes = withBlockSize(hashes, hashBlockSize, g.spec().blockSize());
         List<Long> hitBlocks =
             switch (g.spec().kind()) {
-              case FULL_ATTENTION -> fullAttention(
-                  groupHashes, currHitLength, g, cached, alignmentTokens);
-              case SLIDING_WINDOW -> slidingWindow(
-                  groupHashes, currHitLength, g, cached, alignmentTokens);
+              case FULL_ATTENTION ->
+                  fullAttention(groupHashes, currHitLength, g, cached, alignmentTokens);
+              case SLIDING_WINDOW ->
+                  slidingWindow(groupHashes, currHitLength, g, cached, alignmentTokens);
               case MAMBA -> mamba(groupHashes, currHitLength, g, cached, alignmentTokens);
             };
         int newHitLength = hitBlocks.size() * g.spec().blockSize();
