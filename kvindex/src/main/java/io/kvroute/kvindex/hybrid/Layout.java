@@ -27,8 +27,9 @@ final class Layout {
     final int k; // index blocks per group block
     final int needed; // sliding window: contiguous group blocks a hit needs
     final List<String> members;
+    final int[] groups; // member group numbers
 
-    Spec(GroupSpec spec, int indexBlockSize, List<String> members) {
+    Spec(GroupSpec spec, int indexBlockSize, List<String> members, int[] groups) {
       this.spec = spec;
       this.kind = spec.kind();
       int bs = spec.blockSize();
@@ -37,6 +38,7 @@ final class Layout {
       this.needed =
           kind == Kind.SLIDING_WINDOW ? Math.max(1, ceilDiv(spec.slidingWindow() - 1, bs)) : 0;
       this.members = List.copyOf(members);
+      this.groups = groups;
     }
   }
 
@@ -56,14 +58,22 @@ final class Layout {
     for (int g = 0; g < groups.length; g++) {
       ids[g] = groupId(podId, g);
     }
-    Map<GroupSpec, List<String>> bySpec = new LinkedHashMap<>();
+    Map<GroupSpec, List<Integer>> bySpec = new LinkedHashMap<>();
     for (int g = 0; g < groups.length; g++) {
       if (groups[g] != null) {
-        bySpec.computeIfAbsent(groups[g], s -> new ArrayList<>()).add(ids[g]);
+        bySpec.computeIfAbsent(groups[g], s -> new ArrayList<>()).add(g);
       }
     }
     List<Spec> list = new ArrayList<>();
-    bySpec.forEach((s, m) -> list.add(new Spec(s, indexBlockSize, m)));
+    bySpec.forEach(
+        (s, gs) -> {
+          List<String> m = new ArrayList<>();
+          for (int g : gs) {
+            m.add(ids[g]);
+          }
+          list.add(
+              new Spec(s, indexBlockSize, m, gs.stream().mapToInt(Integer::intValue).toArray()));
+        });
     // stable: full attention first (vLLM sorts by "not full attention")
     list.sort(
         (a, b) -> Boolean.compare(a.kind != Kind.FULL_ATTENTION, b.kind != Kind.FULL_ATTENTION));
@@ -83,6 +93,11 @@ final class Layout {
       }
     }
     this.fullId = full;
+  }
+
+  /** A layout of the given groups (by group number; null entries: absent groups). */
+  static Layout of(String podId, GroupSpec[] groups, int indexBlockSize) {
+    return new Layout(podId, groups.clone(), indexBlockSize);
   }
 
   /** A layout of one described group. */
