@@ -291,17 +291,34 @@ public final class HybridBlockIndex implements BlockIndex {
       }
       hybridLookups.increment();
       s.bind(l, requestKeys);
-      int hit = HybridRule.match(l, numKeys, s, s.prefix(l.specs.length));
-      write(m, i, l, requestKeys, hit, s);
+      int[] prefix = s.prefix(l.specs.length);
+      int plain = writer.matched(m, i); // group 0's run from the first block, already looked up
+      for (int j = 0; j < l.specs.length; j++) {
+        prefix[j] = l.specs[j].members.size() == 1 && l.specs[j].groups[0] == 0 ? plain : -1;
+      }
+      int hit = HybridRule.match(l, numKeys, s, prefix);
+      write(m, i, l, requestKeys, hit, plain, s);
     }
     return m;
   }
 
-  /** Writes pod {@code i}'s hybrid hit into {@code m}, with its score and tier counts. */
-  private void write(PrefixMatch m, int i, Layout l, long[] keys, int hit, Scratch s) {
+  /**
+   * Writes pod {@code i}'s hybrid hit into {@code m}, with its score and tier counts ({@code
+   * plain}: the group-0 run {@code m} holds for it).
+   */
+  private void write(PrefixMatch m, int i, Layout l, long[] keys, int hit, int plain, Scratch s) {
     List<String> tiers = m.tierNames();
+    boolean groupZeroFull = l.podId.equals(l.fullId);
+    if (groupZeroFull && hit == plain) {
+      return; // group 0 is the full-attention group scored: m already says it all
+    }
     double score;
-    if (hit == 0) {
+    int gpu = tiers.indexOf(IndexConfig.GPU);
+    if (groupZeroFull && hit < plain && gpu >= 0 && writer.tierBlocks(m, i, gpu) == plain) {
+      // every block of group 0's run is best held on GPU: the first hit blocks too
+      score = hit * index.config().tierWeight(IndexConfig.GPU);
+      s.tierCounts(tiers.size())[gpu] = hit;
+    } else if (hit == 0) {
       score = 0;
       s.tierCounts(tiers.size());
     } else if (l.fullId != null) {
@@ -314,7 +331,6 @@ public final class HybridBlockIndex implements BlockIndex {
     } else {
       score = hit * index.config().tierWeight(IndexConfig.GPU);
       int[] tc = s.tierCounts(tiers.size());
-      int gpu = tiers.indexOf(IndexConfig.GPU);
       if (gpu >= 0) {
         tc[gpu] = hit;
       }

@@ -68,6 +68,8 @@ public final class HybridPrefixRule {
           }
           return n;
         };
-    return HybridRule.match(l, Math.max(0, maxBlocks), probe, new int[l.specs.length]);
+    int[] prefix = new int[l.specs.length];
+    java.util.Arrays.fill(prefix, -1);
+    return HybridRule.match(l, Math.max(0, maxBlocks), probe, prefix);
   }
 }

@@ -44,14 +44,12 @@ final class HybridRule {
   /**
    * The pod's hit in index blocks for a request of {@code max} index blocks.
    *
-   * @param prefix scratch of at least {@code layout.specs.length} ints (overwritten)
+   * @param prefix per spec group, its run of held blocks from the first over {@code max} blocks if
+   *     the caller knows it, else -1 (filled in as the rule reads them)
    */
   static int match(Layout layout, int max, Probe probe, int[] prefix) {
     Layout.Spec[] specs = layout.specs;
     int n = specs.length;
-    for (int s = 0; s < n; s++) {
-      prefix[s] = -1;
-    }
     int[] fullHit = new int[n];
     java.util.Arrays.fill(fullHit, -1);
     int hit = max;
