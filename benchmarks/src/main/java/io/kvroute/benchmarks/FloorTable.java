@@ -98,6 +98,20 @@ public final class FloorTable {
     }
     rows.add(
         new Row(
+            "hybrid layer, plain pods vs wrapped index",
+            sample("HybridLookupBenchmark.plainThroughLayer", "pods", "100"),
+            List.of(sample("HybridLookupBenchmark.floorPlainIndex", "pods", "100")),
+            1.05,
+            Double.NaN));
+    rows.add(
+        new Row(
+            "hybrid rule, gpt-oss pods vs group-0 lookup",
+            sample("HybridLookupBenchmark.gptOssRule", "pods", "100"),
+            List.of(sample("HybridLookupBenchmark.floorGptOssGroup0", "pods", "100")),
+            Double.NaN,
+            Double.NaN));
+    rows.add(
+        new Row(
             "pick 8192 tok x 100 ep vs keys+lookup",
             sample("scoring.SchedulerPickBenchmark.pick", null, null),
             List.of(

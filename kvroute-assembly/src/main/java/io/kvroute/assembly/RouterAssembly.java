@@ -6,6 +6,7 @@ import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.hybrid.HybridBlockIndex;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.pd.MicrometerConnectorListener;
@@ -197,7 +198,7 @@ public final class RouterAssembly implements AutoCloseable {
                   .build();
           index =
               settings.index().redis() == null
-                  ? BlockIndex.inMemory(ic)
+                  ? HybridBlockIndex.inMemory(ic) // plain pods: the in-memory index as is
                   : RedisIndexes.create(ic, settings.index().redis(), meterRegistry);
           if (index instanceof AutoCloseable c) {
             ownedIndex = c;

@@ -73,7 +73,8 @@ final class SimServer {
               if (ch != null) {
                 ch.accept(evs);
               }
-            });
+            },
+            b.kvCacheGroups);
     this.metrics = new SimMetrics(b, pool);
     this.transfers = new KvTransfers(b, pool);
     this.log = new RequestLog(b.maxRecordedRequests);

@@ -261,8 +261,25 @@ public final class VllmSimulator implements AutoCloseable {
     Map<String, String> labels = new LinkedHashMap<>();
     EngineTokenizer tokenizer = EngineTokenizer.simulated();
     EngineTokenizer endpointTokenizer;
+    List<io.kvroute.kvindex.hybrid.GroupSpec> kvCacheGroups = List.of();
 
     private Builder() {}
+
+    /**
+     * Hybrid mode: the engine's KV-cache groups, by group number (default none: one plain
+     * full-attention group, as before). Group 0 must be full attention and is the block pool
+     * itself; each further group (sliding window or mamba, all of {@link #blockSize(int)}-token
+     * blocks) keeps its own cache of the same capacity, publishes its own events ({@code
+     * group_idx}, {@code kv_cache_spec_kind}, {@code kv_cache_spec_sliding_window}) and evicts as
+     * vLLM's managers free: a sliding-window group frees the blocks that left the window first, a
+     * mamba group caches only the state at the end of each computed span. The prefix a request
+     * reuses (its {@code cached_tokens}) follows vLLM's hybrid rule over all groups ({@link
+     * io.kvroute.kvindex.hybrid.HybridPrefixRule}).
+     */
+    public Builder kvCacheGroups(List<io.kvroute.kvindex.hybrid.GroupSpec> groups) {
+      this.kvCacheGroups = List.copyOf(groups);
+      return this;
+    }
 
     /**
      * A tokenizer for {@code /tokenize} and the render endpoints other than the one generation (and
@@ -627,6 +644,7 @@ public final class VllmSimulator implements AutoCloseable {
       if (loras.contains(model)) {
         throw new IllegalArgumentException("loras must not contain the base model name " + model);
       }
+      io.kvroute.testkit.internal.BlockPool.checkGroups(kvCacheGroups, blockSize);
       Builder copy = copy();
       return new VllmSimulator(copy);
     }
@@ -679,6 +697,7 @@ public final class VllmSimulator implements AutoCloseable {
       c.maxRecordedRequests = maxRecordedRequests;
       c.maxPendingTransfers = maxPendingTransfers;
       c.labels = new LinkedHashMap<>(labels);
+      c.kvCacheGroups = kvCacheGroups;
       return c;
     }
   }

@@ -5,10 +5,13 @@ import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.BlockExtraKeys;
 import io.kvroute.kvindex.hash.BlockHash;
 import io.kvroute.kvindex.hash.VllmBlockHasher;
+import io.kvroute.kvindex.hybrid.GroupSpec;
+import io.kvroute.kvindex.hybrid.HybridPrefixRule;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -27,6 +30,14 @@ import java.util.function.Consumer;
  *
  * <p>Every mutation that vLLM reports produces one list of events, handed to the sink while the
  * pool's lock is held, so lists reach the sink in mutation order.
+ *
+ * <p><b>Hybrid mode</b> (KV-cache groups given): the pool's blocks are group 0 (full attention);
+ * each further group keeps a cache of cached hashes of the pool's capacity, stores (and publishes,
+ * with its group number, kind and window) what vLLM's manager of that kind caches, and evicts least
+ * recently used first, after the blocks its manager already freed: a sliding-window group caches
+ * every full block and frees, at once, those that left the window before the computed length; a
+ * mamba group caches only the block holding the state at the end of the computed span. {@link
+ * #lookup} then applies vLLM's hybrid rule over all groups ({@link HybridPrefixRule}).
  *
  * <p>Thread-safe: every method synchronizes on the pool (uncontended in the single-threaded engine
  * model). The sink must not block.
@@ -139,6 +150,9 @@ public final class BlockPool {
   private final LinkedHashMap<BlockHash, Boolean> cpuTier = new LinkedHashMap<>(16, 0.75f, true);
   private long queries;
   private long hits;
+  // hybrid mode: the groups (by number) and the caches of groups 1.. (null: plain)
+  private final List<GroupSpec> groups;
+  private final GroupCache[] groupCaches;
 
   /**
    * Creates a pool.
@@ -150,6 +164,33 @@ public final class BlockPool {
    */
   public BlockPool(
       int numBlocks, int cpuBlocks, VllmBlockHasher hasher, Consumer<List<KvEvent>> sink) {
+    this(numBlocks, cpuBlocks, hasher, sink, List.of());
+  }
+
+  /**
+   * Creates a pool in hybrid mode when {@code groups} describes more than group 0 (see the class
+   * comment); otherwise as {@link #BlockPool(int, int, VllmBlockHasher, Consumer)}.
+   *
+   * @param groups KV-cache groups by number (empty: one plain group); checked by {@link
+   *     #checkGroups}
+   */
+  public BlockPool(
+      int numBlocks,
+      int cpuBlocks,
+      VllmBlockHasher hasher,
+      Consumer<List<KvEvent>> sink,
+      List<GroupSpec> groups) {
+    checkGroups(groups, hasher.blockSize());
+    if (groups.size() > 1) {
+      this.groups = List.copyOf(groups);
+      this.groupCaches = new GroupCache[groups.size()];
+      for (int g = 1; g < groups.size(); g++) {
+        groupCaches[g] = new GroupCache(g, groups.get(g), numBlocks);
+      }
+    } else {
+      this.groups = null;
+      this.groupCaches = null;
+    }
     if (numBlocks < 1) {
       throw new IllegalArgumentException("numBlocks must be >= 1, was " + numBlocks);
     }
@@ -171,6 +212,85 @@ public final class BlockPool {
     for (int i = 0; i < numBlocks; i++) {
       dupNext[i] = NONE;
       appendFree(i);
+    }
+  }
+
+  /**
+   * Checks a hybrid-mode group list: empty, or group 0 full attention and every group of {@code
+   * blockSize}-token blocks.
+   *
+   * @throws IllegalArgumentException naming the offending group
+   */
+  public static void checkGroups(List<GroupSpec> groups, int blockSize) {
+    for (int g = 0; g < groups.size(); g++) {
+      GroupSpec spec = groups.get(g);
+      if (spec == null) {
+        throw new IllegalArgumentException("kvCacheGroups[" + g + "] is null");
+      }
+      if (spec.blockSize() != blockSize) {
+        throw new IllegalArgumentException(
+            "kvCacheGroups["
+                + g
+                + "] has blockSize "
+                + spec.blockSize()
+                + "; every group must use the simulator's blockSize "
+                + blockSize);
+      }
+    }
+    if (!groups.isEmpty() && groups.get(0).kind() != GroupSpec.Kind.FULL_ATTENTION) {
+      throw new IllegalArgumentException(
+          "kvCacheGroups[0] must be full attention (the block pool), was " + groups.get(0));
+    }
+  }
+
+  /**
+   * The cache of one group above 0: cached hashes (event u64 form), the ones its manager freed
+   * first (evicted first, oldest first), then the others by age. Guarded by the pool lock.
+   */
+  private static final class GroupCache {
+    final int group;
+    final GroupSpec spec;
+    final int capacity;
+    final LinkedHashSet<Long> freed = new LinkedHashSet<>();
+    final LinkedHashSet<Long> held = new LinkedHashSet<>();
+
+    GroupCache(int group, GroupSpec spec, int capacity) {
+      this.group = group;
+      this.spec = spec;
+      this.capacity = capacity;
+    }
+
+    boolean contains(long h) {
+      return held.contains(h) || freed.contains(h);
+    }
+
+    void add(long h, List<KvEvent> events) {
+      freed.remove(h);
+      held.remove(h);
+      held.add(h);
+      while (held.size() + freed.size() > capacity) {
+        Iterator<Long> it = freed.isEmpty() ? held.iterator() : freed.iterator();
+        long victim = it.next();
+        it.remove();
+        events.add(KvEvent.BlockRemoved.builder().blockHashes(victim).groupIdx(group).build());
+      }
+    }
+
+    void free(long h) {
+      if (held.remove(h)) {
+        freed.add(h);
+      }
+    }
+
+    void touch(long h) {
+      if (freed.remove(h) || held.remove(h)) {
+        held.add(h);
+      }
+    }
+
+    void clear() {
+      freed.clear();
+      held.clear();
     }
   }
 
@@ -245,8 +365,21 @@ public final class BlockPool {
     int maxBlocks = Math.max(0, (s.numTokens - 1) / blockSize);
     ensureHashes(s, maxBlocks);
     int gpu = 0;
-    while (gpu < maxBlocks && cached.get(s.hashes.get(gpu).u64()) != NONE) {
-      gpu++;
+    if (groups != null) {
+      List<BlockHash> hs = s.hashes;
+      gpu =
+          HybridPrefixRule.hitBlocks(
+              groups,
+              blockSize,
+              maxBlocks,
+              (g, i) -> {
+                long h = hs.get(i).u64();
+                return g == 0 ? cached.get(h) != NONE : groupCaches[g].contains(h);
+              });
+    } else {
+      while (gpu < maxBlocks && cached.get(s.hashes.get(gpu).u64()) != NONE) {
+        gpu++;
+      }
     }
     int cpu = 0;
     while (gpu + cpu < maxBlocks && cpuTier.containsKey(s.hashes.get(gpu + cpu))) {
@@ -346,6 +479,15 @@ public final class BlockPool {
     }
     if (hitIds != null) {
       s.numCachedBlocks = hitBlocks;
+      if (groupCaches != null) {
+        for (GroupCache c : groupCaches) {
+          if (c != null) {
+            for (int i = 0; i < hitBlocks; i++) {
+              c.touch(s.hashes.get(i).u64());
+            }
+          }
+        }
+      }
     }
     List<KvEvent> events = null;
     for (int i = 0; i < need; i++) {
@@ -433,11 +575,72 @@ public final class BlockPool {
     int[] span = Arrays.copyOfRange(s.tokens, first * blockSize, full * blockSize);
     List<KvEvent> events = new ArrayList<>(2);
     events.add(stored(EngineHashes.ofInts(newHashes), parent, span, s, "GPU", extraKeys));
+    if (groupCaches != null) {
+      for (GroupCache c : groupCaches) {
+        if (c != null) {
+          cacheGroup(c, s, first, full, computedTokens, parent, span, extraKeys, events);
+        }
+      }
+    }
     if (cpuCapacity > 0) {
       offload(s, first, full, extraKeys, events);
     }
     s.numCachedBlocks = full;
     emit(events);
+  }
+
+  /**
+   * What group {@code c}'s manager caches of blocks {@code [first, full)}: a sliding-window group
+   * every block, then frees those before the window of the computed length (vLLM's {@code
+   * remove_skipped_blocks}); a mamba group the block holding the state at {@code full} only (its
+   * event's tokens still cover the span, as vLLM's do).
+   */
+  private void cacheGroup(
+      GroupCache c,
+      Seq s,
+      int first,
+      int full,
+      int computedTokens,
+      EngineHashes parent,
+      int[] span,
+      List<Object> extraKeys,
+      List<KvEvent> events) {
+    long[] hashes;
+    List<Object> keys;
+    if (c.spec.kind() == GroupSpec.Kind.MAMBA) {
+      hashes = new long[] {s.hashes.get(full - 1).u64()};
+      keys = extraKeys.subList(extraKeys.size() - 1, extraKeys.size());
+    } else {
+      hashes = new long[full - first];
+      for (int i = first; i < full; i++) {
+        hashes[i - first] = s.hashes.get(i).u64();
+      }
+      keys = extraKeys;
+    }
+    for (long h : hashes) {
+      c.add(h, events);
+    }
+    events.add(
+        KvEvent.BlockStored.builder()
+            .blockHashes(EngineHashes.ofInts(hashes))
+            .parentBlockHash(parent)
+            .tokenIds(span)
+            .blockSize(blockSize)
+            .loraId(s.loraId)
+            .medium("GPU")
+            .loraName(s.loraName)
+            .extraKeys(keys)
+            .groupIdx(c.group)
+            .kvCacheSpecKind(c.spec.kind() == GroupSpec.Kind.MAMBA ? "mamba" : "sliding_window")
+            .kvCacheSpecSlidingWindow(
+                c.spec.kind() == GroupSpec.Kind.SLIDING_WINDOW ? c.spec.slidingWindow() : null)
+            .build());
+    if (c.spec.kind() == GroupSpec.Kind.SLIDING_WINDOW) {
+      int skipped = Math.max(0, Math.min(computedTokens, s.numTokens) - c.spec.slidingWindow() + 1);
+      for (int i = 0; i < skipped / blockSize && i < full; i++) {
+        c.free(s.hashes.get(i).u64());
+      }
+    }
   }
 
   private KvEvent stored(
@@ -552,6 +755,13 @@ public final class BlockPool {
     }
     cached.clear();
     cpuTier.clear();
+    if (groupCaches != null) {
+      for (GroupCache c : groupCaches) {
+        if (c != null) {
+          c.clear();
+        }
+      }
+    }
     emit(new ArrayList<>(List.of(KvEvent.AllBlocksCleared.INSTANCE)));
   }
 
