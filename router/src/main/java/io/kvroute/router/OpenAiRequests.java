@@ -85,6 +85,29 @@ final class OpenAiRequests {
     }
   }
 
+  /**
+   * The {@code "model"} a body of any API names, when it is a JSON object (of at most 1 MiB) with a
+   * non-blank string {@code model}; else null.
+   */
+  static String modelOf(byte[] body) {
+    if (body == null || body.length == 0 || body.length > (1 << 20)) {
+      return null;
+    }
+    int i = 0;
+    while (i < body.length && Character.isWhitespace(body[i])) {
+      i++;
+    }
+    if (i == body.length || body[i] != '{') {
+      return null;
+    }
+    try {
+      JsonNode m = OpenAiJson.readTree(body).get("model");
+      return m != null && m.isTextual() && !m.asText().isBlank() ? m.asText() : null;
+    } catch (java.io.IOException | RuntimeException notJson) {
+      return null;
+    }
+  }
+
   private static List<SchedulingRequest.ChatMessage> messages(JsonNode messages) {
     if (messages == null || !messages.isArray() || messages.isEmpty()) {
       throw new InvalidRequestException(
