@@ -114,27 +114,84 @@ final class ApiBodies {
 
   // ------------------------------------------------------------------ Messages
 
+  /** The content-block types vLLM's Messages protocol accepts ({@code AnthropicContentBlock}). */
+  private static final List<String> BLOCK_TYPES =
+      List.of(
+          "text",
+          "image",
+          "tool_use",
+          "tool_result",
+          "tool_reference",
+          "thinking",
+          "redacted_thinking");
+
   /**
-   * A {@code /v1/messages} body.
+   * A {@code /v1/messages} body. It is checked as vLLM's protocol checks it (a request vLLM would
+   * refuse with 400 is refused here, before any engine is picked): {@code max_tokens} a positive
+   * integer; {@code messages} a non-empty array of objects whose {@code role} is {@code user},
+   * {@code assistant} or {@code system} (Claude Code's {@code ctx} and {@code msg} read as {@code
+   * user}, as vLLM reads them) and whose {@code content} is a string or an array of content blocks
+   * of a known type; {@code system} a string or content blocks; {@code tools} an array of objects
+   * with a string {@code name} and an object {@code input_schema}.
    *
-   * @throws InvalidRequestException when {@code messages} is not a non-empty array of messages
+   * @throws InvalidRequestException naming the field that is missing or malformed
    */
   static Converted messages(ObjectNode body) {
+    JsonNode maxTokens = body.get("max_tokens");
+    if (maxTokens == null || !maxTokens.isIntegralNumber() || maxTokens.asLong() <= 0) {
+      throw new InvalidRequestException(
+          "request body field \"max_tokens\" must be a positive integer");
+    }
     JsonNode messages = body.get("messages");
     if (messages == null || !messages.isArray() || messages.isEmpty()) {
       throw new InvalidRequestException(
           "request body field \"messages\" must be a non-empty array");
     }
+    ArrayNode normalized = null;
     for (int i = 0; i < messages.size(); i++) {
       JsonNode m = messages.get(i);
+      String where = "messages[" + i + "]";
       if (!m.isObject() || !m.path("role").isTextual()) {
         throw new InvalidRequestException(
-            "request body field \"messages[" + i + "]\" must be an object with a string role");
+            "request body field \"" + where + "\" must be an object with a string role");
+      }
+      String role = m.get("role").asText();
+      if (role.equals("ctx") || role.equals("msg")) {
+        normalized = normalized != null ? normalized : ((ArrayNode) messages).deepCopy();
+        ((ObjectNode) normalized.get(i)).put("role", "user");
+      } else if (!role.equals("user") && !role.equals("assistant") && !role.equals("system")) {
+        throw new InvalidRequestException(
+            "request body field \""
+                + where
+                + ".role\" must be \"user\", \"assistant\" or \"system\", was \""
+                + role
+                + "\"");
       }
       JsonNode c = m.get("content");
-      if (c != null && c.isArray() && c.isEmpty()) {
+      if (c == null || !(c.isTextual() || c.isArray())) {
+        throw new InvalidRequestException(
+            "request body field \""
+                + where
+                + ".content\" must be a string or an array of content blocks");
+      }
+      if (c.isArray() && c.isEmpty()) {
         throw new InvalidRequestException("message content must not be empty");
       }
+      checkBlocks(c, where + ".content");
+    }
+    JsonNode system = body.get("system");
+    if (system != null && !system.isNull()) {
+      if (!(system.isTextual() || system.isArray())) {
+        throw new InvalidRequestException(
+            "request body field \"system\" must be a string or an array of content blocks");
+      }
+      checkBlocks(system, "system");
+    }
+    checkTools(body.get("tools"));
+    if (normalized != null) {
+      body = body.deepCopy();
+      body.set("messages", normalized);
+      messages = normalized;
     }
     ObjectNode chat;
     try {
@@ -149,6 +206,55 @@ final class ApiBodies {
     List<SchedulingRequest.ChatMessage> view =
         chat != null ? textView(chat.get("messages")) : rawTextView(body, messages);
     return new Converted(chat, render.toString(), view, false);
+  }
+
+  /** Each item of a content-block array is an object of a type vLLM accepts. */
+  private static void checkBlocks(JsonNode blocks, String where) {
+    if (!blocks.isArray()) {
+      return;
+    }
+    for (int j = 0; j < blocks.size(); j++) {
+      JsonNode b = blocks.get(j);
+      String at = where + "[" + j + "]";
+      if (!b.isObject() || !b.path("type").isTextual()) {
+        throw new InvalidRequestException(
+            "request body field \"" + at + "\" must be a content block with a string type");
+      }
+      String type = b.get("type").asText();
+      if (!BLOCK_TYPES.contains(type)) {
+        throw new InvalidRequestException(
+            "request body field \""
+                + at
+                + ".type\" is \""
+                + type
+                + "\", not a content-block type the engine accepts (one of "
+                + String.join(", ", BLOCK_TYPES)
+                + ")");
+      }
+      JsonNode text = b.get("text");
+      if (text != null && !text.isNull() && !text.isTextual()) {
+        throw new InvalidRequestException(
+            "request body field \"" + at + ".text\" must be a string");
+      }
+    }
+  }
+
+  private static void checkTools(JsonNode tools) {
+    if (tools == null || tools.isNull()) {
+      return;
+    }
+    if (!tools.isArray()) {
+      throw new InvalidRequestException("request body field \"tools\" must be an array");
+    }
+    for (int i = 0; i < tools.size(); i++) {
+      JsonNode t = tools.get(i);
+      if (!t.isObject() || !t.path("name").isTextual() || !t.path("input_schema").isObject()) {
+        throw new InvalidRequestException(
+            "request body field \"tools["
+                + i
+                + "]\" must be an object with a string name and an object input_schema");
+      }
+    }
   }
 
   private static ObjectNode messagesToChat(ObjectNode body, ArrayNode messages) {
@@ -484,7 +590,7 @@ final class ApiBodies {
             parts.addObject().put("type", "text").put("text", "Tool result: " + text);
           }
           break;
-        default: // redacted_thinking, tool_reference, server tool blocks: no prompt text
+        default: // redacted_thinking and tool_reference: no prompt text
           break;
       }
     }
@@ -552,15 +658,53 @@ final class ApiBodies {
   // ------------------------------------------------------------------ Responses
 
   /**
-   * A {@code /v1/responses} body.
+   * A {@code /v1/responses} body, checked as the Responses API types check it: {@code input} a
+   * string or an array of item objects, {@code instructions} a string, {@code max_output_tokens} a
+   * positive integer, {@code tools} an array of objects with a string {@code type}. An item of a
+   * type kvroute does not mirror is left to the engine (the request is scored without a chat form).
    *
-   * @throws InvalidRequestException when {@code input} is neither a string nor an array
+   * @throws InvalidRequestException naming the field that is missing or malformed
    */
   static Converted responses(ObjectNode body) {
     JsonNode input = body.get("input");
     if (input == null || !(input.isTextual() || input.isArray())) {
       throw new InvalidRequestException(
           "request body field \"input\" must be a string or an array of items");
+    }
+    for (int i = 0; input.isArray() && i < input.size(); i++) {
+      JsonNode item = input.get(i);
+      if (!item.isObject()) {
+        throw new InvalidRequestException(
+            "request body field \"input[" + i + "]\" must be an object (an input item)");
+      }
+      JsonNode type = item.get("type");
+      if (type != null && !type.isNull() && !type.isTextual()) {
+        throw new InvalidRequestException(
+            "request body field \"input[" + i + "].type\" must be a string");
+      }
+    }
+    JsonNode instructions = body.get("instructions");
+    if (instructions != null && !instructions.isNull() && !instructions.isTextual()) {
+      throw new InvalidRequestException("request body field \"instructions\" must be a string");
+    }
+    JsonNode maxOut = body.get("max_output_tokens");
+    if (maxOut != null
+        && !maxOut.isNull()
+        && (!maxOut.isIntegralNumber() || maxOut.asLong() <= 0)) {
+      throw new InvalidRequestException(
+          "request body field \"max_output_tokens\" must be a positive integer");
+    }
+    JsonNode tools = body.get("tools");
+    if (tools != null && !tools.isNull()) {
+      if (!tools.isArray()) {
+        throw new InvalidRequestException("request body field \"tools\" must be an array");
+      }
+      for (int i = 0; i < tools.size(); i++) {
+        if (!tools.get(i).isObject() || !tools.get(i).path("type").isTextual()) {
+          throw new InvalidRequestException(
+              "request body field \"tools[" + i + "]\" must be an object with a string type");
+        }
+      }
     }
     boolean stateful =
         present(body.get("previous_response_id"))
