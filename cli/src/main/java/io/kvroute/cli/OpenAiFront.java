@@ -97,6 +97,27 @@ final class OpenAiFront implements AutoCloseable {
         Map<String, String> extraHeaders);
   }
 
+  /**
+   * The edge's own error bodies (413, 405, 408, 404...): Anthropic's shape for a request of {@code
+   * /v1/messages}, as every other answer of that API; OpenAI's for any other path.
+   */
+  static final io.kvroute.edge.ErrorRenderer ERRORS =
+      new io.kvroute.edge.ErrorRenderer() {
+        @Override
+        public byte[] render(int status, String type, String param, String message) {
+          return io.kvroute.edge.ErrorRenderer.OPENAI.render(status, type, param, message);
+        }
+
+        @Override
+        public byte[] render(String path, int status, String type, String param, String message) {
+          if (InferenceRequest.Api.fromPath(path).orElse(null) == InferenceRequest.Api.MESSAGES) {
+            return FailureAnswer.anthropicJson(
+                status, FailureAnswer.anthropicType(status), message);
+          }
+          return render(status, type, param, message);
+        }
+      };
+
   private final EdgeServer server;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final ConcurrentMap<String, Counter> errors = new ConcurrentHashMap<>();
@@ -116,7 +137,8 @@ final class OpenAiFront implements AutoCloseable {
             .limits(b.limits)
             .meterRegistry(registry)
             .metricPrefix("kvroute.edge")
-            .threadName("kvroute-" + name);
+            .threadName("kvroute-" + name)
+            .errorRenderer(ERRORS);
     if (b.ioThreads > 0) {
       eb.ioThreads(b.ioThreads);
     }

@@ -21,7 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
  * with simulated vLLM pods serving both APIs, a second request sharing a long prefix lands on the
  * pod that cached it, with the cached tokens the gateway predicted in {@code
  * x-kvroute-cached-tokens} and the pod's own usage block (each API's) agreeing. Errors of a
- * Messages request are in Anthropic's shape; a path of no known API passes through, load-only.
+ * Messages request are in Anthropic's shape (bad input: invalid JSON, wrong types, unknown
+ * content-block types, oversized bodies refused by the edge), of a Responses request in OpenAI's; a
+ * path of no known API passes through, load-only.
  */
 class GatewayApisTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -143,6 +145,93 @@ class GatewayApisTest {
         TestHttp.postJson(base + "/v1/embeddings", "{\"model\":\"m\",\"input\":\"hi\"}");
     assertThat(other.statusCode()).as("the pod's own answer, relayed").isEqualTo(404);
     assertThat(other.headers().firstValue("x-kvroute-decode")).isPresent();
+  }
+
+  @Test
+  void badMessagesAreRefusedInAnthropicsShape() throws Exception {
+    assertAnthropic400("{\"model\":\"m\",\"max_tokens\":2,\"messages\":[", "JSON");
+    assertAnthropic400(
+        "{\"model\":\"m\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":42}]}",
+        "messages[0].content");
+    assertAnthropic400(
+        "{\"model\":\"m\",\"max_tokens\":\"two\",\"messages\":[{\"role\":\"user\","
+            + "\"content\":\"hi\"}]}",
+        "max_tokens");
+    assertAnthropic400(
+        "{\"model\":\"m\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":"
+            + "[{\"type\":\"web_search_tool_result\",\"content\":[]}]}]}",
+        "\"web_search_tool_result\"");
+    // refused by the HTTP edge before the body is read, still in the API's shape
+    String tooLarge = declaredOverLimit("/v1/messages");
+    assertThat(tooLarge).startsWith("HTTP/1.1 413");
+    JsonNode e = JSON.readTree(tooLarge.substring(tooLarge.indexOf("\r\n\r\n") + 4));
+    assertThat(e.path("type").asText()).isEqualTo("error");
+    assertThat(e.path("error").path("type").asText()).isEqualTo("request_too_large");
+    for (VllmSimulator p : cluster.pods()) {
+      assertThat(p.requests())
+          .as("a refused request reaches no pod")
+          .noneMatch(r -> r.body().contains("web_search_tool_result"));
+    }
+  }
+
+  @Test
+  void badResponsesRequestsAreRefusedInOpenAisShape() throws Exception {
+    assertOpenAi400("{\"model\":\"m\",\"input\":", "JSON");
+    assertOpenAi400("{\"model\":\"m\",\"input\":42}", "input");
+    assertOpenAi400("{\"model\":\"m\",\"input\":[\"hi\"]}", "input[0]");
+    assertOpenAi400(
+        "{\"model\":\"m\",\"input\":\"hi\",\"max_output_tokens\":1.5}", "max_output_tokens");
+    String tooLarge = declaredOverLimit("/v1/responses");
+    assertThat(tooLarge).startsWith("HTTP/1.1 413");
+    JsonNode e = JSON.readTree(tooLarge.substring(tooLarge.indexOf("\r\n\r\n") + 4));
+    assertThat(e.path("error").path("type").asText()).isEqualTo("invalid_request_error");
+    assertThat(e.path("error").path("code").asInt()).isEqualTo(413);
+  }
+
+  private static void assertAnthropic400(String body, String inMessage) throws Exception {
+    HttpResponse<String> r = TestHttp.postJson(base + "/v1/messages", body);
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
+    JsonNode e = JSON.readTree(r.body());
+    assertThat(e.path("type").asText()).as(r.body()).isEqualTo("error");
+    assertThat(e.path("error").path("type").asText()).isEqualTo("invalid_request_error");
+    assertThat(e.path("error").path("message").asText()).contains(inMessage);
+  }
+
+  private static void assertOpenAi400(String body, String inMessage) throws Exception {
+    HttpResponse<String> r = TestHttp.postJson(base + "/v1/responses", body);
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
+    JsonNode e = JSON.readTree(r.body());
+    assertThat(e.path("error").path("type").asText())
+        .as(r.body())
+        .isEqualTo("invalid_request_error");
+    assertThat(e.path("error").path("message").asText()).contains(inMessage);
+  }
+
+  /** A request declaring a body over the edge's 16 MiB limit, sent raw; the whole answer. */
+  private static String declaredOverLimit(String path) throws Exception {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", gateway.command.running.port())) {
+      s.setSoTimeout(30_000);
+      s.getOutputStream()
+          .write(
+              ("POST "
+                      + path
+                      + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      + "Content-Length: "
+                      + (16 * 1024 * 1024 + 1)
+                      + "\r\n\r\n")
+                  .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+      s.getOutputStream().flush();
+      java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+      byte[] b = new byte[8192];
+      try {
+        for (int n; (n = s.getInputStream().read(b)) > 0; ) {
+          out.write(b, 0, n);
+        }
+      } catch (java.net.SocketException reset) {
+        // the server closed after its answer
+      }
+      return out.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
   }
 
   /** Posts {@code body} until the gateway predicts cached tokens for it; that answer. */

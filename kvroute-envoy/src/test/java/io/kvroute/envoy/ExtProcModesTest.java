@@ -276,7 +276,7 @@ class ExtProcModesTest {
 
   @Test
   void messagesAndResponsesRequestsFollowTheCache() throws Exception {
-    String system = "a long shared system prompt about anthropic messages routing ".repeat(12);
+    String system = "a long shared system prompt about anthropic messages routing ".repeat(24);
     for (String[] api :
         new String[][] {
           {

@@ -19,8 +19,9 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * The starter routes Anthropic Messages and OpenAI Responses requests precisely (relay mode, pods'
  * KV events indexed): a second request sharing a long prefix lands on the pod that cached it, and
- * the pod's own usage agrees with the prediction. Messages errors are in Anthropic's shape; another
- * {@code /v1/} path passes through, load-only.
+ * the pod's own usage agrees with the prediction. Messages errors are in Anthropic's shape and
+ * Responses errors in OpenAI's (bad input: invalid JSON, wrong types, unknown content-block types,
+ * bodies over {@code max-request-size}); another {@code /v1/} path passes through, load-only.
  */
 @GatewayAppTest
 class ApisTest {
@@ -37,6 +38,7 @@ class ApisTest {
     cluster = SimPods.start(b -> b.both(3), LatencyModel.ZERO);
     SimPods.mode(registry, "relay");
     registry.add("kvroute.index.block-size", () -> "16");
+    registry.add("kvroute.max-request-size", () -> "64KB");
     SimPods.register(registry, cluster.pods(), p -> null, true);
   }
 
@@ -86,6 +88,67 @@ class ApisTest {
     String pod = models.headers().firstValue("x-kvroute-decode").orElseThrow();
     assertThat(cluster.pod(pod)).isPresent();
     Http.await("the pass-through decision completes", () -> router.inFlight() == 0);
+  }
+
+  @Test
+  void badMessagesAreRefusedInAnthropicsShape() throws Exception {
+    String m = "{\"model\":\"" + SimPods.MODEL + "\",\"max_tokens\":2,\"messages\":";
+    assertRefused("/v1/messages", m + "[", 400, "invalid_request_error", "JSON");
+    assertRefused(
+        "/v1/messages",
+        m + "[{\"role\":\"user\",\"content\":{\"text\":\"hi\"}}]}",
+        400,
+        "invalid_request_error",
+        "messages[0].content");
+    assertRefused(
+        "/v1/messages",
+        m + "[{\"role\":\"user\",\"content\":[{\"type\":\"document\"}]}]}",
+        400,
+        "invalid_request_error",
+        "\"document\"");
+    assertRefused(
+        "/v1/messages",
+        m + "[{\"role\":\"user\",\"content\":\"" + "x".repeat(100 * 1024) + "\"}]}",
+        413,
+        "request_too_large",
+        "exceeds");
+  }
+
+  @Test
+  void badResponsesRequestsAreRefusedInOpenAisShape() throws Exception {
+    String r = "{\"model\":\"" + SimPods.MODEL + "\",\"input\":";
+    assertRefused("/v1/responses", r + "\"hi\"", 400, "invalid_request_error", "JSON");
+    assertRefused("/v1/responses", r + "true}", 400, "invalid_request_error", "input");
+    assertRefused(
+        "/v1/responses",
+        r + "\"hi\",\"instructions\":{\"a\":1}}",
+        400,
+        "invalid_request_error",
+        "instructions");
+    assertRefused(
+        "/v1/responses",
+        r + "\"" + "x".repeat(100 * 1024) + "\"}",
+        413,
+        "invalid_request_error",
+        "exceeds");
+  }
+
+  /**
+   * Posts {@code body}; the answer has {@code status} and an error of {@code type} in the API's
+   * shape.
+   */
+  private void assertRefused(String path, String body, int status, String type, String inMessage)
+      throws Exception {
+    HttpResponse<String> r = Http.post(port, path, body);
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
+    JsonNode e = JSON.readTree(r.body());
+    if (path.equals("/v1/messages")) {
+      assertThat(e.path("type").asText()).as(r.body()).isEqualTo("error");
+    } else {
+      assertThat(e.path("error").path("code").asInt()).as(r.body()).isEqualTo(status);
+    }
+    assertThat(e.path("error").path("type").asText()).as(r.body()).isEqualTo(type);
+    assertThat(e.path("error").path("message").asText()).contains(inMessage);
   }
 
   private HttpResponse<String> untilCached(String path, String body) throws Exception {
