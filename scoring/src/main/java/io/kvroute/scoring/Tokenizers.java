@@ -104,14 +104,25 @@ public final class Tokenizers {
       this(0, message);
     }
 
+    /** The engine answered about the request (an error object), not about a missing route. */
+    final boolean aboutRequest;
+
     TokenizationException(int status, String message) {
-      super(message, null, false, false);
-      this.status = status;
+      this(status, message, false);
     }
 
-    /** True for 404, 405 and 501: the engine has no such endpoint. */
+    TokenizationException(int status, String message, boolean aboutRequest) {
+      super(message, null, false, false);
+      this.status = status;
+      this.aboutRequest = aboutRequest;
+    }
+
+    /**
+     * True for 404, 405 and 501 without an error object in the body: the engine has no such
+     * endpoint (vLLM's 404 for an unknown model carries an {@code error} object and is not one).
+     */
     boolean unsupported() {
-      return status == 404 || status == 405 || status == 501;
+      return !aboutRequest && (status == 404 || status == 405 || status == 501);
     }
   }
 
@@ -314,10 +325,10 @@ public final class Tokenizers {
                             api.chatPath,
                             nativePath(nat.api()));
                       }
-                      return chat(at, r);
+                      return chat(at, r, true);
                     });
       } else {
-        f = chat(target, r);
+        f = chat(target, r, false); // its cache key was looked up above
       }
       f.whenComplete(
           (t, err) -> {
@@ -328,10 +339,13 @@ public final class Tokenizers {
       return f;
     }
 
-    /** The chat, prompt or template-input call for {@code r}. */
-    private CompletableFuture<int[]> chat(Endpoint target, SchedulingRequest r) {
+    /**
+     * The chat, prompt or template-input call for {@code r}; {@code lookup}: first look its key up
+     * in the cache (a native request falling back to its chat form, whose key differs).
+     */
+    private CompletableFuture<int[]> chat(Endpoint target, SchedulingRequest r, boolean lookup) {
       String key = cacheKey(r);
-      int[] hit = cache.get(key);
+      int[] hit = lookup ? cache.get(key) : null;
       if (hit != null) {
         return CompletableFuture.completedFuture(hit);
       }
@@ -360,7 +374,8 @@ public final class Tokenizers {
                             path
                                 + " answered HTTP "
                                 + status
-                                + (err == null ? errorDetail(bytes) : ""));
+                                + (err == null ? errorDetail(bytes) : ""),
+                            err == null && hasErrorObject(bytes));
                       });
             }
             return resp.readAll(MAX_RESPONSE_BYTES)
@@ -480,6 +495,19 @@ public final class Tokenizers {
     }
 
     /** vLLM's error message ({@code {"error": {"message"}}} or {@code {"message"}}), if any. */
+    /** An OpenAI or Anthropic error body ({@code "error"} an object): an answer about a request. */
+    private static boolean hasErrorObject(byte[] body) {
+      if (body == null || body.length == 0) {
+        return false;
+      }
+      try {
+        JsonNode root = JSON.readTree(body);
+        return root != null && root.path("error").isObject();
+      } catch (java.io.IOException notJson) {
+        return false;
+      }
+    }
+
     private static String errorDetail(byte[] body) {
       if (body == null || body.length == 0) {
         return "";
