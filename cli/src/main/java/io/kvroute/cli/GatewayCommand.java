@@ -27,9 +27,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code kvroute gateway --config FILE}: a small reference gateway serving {@code /v1/completions}
- * and {@code /v1/chat/completions} through {@link KvRouter}, with {@code /metrics}, {@code
- * /healthz} and {@code /readyz}.
+ * {@code kvroute gateway --config FILE}: a small reference gateway serving {@code /v1/completions},
+ * {@code /v1/chat/completions}, {@code /v1/messages} (Anthropic's Messages) and {@code
+ * /v1/responses} through {@link KvRouter}, other {@code GET} and {@code POST} paths under {@code
+ * /v1/} passed through to an endpoint picked by load only, with {@code /metrics}, {@code /healthz}
+ * and {@code /readyz}.
  *
  * <p>The configuration (YAML, or JSON when the file ends in {@code .json}):
  *
@@ -84,7 +86,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     header = "Runs a reference OpenAI gateway routed by KvRouter.",
     description =
-        "Serves /v1/completions and /v1/chat/completions through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
+        "Serves /v1/completions, /v1/chat/completions, /v1/messages and /v1/responses through KvRouter (prefix-cache-aware, optionally prefill/decode disaggregated), passes other /v1/ paths through with load-only routing, with /metrics, /healthz and /readyz. The configuration format is in docs/configuration.md.")
 final class GatewayCommand extends ServingCommand<OpenAiFront> {
 
   private static final Logger log = LoggerFactory.getLogger(GatewayCommand.class);
@@ -140,6 +142,7 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
       KvRouter router = assembly.router();
       OpenAiFront.Builder fb =
           OpenAiFront.builder("gateway", handler(router))
+              .passThrough(passThrough(router, upstream))
               .listen(cfg.listen().host(), port != null ? port : cfg.listen().port())
               .limits(cfg.listen().limits())
               .tls(tls)
@@ -216,6 +219,58 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
                   extra.putAll(r.decision().responseHeaders());
                   return r;
                 });
+  }
+
+  /**
+   * The gateway's pass-through of APIs kvroute does not schedule (other {@code GET} and {@code
+   * POST} paths under {@code /v1/}): {@link KvRouter#decidePassThrough} picks an endpoint by load
+   * only, the request goes there unchanged through {@code upstream} (streamed back), and the
+   * decision is completed when its answer ends.
+   */
+  static OpenAiFront.PassThrough passThrough(KvRouter router, HttpTransport upstream) {
+    return (method, pathAndQuery, body, headers, extra) -> {
+      io.kvroute.router.RouteDecision d = router.decidePassThrough(body, headers, e -> true);
+      extra.putAll(d.responseHeaders());
+      long start = System.nanoTime();
+      HttpTransport.Outbound.Builder ob =
+          "GET".equals(method)
+              ? HttpTransport.Outbound.get(d.decode(), pathAndQuery)
+              : HttpTransport.Outbound.post(d.decode(), pathAndQuery, body);
+      java.util.concurrent.CompletableFuture<io.kvroute.connector.StreamingResponse> f;
+      try {
+        f = upstream.send(ob.headers(headers).streaming(true).build());
+      } catch (RuntimeException e) {
+        d.complete(io.kvroute.router.RouteDecision.Outcome.ENDPOINT_ERROR, Duration.ZERO, null);
+        throw e;
+      }
+      return f.handle(
+          (r, t) -> {
+            if (t != null) {
+              d.complete(
+                  io.kvroute.router.RouteDecision.Outcome.ENDPOINT_ERROR,
+                  Duration.ofNanos(System.nanoTime() - start),
+                  null);
+              throw t instanceof java.util.concurrent.CompletionException c
+                  ? c
+                  : new java.util.concurrent.CompletionException(t);
+            }
+            int status = r.status();
+            return io.kvroute.connector.StreamingResponse.tap(
+                r,
+                chunk -> {},
+                end ->
+                    d.complete(
+                        end instanceof java.util.concurrent.CancellationException
+                            ? io.kvroute.router.RouteDecision.Outcome.CANCELLED
+                            : end != null || status >= 500
+                                ? io.kvroute.router.RouteDecision.Outcome.ENDPOINT_ERROR
+                                : status >= 400
+                                    ? io.kvroute.router.RouteDecision.Outcome.CLIENT_ERROR
+                                    : io.kvroute.router.RouteDecision.Outcome.SUCCESS,
+                        Duration.ofNanos(System.nanoTime() - start),
+                        null));
+          });
+    };
   }
 
   /**

@@ -36,9 +36,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The OpenAI-compatible front of {@code kvroute gateway}, {@code proxy} and the demo, on the Netty
- * {@link EdgeServer}: {@code POST /v1/completions} and {@code /v1/chat/completions} go to a {@link
- * Handler} (the router, or the proxy's orchestrator), whose decode stream is relayed to the client
- * with back-pressure; a client that goes away cancels both upstream legs. {@code /healthz}, {@code
+ * {@link EdgeServer}: {@code POST /v1/completions}, {@code /v1/chat/completions}, {@code
+ * /v1/messages} (Anthropic's Messages) and {@code /v1/responses} go to a {@link Handler} (the
+ * router, or the proxy's orchestrator), whose decode stream is relayed to the client with
+ * back-pressure; a client that goes away cancels both upstream legs. With a {@link PassThrough},
+ * other {@code GET} and {@code POST} paths under {@code /v1/} are forwarded to an endpoint picked
+ * by load only. Errors of a Messages request are in Anthropic's shape. {@code /healthz}, {@code
  * /readyz} and {@code /metrics} are served beside them, and admin routes on the admin listener.
  *
  * <p>Failures are answered by kvroute's one table, {@link FailureAnswer} ({@code
@@ -76,6 +79,45 @@ final class OpenAiFront implements AutoCloseable {
         InferenceRequest request, Map<String, String> extraHeaders);
   }
 
+  /**
+   * Serves a request of an API kvroute does not schedule (any other {@code GET} or {@code POST}
+   * under {@code /v1/}): picks an endpoint by load only and forwards the request unchanged.
+   */
+  @FunctionalInterface
+  interface PassThrough {
+    /**
+     * Starts forwarding. {@code extraHeaders} receives headers to add to the client's answer before
+     * the future completes. May throw a {@link ConnectorException} for a request it cannot take.
+     */
+    CompletableFuture<? extends StreamingResponse> forward(
+        String method,
+        String pathAndQuery,
+        byte[] body,
+        Map<String, List<String>> headers,
+        Map<String, String> extraHeaders);
+  }
+
+  /**
+   * The edge's own error bodies (413, 405, 408, 404...): Anthropic's shape for a request of {@code
+   * /v1/messages}, as every other answer of that API; OpenAI's for any other path.
+   */
+  static final io.kvroute.edge.ErrorRenderer ERRORS =
+      new io.kvroute.edge.ErrorRenderer() {
+        @Override
+        public byte[] render(int status, String type, String param, String message) {
+          return io.kvroute.edge.ErrorRenderer.OPENAI.render(status, type, param, message);
+        }
+
+        @Override
+        public byte[] render(String path, int status, String type, String param, String message) {
+          if (InferenceRequest.Api.fromPath(path).orElse(null) == InferenceRequest.Api.MESSAGES) {
+            return FailureAnswer.anthropicJson(
+                status, FailureAnswer.anthropicType(status), message);
+          }
+          return render(status, type, param, message);
+        }
+      };
+
   private final EdgeServer server;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final ConcurrentMap<String, Counter> errors = new ConcurrentHashMap<>();
@@ -95,7 +137,8 @@ final class OpenAiFront implements AutoCloseable {
             .limits(b.limits)
             .meterRegistry(registry)
             .metricPrefix("kvroute.edge")
-            .threadName("kvroute-" + name);
+            .threadName("kvroute-" + name)
+            .errorRenderer(ERRORS);
     if (b.ioThreads > 0) {
       eb.ioThreads(b.ioThreads);
     }
@@ -103,8 +146,13 @@ final class OpenAiFront implements AutoCloseable {
       eb.tls(b.tls);
     }
     Handler h = b.handler;
-    for (String path : List.of("/v1/completions", "/v1/chat/completions")) {
-      eb.route("POST", path, ex -> serve(ex, h));
+    for (InferenceRequest.Api api : InferenceRequest.Api.values()) {
+      eb.route("POST", api.path(), ex -> serve(ex, h));
+    }
+    if (b.passThrough != null) {
+      PassThrough pt = b.passThrough;
+      eb.route("GET", "/v1/*", ex -> passThrough(ex, pt));
+      eb.route("POST", "/v1/*", ex -> passThrough(ex, pt));
     }
     eb.route("GET", "/healthz", ex -> ex.respond(200, "text/plain", OK));
     eb.route("GET", "/health", ex -> ex.respond(200, "text/plain", OK));
@@ -176,9 +224,32 @@ final class OpenAiFront implements AutoCloseable {
     try {
       f = handler.handle(request, extra);
     } catch (RuntimeException e) {
-      fail(ex, e);
+      fail(ex, e, api.get());
       return;
     }
+    answer(ex, f, extra, api.get());
+  }
+
+  /** A request of another API under {@code /v1/}: load-only routing, forwarded unchanged. */
+  private void passThrough(Exchange ex, PassThrough pt) {
+    String q = ex.query();
+    String pathAndQuery = q == null || q.isEmpty() ? ex.path() : ex.path() + "?" + q;
+    Map<String, String> extra = new ConcurrentHashMap<>();
+    CompletableFuture<? extends StreamingResponse> f;
+    try {
+      f = pt.forward(ex.method(), pathAndQuery, ex.body(), ex.headers(), extra);
+    } catch (RuntimeException e) {
+      fail(ex, e, null);
+      return;
+    }
+    answer(ex, f, extra, null);
+  }
+
+  private void answer(
+      Exchange ex,
+      CompletableFuture<? extends StreamingResponse> f,
+      Map<String, String> extra,
+      InferenceRequest.Api api) {
     inFlight.incrementAndGet();
     ex.onClientGone(() -> f.cancel(true));
     f.whenComplete(
@@ -186,7 +257,7 @@ final class OpenAiFront implements AutoCloseable {
           if (t != null) {
             inFlight.decrementAndGet();
             if (!ex.answered()) {
-              fail(ex, t);
+              fail(ex, t, api);
             }
             return;
           }
@@ -195,11 +266,15 @@ final class OpenAiFront implements AutoCloseable {
             inFlight.decrementAndGet();
             return;
           }
-          relay(ex, response, extra);
+          relay(ex, response, extra, api);
         });
   }
 
-  private void relay(Exchange ex, StreamingResponse response, Map<String, String> extra) {
+  private void relay(
+      Exchange ex,
+      StreamingResponse response,
+      Map<String, String> extra,
+      InferenceRequest.Api api) {
     String contentType = response.contentType().orElse("application/json");
     boolean sse = contentType.startsWith("text/event-stream");
     Response.Builder rb = Response.status(response.status()).contentType(contentType);
@@ -231,7 +306,7 @@ final class OpenAiFront implements AutoCloseable {
             t -> {
               count(502, "upstream_error");
               log.debug("decode stream failed after its first byte", t);
-              return sse ? FailureAnswer.sseEvent(t) : null;
+              return sse ? FailureAnswer.sseEvent(t, api) : null;
             });
     try {
       ex.respond(rb.build());
@@ -241,8 +316,8 @@ final class OpenAiFront implements AutoCloseable {
     }
   }
 
-  private void fail(Exchange ex, Throwable t) {
-    Optional<FailureAnswer> answer = FailureAnswer.of(t);
+  private void fail(Exchange ex, Throwable t, InferenceRequest.Api api) {
+    Optional<FailureAnswer> answer = FailureAnswer.of(t, api);
     if (answer.isEmpty()) {
       return; // the client is gone
     }
@@ -339,6 +414,7 @@ final class OpenAiFront implements AutoCloseable {
     private AdminConfig admin;
     private MeterRegistry registry = new SimpleMeterRegistry();
     private int ioThreads;
+    private PassThrough passThrough;
     private final List<Route> routes = new java.util.ArrayList<>();
     private final List<Route> adminRoutes = new java.util.ArrayList<>();
 
@@ -375,6 +451,12 @@ final class OpenAiFront implements AutoCloseable {
 
     Builder ioThreads(int n) {
       this.ioThreads = n;
+      return this;
+    }
+
+    /** Serves other {@code GET} and {@code POST} paths under {@code /v1/} with {@code pt}. */
+    Builder passThrough(PassThrough pt) {
+      this.passThrough = pt;
       return this;
     }
 

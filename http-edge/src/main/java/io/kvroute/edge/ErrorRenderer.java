@@ -40,6 +40,24 @@ public interface ErrorRenderer {
    */
   byte[] render(int status, String type, String param, String message);
 
+  /**
+   * The JSON body of one error answer to a request for {@code path}: by default {@link #render(int,
+   * String, String, String)}, whatever the path. A server whose routes speak several APIs overrides
+   * it to answer each in its own error shape (the gateway answers {@code /v1/messages} in
+   * Anthropic's), refusals of the edge itself (413, 405, 408...) included.
+   *
+   * @param path the request's path without its query, or {@code null} when the request line was not
+   *     read (a request refused before it, e.g. headers too large)
+   * @param status the HTTP status
+   * @param type the error type, e.g. {@code invalid_request_error}
+   * @param param the request part the error is about, or {@code null}
+   * @param message what went wrong, for a person
+   * @return UTF-8 JSON
+   */
+  default byte[] render(String path, int status, String type, String param, String message) {
+    return render(status, type, param, message);
+  }
+
   /** JSON string quoting. */
   final class Json {
     private Json() {}

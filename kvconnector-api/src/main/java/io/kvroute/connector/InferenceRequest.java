@@ -55,12 +55,23 @@ public final class InferenceRequest {
   /** A parser and what it made of the body. */
   private record Parsed(BodyParser<?> parser, Object value) {}
 
-  /** The OpenAI API a request targets. */
+  /**
+   * The inference API a request targets: the OpenAI APIs vLLM serves, and Anthropic's Messages API
+   * (which vLLM serves too). kvroute routes these precisely; any other path is passed through by
+   * the fronts with load-only routing.
+   */
   public enum Api {
     /** {@code POST /v1/completions}. */
     COMPLETIONS("/v1/completions"),
     /** {@code POST /v1/chat/completions}. */
-    CHAT_COMPLETIONS("/v1/chat/completions");
+    CHAT_COMPLETIONS("/v1/chat/completions"),
+    /**
+     * {@code POST /v1/messages}: Anthropic's Messages API. Its errors are answered in Anthropic's
+     * shape ({@code {"type":"error","error":{"type","message"}}}).
+     */
+    MESSAGES("/v1/messages"),
+    /** {@code POST /v1/responses}: OpenAI's Responses API. */
+    RESPONSES("/v1/responses");
 
     private final String path;
 

@@ -108,6 +108,22 @@ class ExtProcModesTest {
   }
 
   static CompletableFuture<int[]> tokenize(SchedulingRequest r) {
+    if (r.chatTemplateInputs().isPresent()) {
+      // a Messages or Responses request's chat form, rendered with the pods' own template
+      try {
+        com.fasterxml.jackson.databind.JsonNode in =
+            new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(r.chatTemplateInputs().get());
+        return CompletableFuture.completedFuture(
+            SimTokenizer.get()
+                .encode(
+                    SimTokenizer.get()
+                        .applyChatTemplate(
+                            in.get("messages"), in.path("add_generation_prompt").asBoolean(true))));
+      } catch (java.io.IOException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
     return CompletableFuture.completedFuture(SimTokenizer.get().encode(r.prompt().orElse("")));
   }
 
@@ -255,6 +271,63 @@ class ExtProcModesTest {
     assertThat(x.requestAnswers.stream().filter(a -> a.hasRequestBody()).count())
         .as("several streamed chunks")
         .isGreaterThan(3);
+    await(() -> router.inFlight() == 0, "completion");
+  }
+
+  @Test
+  void messagesAndResponsesRequestsFollowTheCache() throws Exception {
+    String system = "a long shared system prompt about anthropic messages routing ".repeat(24);
+    for (String[] api :
+        new String[][] {
+          {
+            "/v1/messages",
+            "{\"model\":\""
+                + MODEL
+                + "\",\"max_tokens\":2,\"system\":\""
+                + system
+                + "\","
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"QUESTION\"}]}"
+          },
+          {
+            "/v1/responses",
+            "{\"model\":\""
+                + MODEL
+                + "\",\"max_output_tokens\":2,\"instructions\":\"R"
+                + system
+                + "\",\"input\":\"QUESTION\"}"
+          }
+        }) {
+      Exchange first =
+          envoy.post(
+              api[0],
+              api[1].replace("QUESTION", "first"),
+              Map.of(),
+              Mode.of(BodyMode.FULL_DUPLEX_STREAMED),
+              null);
+      assertThat(first.immediate).as(api[0]).isNull();
+      String pod = first.target;
+      Exchange second = null;
+      long predicted = 0;
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (predicted == 0) {
+        assertThat(System.nanoTime()).as("no hit predicted for " + api[0]).isLessThan(deadline);
+        second =
+            envoy.post(
+                api[0],
+                api[1].replace("QUESTION", "second"),
+                Map.of(),
+                Mode.of(BodyMode.FULL_DUPLEX_STREAMED),
+                null);
+        predicted =
+            Long.parseLong(
+                EnvoyReplay.dynamic(
+                    second.routingAnswer,
+                    EndpointPicker.KVROUTE_NAMESPACE,
+                    "predicted_cached_tokens"));
+      }
+      assertThat(second.destinations.get(0)).as("the cached pod comes first").isEqualTo(pod);
+      assertThat(predicted).isGreaterThanOrEqualTo(16 * 10);
+    }
     await(() -> router.inFlight() == 0, "completion");
   }
 

@@ -34,6 +34,11 @@ final class ObservedStream extends ReadAhead<StreamingResponse> {
 
   private int tailLength;
 
+  /** Whether the stream's first bytes are an {@code event:} line (Messages, Responses). */
+  private boolean namedEvents;
+
+  private boolean sawFirst;
+
   private static final int TAIL = 32;
   private static final byte[] DONE = "[DONE]".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
@@ -71,6 +76,10 @@ final class ObservedStream extends ReadAhead<StreamingResponse> {
   private void remember(ByteBuffer item) {
     int n = item.remaining();
     int from = item.position();
+    if (!sawFirst && n > 0) {
+      sawFirst = true;
+      namedEvents = n >= 6 && item.get(from) == 'e' && item.get(from + 5) == ':';
+    }
     if (n >= TAIL) {
       for (int i = 0; i < TAIL; i++) {
         tail[i] = item.get(from + n - TAIL + i);
@@ -84,6 +93,31 @@ final class ObservedStream extends ReadAhead<StreamingResponse> {
       tail[keep + i] = item.get(from + i);
     }
     tailLength = keep + n;
+  }
+
+  /**
+   * Whether the body so far ends as a complete SSE stream: OpenAI's {@code data: [DONE]}; for the
+   * streams of named events that end without one (Anthropic's Messages, ending with {@code
+   * message_stop}; the Responses API, with {@code response.completed}), a last event that is whole:
+   * a JSON object and the blank line after it. A named stream cut between two events passes this
+   * weaker check; one cut inside an event does not.
+   */
+  private boolean endedComplete() {
+    if (endedWithDone()) {
+      return true;
+    }
+    if (!namedEvents) {
+      return false;
+    }
+    int end = tailLength;
+    if (end < 3 || tail[end - 1] != '\n' || tail[end - 2] != '\n') {
+      return false;
+    }
+    end -= 2;
+    while (end > 0 && (tail[end - 1] == '\r' || tail[end - 1] == ' ')) {
+      end--;
+    }
+    return end > 0 && tail[end - 1] == '}';
   }
 
   /** Whether the body so far ends with an SSE {@code data: [DONE]} event. */
@@ -119,7 +153,7 @@ final class ObservedStream extends ReadAhead<StreamingResponse> {
    */
   @Override
   protected void ended() {
-    if (sse && !endedWithDone()) {
+    if (sse && !endedComplete()) {
       relay()
           .onError(
               UpstreamException.protocol(

@@ -3,6 +3,7 @@ package io.kvroute.router;
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.ConnectorException;
+import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.UpstreamException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -20,7 +21,9 @@ import java.util.concurrent.ExecutionException;
  * documented in {@code docs/http-edge.md}. {@link #of} maps a failure to the status, the
  * OpenAI-style JSON body ({@code {"error":{"message","type","param","code"}}}), the {@code
  * Retry-After} header; {@link #sseEvent} gives the event that ends an SSE stream which fails after
- * its first byte.
+ * its first byte. For a request of Anthropic's Messages API ({@link #of(Throwable,
+ * InferenceRequest.Api)}, {@link #sseEvent(Throwable, InferenceRequest.Api)}) the same answer has
+ * Anthropic's error shape.
  *
  * <table>
  *   <caption>The table</caption>
@@ -117,6 +120,76 @@ public final class FailureAnswer {
     return Optional.of(answer(cause, message(cause)));
   }
 
+  /**
+   * {@link #of(Throwable)} for a request of {@code api} (null for a request of no known API): the
+   * same status, type and {@code Retry-After}, with the body in the API's error shape. Anthropic's
+   * Messages API gets Anthropic's, {@code {"type":"error","error":{"type":...,"message":...}}}, its
+   * {@code error.type} named after the status ({@link #anthropicType}); an engine's own 4xx body is
+   * relayed when it already has that shape, else its message is rewrapped. The OpenAI APIs
+   * (Responses included) get OpenAI's.
+   */
+  public static Optional<FailureAnswer> of(Throwable failure, InferenceRequest.Api api) {
+    Optional<FailureAnswer> a = of(failure);
+    if (api != InferenceRequest.Api.MESSAGES || a.isEmpty()) {
+      return a;
+    }
+    FailureAnswer o = a.get();
+    byte[] body = null;
+    if (o.relayed) {
+      String engine = new String(o.body, StandardCharsets.UTF_8);
+      body = isAnthropicError(engine) ? o.body : null;
+    }
+    if (body == null) {
+      body = anthropicJson(o.status, anthropicType(o.status), o.message);
+    }
+    return Optional.of(new FailureAnswer(o.status, o.type, o.message, o.retryAfter, body));
+  }
+
+  /**
+   * Anthropic's {@code error.type} for an HTTP status: {@code invalid_request_error} (400 and other
+   * 4xx), {@code authentication_error} (401), {@code permission_error} (403), {@code
+   * not_found_error} (404), {@code request_too_large} (413), {@code rate_limit_error} (429), {@code
+   * timeout_error} (504), {@code overloaded_error} (503, 529), {@code api_error} (other 5xx).
+   */
+  public static String anthropicType(int status) {
+    switch (status) {
+      case 401:
+        return "authentication_error";
+      case 403:
+        return "permission_error";
+      case 404:
+        return "not_found_error";
+      case 413:
+        return "request_too_large";
+      case 429:
+        return "rate_limit_error";
+      case 503:
+      case 529:
+        return "overloaded_error";
+      case 504:
+        return "timeout_error";
+      default:
+        return status < 500 ? "invalid_request_error" : "api_error";
+    }
+  }
+
+  /** Anthropic's error body: {@code {"type":"error","error":{"type":...,"message":...}}}. */
+  public static byte[] anthropicJson(int status, String type, String message) {
+    JsonStringEncoder enc = JsonStringEncoder.getInstance();
+    StringBuilder b = new StringBuilder(64 + message.length());
+    b.append("{\"type\":\"error\",\"error\":{\"type\":\"")
+        .append(enc.quoteAsString(type))
+        .append("\",\"message\":\"")
+        .append(enc.quoteAsString(message))
+        .append("\"}}");
+    return b.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static boolean isAnthropicError(String body) {
+    String t = body.replaceAll("\\s+", "");
+    return t.startsWith("{") && t.contains("\"type\":\"error\"") && t.contains("\"error\":{");
+  }
+
   private static FailureAnswer answer(Throwable cause, String message) {
     if (cause instanceof AllAttemptsFailedException all && !all.attempts().isEmpty()) {
       // Answered as its last attempt failed, with every attempt in the message.
@@ -181,6 +254,33 @@ public final class FailureAnswer {
     String m = "upstream stream failed: " + message(unwrap(failure));
     return ("data: " + new String(json(502, UPSTREAM_ERROR, m), StandardCharsets.UTF_8) + "\n\n")
         .getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * {@link #sseEvent(Throwable)} in the event format of {@code api}'s stream: for Anthropic's
+   * Messages its {@code event: error} with {@code
+   * {"type":"error","error":{"type":"api_error",...}}}; for the Responses API its {@code event:
+   * error} with {@code {"type":"error","code": "upstream_error","message":...,"param":null}};
+   * OpenAI's chat and completions as {@link #sseEvent(Throwable)}.
+   */
+  public static byte[] sseEvent(Throwable failure, InferenceRequest.Api api) {
+    if (api != InferenceRequest.Api.MESSAGES && api != InferenceRequest.Api.RESPONSES) {
+      return sseEvent(failure);
+    }
+    String m = "upstream stream failed: " + message(unwrap(failure));
+    String data;
+    if (api == InferenceRequest.Api.MESSAGES) {
+      data = new String(anthropicJson(502, "api_error", m), StandardCharsets.UTF_8);
+    } else {
+      JsonStringEncoder enc = JsonStringEncoder.getInstance();
+      data =
+          "{\"type\":\"error\",\"code\":\""
+              + UPSTREAM_ERROR
+              + "\",\"message\":\""
+              + new String(enc.quoteAsString(m))
+              + "\",\"param\":null}";
+    }
+    return ("event: error\ndata: " + data + "\n\n").getBytes(StandardCharsets.UTF_8);
   }
 
   /**

@@ -266,6 +266,47 @@ public final class KvRouter implements AutoCloseable {
             });
   }
 
+  /**
+   * The model an unknown API's request routes under when its body names none: its decision counts
+   * under this name, and every endpoint is a candidate whatever model it serves.
+   */
+  public static final String PASS_THROUGH_MODEL = "(pass-through)";
+
+  /**
+   * Decides where a request of an API kvroute does not schedule goes (a path it does not parse,
+   * such as {@code /v1/embeddings}, or {@code GET /v1/models}): load-only routing, by the
+   * scheduler's filters and scorers without a prompt (no prefix-cache score), never disaggregated.
+   * The candidates are the endpoints serving the model the JSON body names ({@code "model"}), or
+   * every endpoint when it names none; among those {@code candidateFilter} accepts. In-memory only:
+   * safe on an event loop. The request counts as in flight until {@link RouteDecision#complete}.
+   *
+   * @param body the request body (may be empty; it is read only for its {@code model})
+   * @param headers the client's headers (session affinity reads them)
+   * @throws ConnectorException.NoAvailableEndpointException when no endpoint can take it
+   */
+  public RouteDecision decidePassThrough(
+      byte[] body, Map<String, List<String>> headers, Predicate<Endpoint> candidateFilter) {
+    Objects.requireNonNull(candidateFilter, "candidateFilter");
+    checkOpen();
+    String model = OpenAiRequests.modelOf(body);
+    List<Endpoint> candidates =
+        model == null
+            ? endpoints.all().stream().filter(candidateFilter).toList()
+            : endpoints.candidates(model, candidateFilter);
+    SchedulingRequest sr =
+        SchedulingRequest.builder()
+            .model(model == null ? PASS_THROUGH_MODEL : model)
+            .headers(headers == null ? Map.of() : headers)
+            .candidates(candidates)
+            .disaggregation(false)
+            .build();
+    long start = nanoClock.getAsLong();
+    Decision d = scheduler.pick(sr);
+    RouteDecision rd = accept(sr, d, nanoClock.getAsLong() - start);
+    scheduler.onRouted(d);
+    return rd;
+  }
+
   CompletableFuture<RouteDecision> decideInternal(
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     SchedulingRequest sr;

@@ -1,6 +1,7 @@
 package io.kvroute.router;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorException.InvalidRequestException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
@@ -10,8 +11,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Reads what the scheduler needs from an OpenAI request body (model, prompt or messages, token ids,
- * cache salt). The body is the request's one parse ({@link OpenAiJson#clientBody}), which the
+ * Reads what the scheduler needs from a request body (model, prompt or messages, token ids, cache
+ * salt): OpenAI's completions and chat, and Anthropic's Messages and OpenAI's Responses ({@link
+ * ApiBodies}). The body is the request's one parse ({@link OpenAiJson#clientBody}), which the
  * connector running the request reads again without parsing; bodies that are not one JSON object,
  * repeat a key or carry trailing data are rejected with {@link InvalidRequestException}.
  *
@@ -34,11 +36,17 @@ final class OpenAiRequests {
     }
     SchedulingRequest.Builder b =
         SchedulingRequest.builder().model(model.asText()).headers(request.headers());
-    if (request.api() == InferenceRequest.Api.CHAT_COMPLETIONS) {
-      b.messages(messages(body.get("messages")));
-      b.chatTemplateInputs(chatTemplateInputs(body));
-    } else {
-      prompt(body.get("prompt"), b);
+    switch (request.api()) {
+      case CHAT_COMPLETIONS:
+        b.messages(messages(body.get("messages")));
+        b.chatTemplateInputs(chatTemplateInputs(body));
+        break;
+      case MESSAGES:
+      case RESPONSES:
+        apiBody(request.api(), body, b);
+        break;
+      default:
+        prompt(body.get("prompt"), b);
     }
     JsonNode salt = body.get("cache_salt");
     if (salt != null && salt.isTextual()) {
@@ -49,6 +57,54 @@ final class OpenAiRequests {
       return b.build();
     } catch (IllegalArgumentException e) {
       throw new InvalidRequestException(e.getMessage());
+    }
+  }
+
+  /**
+   * A Messages or Responses body: its chat form (kvroute's mirror of vLLM's conversion) for the
+   * tokenizers that render chat templates, its render copy for vLLM's render endpoint of the API,
+   * and its text for the approximate index. A Responses request that continues a stored response or
+   * conversation has no known prompt: it is scheduled without one (load and affinity only) and
+   * never disaggregated (a prefill pod has not stored that state).
+   */
+  private static void apiBody(
+      InferenceRequest.Api api, JsonNode body, SchedulingRequest.Builder b) {
+    ObjectNode o = (ObjectNode) body;
+    ApiBodies.Converted c =
+        api == InferenceRequest.Api.MESSAGES ? ApiBodies.messages(o) : ApiBodies.responses(o);
+    if (c.stateful()) {
+      b.disaggregation(false);
+      return;
+    }
+    b.messages(c.textView());
+    if (c.chatInputs() != null) {
+      b.chatTemplateInputs(c.chatInputs().toString());
+    }
+    if (c.renderJson() != null) {
+      b.nativeRequest(new SchedulingRequest.NativeRequest(api, c.renderJson()));
+    }
+  }
+
+  /**
+   * The {@code "model"} a body of any API names, when it is a JSON object (of at most 1 MiB) with a
+   * non-blank string {@code model}; else null.
+   */
+  static String modelOf(byte[] body) {
+    if (body == null || body.length == 0 || body.length > (1 << 20)) {
+      return null;
+    }
+    int i = 0;
+    while (i < body.length && Character.isWhitespace(body[i])) {
+      i++;
+    }
+    if (i == body.length || body[i] != '{') {
+      return null;
+    }
+    try {
+      JsonNode m = OpenAiJson.readTree(body).get("model");
+      return m != null && m.isTextual() && !m.asText().isBlank() ? m.asText() : null;
+    } catch (java.io.IOException | RuntimeException notJson) {
+      return null;
     }
   }
 

@@ -103,6 +103,7 @@ final class RouteRunner {
                         new RoutedResponse(
                             resp,
                             rd,
+                            upstream.api(),
                             (failure, decodeUsage) -> {
                               if (failure == null) {
                                 reportUsage(rd, rl, prefill, Optional.ofNullable(decodeUsage));

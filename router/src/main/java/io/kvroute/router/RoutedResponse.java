@@ -29,8 +29,17 @@ public final class RoutedResponse implements StreamingResponse {
       StreamingResponse delegate,
       RouteDecision decision,
       BiConsumer<Throwable, EngineUsage> onEnd) {
+    this(delegate, decision, io.kvroute.connector.InferenceRequest.Api.CHAT_COMPLETIONS, onEnd);
+  }
+
+  /** As above, for a response of {@code api} (whose usage block it reads). */
+  RoutedResponse(
+      StreamingResponse delegate,
+      RouteDecision decision,
+      io.kvroute.connector.InferenceRequest.Api api,
+      BiConsumer<Throwable, EngineUsage> onEnd) {
     this.decision = decision;
-    UsageScanner scanner = new UsageScanner();
+    UsageScanner scanner = new UsageScanner(api);
     this.body =
         StreamingResponse.tap(
             delegate,

@@ -1,14 +1,15 @@
 package io.kvroute.router;
 
+import io.kvroute.connector.InferenceRequest;
 import java.nio.ByteBuffer;
 
 /**
  * Finds an OpenAI usage block's {@code "prompt_tokens"} and {@code "cached_tokens"} (vLLM's {@code
- * usage.prompt_tokens_details.cached_tokens}) in a response body as it streams by, without
- * buffering it: a few ints of state, one pass over each chunk, chunk boundaries anywhere. The last
- * value seen wins (an SSE stream carries its usage in its last data event; with {@code
- * continuous_usage_stats} every event carries one). Keys inside JSON strings are escaped ({@code
- * \"}) and so never match.
+ * usage.prompt_tokens_details.cached_tokens}), or the Responses or Messages API's (see {@link
+ * #UsageScanner(InferenceRequest.Api)}), in a response body as it streams by, without buffering it:
+ * a few ints of state, one pass over each chunk, chunk boundaries anywhere. The last value seen
+ * wins (an SSE stream carries its usage in its last data event; with {@code continuous_usage_stats}
+ * every event carries one). Keys inside JSON strings are escaped ({@code \"}) and so never match.
  *
  * <p>A stream can also be fed through {@link #keep} and scanned once at its end by {@link #finish}:
  * only its last {@value #TAIL} bytes are kept and scanned. An OpenAI usage block ends a response
@@ -22,25 +23,59 @@ final class UsageScanner {
   /** Bytes kept by {@link #keep}: a usage block and what may follow it, with room to spare. */
   static final int TAIL = 2048;
 
-  private static final byte[][] KEYS = {
-    "\"prompt_tokens\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII),
-    "\"cached_tokens\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
-  };
+  private static final byte[][] OPENAI = keys("prompt_tokens", "cached_tokens");
+  private static final byte[][] RESPONSES = keys("input_tokens", "cached_tokens");
+  private static final byte[][] MESSAGES =
+      keys("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens");
   private static final int PROMPT = 0;
   private static final int CACHED = 1;
+  private static final int CREATED = 2;
   private static final int SCANNING = 0;
   private static final int BEFORE_COLON = 1;
   private static final int BEFORE_VALUE = 2;
   private static final int IN_VALUE = 3;
 
-  private final int[] matched = new int[KEYS.length];
-  private final long[] values = {-1, -1};
+  private final byte[][] keys;
+  private final boolean anthropic;
+  private final int[] matched;
+  private final long[] values = {-1, -1, -1};
   private int phase = SCANNING;
   private int key;
   private long number;
   private int digits;
   private byte[] tail;
   private int tailLen;
+
+  /** A scanner of OpenAI usage blocks ({@code /v1/completions}, {@code /v1/chat/completions}). */
+  UsageScanner() {
+    this(InferenceRequest.Api.CHAT_COMPLETIONS);
+  }
+
+  /**
+   * A scanner of {@code api}'s usage blocks: OpenAI's {@code prompt_tokens} and {@code
+   * cached_tokens}; the Responses API's {@code input_tokens} and {@code
+   * input_tokens_details.cached_tokens}; Anthropic's {@code input_tokens}, {@code
+   * cache_read_input_tokens} and {@code cache_creation_input_tokens} (the prompt is their sum: vLLM
+   * writes {@code input_tokens} without the cached part, as Anthropic defines it).
+   */
+  UsageScanner(InferenceRequest.Api api) {
+    this.keys =
+        switch (api) {
+          case RESPONSES -> RESPONSES;
+          case MESSAGES -> MESSAGES;
+          default -> OPENAI;
+        };
+    this.anthropic = api == InferenceRequest.Api.MESSAGES;
+    this.matched = new int[keys.length];
+  }
+
+  private static byte[][] keys(String... names) {
+    byte[][] out = new byte[names.length][];
+    for (int i = 0; i < names.length; i++) {
+      out[i] = ('"' + names[i] + '"').getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
+    return out;
+  }
 
   /** Scans {@code chunk}'s remaining bytes without moving its position. */
   void scan(ByteBuffer chunk) {
@@ -124,7 +159,15 @@ final class UsageScanner {
 
   /** Scanning with no partial match: only a quote can change the state. */
   private boolean idle() {
-    return phase == SCANNING && matched[PROMPT] == 0 && matched[CACHED] == 0;
+    if (phase != SCANNING) {
+      return false;
+    }
+    for (int m : matched) {
+      if (m != 0) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private void accept(byte b) {
@@ -161,14 +204,13 @@ final class UsageScanner {
 
   private void restart(byte b) {
     phase = SCANNING;
-    matched[PROMPT] = 0;
-    matched[CACHED] = 0;
+    java.util.Arrays.fill(matched, 0);
     match(b);
   }
 
   private void match(byte b) {
-    for (int k = 0; k < KEYS.length; k++) {
-      byte[] kb = KEYS[k];
+    for (int k = 0; k < keys.length; k++) {
+      byte[] kb = keys[k];
       int m = matched[k];
       if (kb[m] == b) {
         m++;
@@ -178,8 +220,7 @@ final class UsageScanner {
       if (m == kb.length) {
         key = k;
         phase = BEFORE_COLON;
-        matched[PROMPT] = 0;
-        matched[CACHED] = 0;
+        java.util.Arrays.fill(matched, 0);
         return;
       }
       matched[k] = m;
@@ -190,9 +231,16 @@ final class UsageScanner {
     return b == ' ' || b == '\t' || b == '\r' || b == '\n';
   }
 
-  /** The last {@code prompt_tokens} value seen, or -1. */
+  /**
+   * The prompt's length: the last {@code prompt_tokens} (Responses: {@code input_tokens}) value
+   * seen; for Anthropic's Messages the sum of the last input, cache-read and cache-creation values;
+   * -1 when none was seen.
+   */
   long promptTokens() {
-    return values[PROMPT];
+    if (!anthropic || values[PROMPT] < 0) {
+      return values[PROMPT];
+    }
+    return values[PROMPT] + Math.max(values[CACHED], 0) + Math.max(values[CREATED], 0);
   }
 
   /** The last {@code cached_tokens} value seen, or -1. */
@@ -202,8 +250,9 @@ final class UsageScanner {
 
   /** What was found, or null when neither value was. */
   io.kvroute.connector.EngineUsage usage() {
-    return values[PROMPT] < 0 && values[CACHED] < 0
+    long prompt = promptTokens();
+    return prompt < 0 && values[CACHED] < 0
         ? null
-        : new io.kvroute.connector.EngineUsage(values[PROMPT], values[CACHED]);
+        : new io.kvroute.connector.EngineUsage(prompt, values[CACHED]);
   }
 }

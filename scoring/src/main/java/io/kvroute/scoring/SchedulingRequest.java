@@ -1,6 +1,7 @@
 package io.kvroute.scoring;
 
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.InferenceRequest;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -35,6 +36,27 @@ public final class SchedulingRequest {
     }
   }
 
+  /**
+   * A request of an API whose body is not a chat or completion (Anthropic's Messages, OpenAI's
+   * Responses) in the form vLLM renders natively: {@code POST /v1/messages/render} and {@code POST
+   * /v1/responses/render} take it and answer the token ids the engine will compute, whatever the
+   * engine's conversion of it to a chat does. Tokenizers that render a chat template locally, or
+   * call {@code /tokenize}, use {@link SchedulingRequest#chatTemplateInputs()} instead (kvroute's
+   * mirror of that conversion), and cannot tokenize the request when it is absent.
+   *
+   * @param api the API, {@link InferenceRequest.Api#MESSAGES} or {@link
+   *     InferenceRequest.Api#RESPONSES}
+   * @param json the body to render: the client's body without the fields that never change the
+   *     prompt (sampling, streaming, transfer fields), with a one-token output budget
+   */
+  public record NativeRequest(InferenceRequest.Api api, String json) {
+    /** Validates that both fields are present. */
+    public NativeRequest {
+      Objects.requireNonNull(api, "api");
+      Objects.requireNonNull(json, "json");
+    }
+  }
+
   private final String model;
   private final String prompt;
   private final List<ChatMessage> messages;
@@ -46,6 +68,7 @@ public final class SchedulingRequest {
   private final String profile;
   private final Boolean disaggregation;
   private final String chatTemplateInputs;
+  private final NativeRequest nativeRequest;
 
   private SchedulingRequest(Builder b, int[] tokens) {
     this.model = b.model;
@@ -61,6 +84,7 @@ public final class SchedulingRequest {
     this.profile = b.profile;
     this.disaggregation = b.disaggregation;
     this.chatTemplateInputs = b.chatTemplateInputs;
+    this.nativeRequest = b.nativeRequest;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -82,6 +106,7 @@ public final class SchedulingRequest {
     b.profile = profile;
     b.disaggregation = disaggregation;
     b.chatTemplateInputs = chatTemplateInputs;
+    b.nativeRequest = nativeRequest;
     return b;
   }
 
@@ -181,6 +206,16 @@ public final class SchedulingRequest {
     return Optional.ofNullable(chatTemplateInputs);
   }
 
+  /**
+   * The request in its own API's form, for vLLM's render endpoint of that API ({@link
+   * NativeRequest}); empty for chats and completions. When present, {@link #messages()} is only a
+   * text view of the conversation (for the approximate index): tokenizers render {@link
+   * #chatTemplateInputs()} or this, never the bare messages.
+   */
+  public Optional<NativeRequest> nativeRequest() {
+    return Optional.ofNullable(nativeRequest);
+  }
+
   @Override
   public String toString() {
     // Never print prompt text (it may be sensitive); sizes only.
@@ -211,8 +246,18 @@ public final class SchedulingRequest {
     private String profile;
     private Boolean disaggregation;
     private String chatTemplateInputs;
+    private NativeRequest nativeRequest;
 
     private Builder() {}
+
+    /**
+     * The request in its own API's form (see {@link SchedulingRequest#nativeRequest()}); {@code
+     * null} clears it.
+     */
+    public Builder nativeRequest(NativeRequest nativeRequest) {
+      this.nativeRequest = nativeRequest;
+      return this;
+    }
 
     /**
      * The chat request's template inputs as a JSON object (see {@link

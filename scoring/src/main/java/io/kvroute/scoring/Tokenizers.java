@@ -8,6 +8,7 @@ import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.HttpTransports;
+import io.kvroute.connector.InferenceRequest;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -25,6 +26,8 @@ import java.util.concurrent.atomic.LongAdder;
  * vllm launch render} serves without a GPU.
  */
 public final class Tokenizers {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Tokenizers.class);
+
   private Tokenizers() {}
 
   /**
@@ -93,9 +96,33 @@ public final class Tokenizers {
   public static final class TokenizationException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The engine's HTTP status, or 0 when the failure was not a non-200 answer. */
+    final int status;
+
     /** An exception with a message. */
     public TokenizationException(String message) {
+      this(0, message);
+    }
+
+    /** The engine answered about the request (an error object), not about a missing route. */
+    final boolean aboutRequest;
+
+    TokenizationException(int status, String message) {
+      this(status, message, false);
+    }
+
+    TokenizationException(int status, String message, boolean aboutRequest) {
       super(message, null, false, false);
+      this.status = status;
+      this.aboutRequest = aboutRequest;
+    }
+
+    /**
+     * True for 404, 405 and 501 without an error object in the body: the engine has no such
+     * endpoint (vLLM's 404 for an unknown model carries an {@code error} object and is not one).
+     */
+    boolean unsupported() {
+      return !aboutRequest && (status == 404 || status == 405 || status == 501);
     }
   }
 
@@ -216,6 +243,13 @@ public final class Tokenizers {
     private final AtomicInteger rotation = new AtomicInteger();
     private final LongAdder failures = new LongAdder();
 
+    /**
+     * By {@link InferenceRequest.Api#ordinal()}: the engine answered that it has no render endpoint
+     * for the API (vLLM before 0.29), so its requests are rendered in their chat form. Racy on
+     * purpose: a second request may probe again.
+     */
+    private final boolean[] nativeUnsupported = new boolean[InferenceRequest.Api.values().length];
+
     private VllmTokenizer(
         VllmApi api,
         Endpoint server,
@@ -235,7 +269,20 @@ public final class Tokenizers {
       if (r.hasTokenIds()) {
         return CompletableFuture.completedFuture(r.tokens());
       }
-      String key = cacheKey(r);
+      SchedulingRequest.NativeRequest nat = r.nativeRequest().orElse(null);
+      boolean nativeRender =
+          nat != null && api == VllmApi.RENDER && !nativeUnsupported[nat.api().ordinal()];
+      if (nat != null && !nativeRender && r.chatTemplateInputs().isEmpty()) {
+        failures.increment();
+        return CompletableFuture.failedFuture(
+            new TokenizationException(
+                "this "
+                    + nat.api().path()
+                    + " request has no chat form kvroute can mirror; only vLLM's "
+                    + nativePath(nat.api())
+                    + " renders it (the render tokenizer backend)"));
+      }
+      String key = nativeRender ? nativeKey(r, nat) : cacheKey(r);
       if (key == null) {
         return CompletableFuture.failedFuture(
             new TokenizationException("request has neither prompt nor messages"));
@@ -253,39 +300,36 @@ public final class Tokenizers {
         }
         target = c.get(Math.floorMod(rotation.getAndIncrement(), c.size()));
       }
-      byte[] body;
-      try {
-        body = JSON.writeValueAsBytes(requestBody(r));
-      } catch (com.fasterxml.jackson.core.JsonProcessingException | TokenizationException e) {
-        return CompletableFuture.failedFuture(e);
+      CompletableFuture<int[]> f;
+      if (nativeRender) {
+        Endpoint at = target;
+        f =
+            call(at, nativePath(nat.api()), nat.json().getBytes(StandardCharsets.UTF_8), key)
+                .exceptionallyCompose(
+                    err -> {
+                      Throwable cause = CancellableFutures.unwrap(err);
+                      if (!(cause instanceof TokenizationException sf && sf.unsupported())
+                          || r.chatTemplateInputs().isEmpty()) {
+                        return CompletableFuture.failedFuture(cause);
+                      }
+                      // an engine without this API's render endpoint: its chat form, from now on
+                      if (!nativeUnsupported[nat.api().ordinal()]) {
+                        nativeUnsupported[nat.api().ordinal()] = true;
+                        log.warn(
+                            "kvroute: {} answered {} to {}; rendering {} requests through their"
+                                + " chat form and {} from now on (vLLM serves {} from 0.29)",
+                            at.baseUrl(),
+                            sf.status,
+                            nativePath(nat.api()),
+                            nat.api().path(),
+                            api.chatPath,
+                            nativePath(nat.api()));
+                      }
+                      return chat(at, r, true);
+                    });
+      } else {
+        f = chat(target, r, false); // its cache key was looked up above
       }
-      boolean chat = r.chatTemplateInputs().isPresent() || r.messages().isPresent();
-      String path = chat ? api.chatPath : api.promptPath;
-      CompletableFuture<int[]> f =
-          CancellableFutures.compose(
-              transport.send(
-                  HttpTransport.Outbound.post(target, path, body).timeout(timeout).build()),
-              resp -> {
-                if (resp.status() != 200) {
-                  int status = resp.status();
-                  return resp.readAll(MAX_ERROR_BYTES)
-                      .handle(
-                          (bytes, err) -> {
-                            throw new TokenizationException(
-                                path
-                                    + " answered HTTP "
-                                    + status
-                                    + (err == null ? errorDetail(bytes) : ""));
-                          });
-                }
-                return resp.readAll(MAX_RESPONSE_BYTES)
-                    .thenApply(
-                        bytes -> {
-                          int[] tokens = parse(api, path, bytes);
-                          cache.put(key, tokens);
-                          return tokens;
-                        });
-              });
       f.whenComplete(
           (t, err) -> {
             if (err != null) {
@@ -293,6 +337,64 @@ public final class Tokenizers {
             }
           });
       return f;
+    }
+
+    /**
+     * The chat, prompt or template-input call for {@code r}; {@code lookup}: first look its key up
+     * in the cache (a native request falling back to its chat form, whose key differs).
+     */
+    private CompletableFuture<int[]> chat(Endpoint target, SchedulingRequest r, boolean lookup) {
+      String key = cacheKey(r);
+      int[] hit = lookup ? cache.get(key) : null;
+      if (hit != null) {
+        return CompletableFuture.completedFuture(hit);
+      }
+      byte[] body;
+      try {
+        body = JSON.writeValueAsBytes(requestBody(r));
+      } catch (com.fasterxml.jackson.core.JsonProcessingException | TokenizationException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+      boolean chat = r.chatTemplateInputs().isPresent() || r.messages().isPresent();
+      return call(target, chat ? api.chatPath : api.promptPath, body, key);
+    }
+
+    /** POSTs {@code body} to {@code path} and reads the ids, caching them under {@code key}. */
+    private CompletableFuture<int[]> call(Endpoint target, String path, byte[] body, String key) {
+      return CancellableFutures.compose(
+          transport.send(HttpTransport.Outbound.post(target, path, body).timeout(timeout).build()),
+          resp -> {
+            if (resp.status() != 200) {
+              int status = resp.status();
+              return resp.readAll(MAX_ERROR_BYTES)
+                  .handle(
+                      (bytes, err) -> {
+                        throw new TokenizationException(
+                            status,
+                            path
+                                + " answered HTTP "
+                                + status
+                                + (err == null ? errorDetail(bytes) : ""),
+                            err == null && hasErrorObject(bytes));
+                      });
+            }
+            return resp.readAll(MAX_RESPONSE_BYTES)
+                .thenApply(
+                    bytes -> {
+                      int[] tokens = parse(VllmApi.RENDER, path, bytes, api.field);
+                      cache.put(key, tokens);
+                      return tokens;
+                    });
+          });
+    }
+
+    /** vLLM's render endpoint of {@code a}: {@code /v1/messages/render}, ... */
+    static String nativePath(InferenceRequest.Api a) {
+      return a.path() + "/render";
+    }
+
+    private static String nativeKey(SchedulingRequest r, SchedulingRequest.NativeRequest nat) {
+      return r.model() + '\u0000' + 'N' + nat.api().name() + nat.json();
     }
 
     /** The endpoints this client calls. */
@@ -355,13 +457,21 @@ public final class Tokenizers {
 
     /** The ids of an answer of {@code api} from {@code path}. */
     static int[] parse(VllmApi api, String path, byte[] body) {
+      return parse(api, path, body, api.field);
+    }
+
+    /**
+     * The ids of an answer from {@code path}: under {@code field}, in the answer or (a list of
+     * render answers, one per prompt) in its only element.
+     */
+    static int[] parse(VllmApi api, String path, byte[] body, String field) {
       JsonNode root;
       try {
         root = JSON.readTree(body);
       } catch (java.io.IOException e) {
         throw new TokenizationException(path + " returned invalid JSON");
       }
-      if (api == VllmApi.RENDER && root != null && root.isArray()) {
+      if (field.equals(VllmApi.RENDER.field) && root != null && root.isArray()) {
         // /v1/completions/render: one GenerateRequest per prompt; kvroute sends one prompt
         if (root.size() != 1) {
           throw new TokenizationException(
@@ -369,9 +479,9 @@ public final class Tokenizers {
         }
         root = root.get(0);
       }
-      JsonNode t = root == null ? null : root.get(api.field);
+      JsonNode t = root == null ? null : root.get(field);
       if (t == null || !t.isArray()) {
-        throw new TokenizationException(path + " response has no \"" + api.field + "\" array");
+        throw new TokenizationException(path + " response has no \"" + field + "\" array");
       }
       int[] out = new int[t.size()];
       for (int i = 0; i < out.length; i++) {
@@ -385,6 +495,19 @@ public final class Tokenizers {
     }
 
     /** vLLM's error message ({@code {"error": {"message"}}} or {@code {"message"}}), if any. */
+    /** An OpenAI or Anthropic error body ({@code "error"} an object): an answer about a request. */
+    private static boolean hasErrorObject(byte[] body) {
+      if (body == null || body.length == 0) {
+        return false;
+      }
+      try {
+        JsonNode root = JSON.readTree(body);
+        return root != null && root.path("error").isObject();
+      } catch (java.io.IOException notJson) {
+        return false;
+      }
+    }
+
     private static String errorDetail(byte[] body) {
       if (body == null || body.length == 0) {
         return "";

@@ -11,13 +11,15 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A parsed, validated {@code /v1/completions} or {@code /v1/chat/completions} request, with vLLM's
- * validation messages.
+ * A parsed, validated {@code /v1/completions}, {@code /v1/chat/completions}, {@code /v1/messages}
+ * or {@code /v1/responses} request, with vLLM's validation messages. A Messages or Responses
+ * request is held as the chat request vLLM turns it into ({@link ApiChats}).
  *
  * <p>Immutable; the JSON body must not be modified.
  *
- * @param chat chat-completion rather than completion
- * @param body the request body
+ * @param chat chat-completion rather than completion (Messages and Responses are chats)
+ * @param framing the API whose response format is written
+ * @param body the request body (a Messages or Responses body converted to a chat)
  * @param model the model asked for: the base model or a LoRA adapter
  * @param lora the LoRA adapter, or null for the base model
  * @param loraId the LoRA int id (1-based position in the served list), or null
@@ -30,6 +32,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 record GenRequest(
     boolean chat,
+    Responder.Framing framing,
     ObjectNode body,
     String model,
     String lora,
@@ -49,7 +52,7 @@ record GenRequest(
    * @param counter numbers the pod's requests, for {@link #internalId()}
    * @param ex the exchange (for {@code X-Request-Id})
    * @param json the parsed body, or null
-   * @param chat whether this is {@code /v1/chat/completions}
+   * @param framing the API the request was sent to
    * @throws BadRequest with vLLM's status and message when the request is invalid
    */
   static GenRequest parse(
@@ -58,8 +61,14 @@ record GenRequest(
       AtomicLong counter,
       HttpExchange ex,
       JsonNode json,
-      boolean chat)
+      Responder.Framing framing)
       throws BadRequest {
+    if (framing == Responder.Framing.MESSAGES) {
+      json = ApiChats.fromMessages(json);
+    } else if (framing == Responder.Framing.RESPONSES) {
+      json = ApiChats.fromResponses(json);
+    }
+    boolean chat = framing != Responder.Framing.COMPLETION;
     if (json == null || !json.isObject()) {
       throw new BadRequest(400, "request body must be a JSON object");
     }
@@ -96,7 +105,13 @@ record GenRequest(
     if (rid == null || rid.isBlank()) {
       rid = UUID.randomUUID().toString().replace("-", "");
     }
-    String id = (chat ? "chatcmpl-" : "cmpl-") + rid;
+    String id =
+        switch (framing) {
+          case MESSAGES -> "msg_" + rid;
+          case RESPONSES -> "resp_" + rid;
+          case CHAT -> "chatcmpl-" + rid;
+          default -> "cmpl-" + rid;
+        };
     String internalId = id + "-" + Long.toHexString(counter.incrementAndGet());
     BlockExtraKeys.Builder ek = BlockExtraKeys.builder().loraName(lora);
     if (json.path("cache_salt").isTextual()) {
@@ -104,6 +119,7 @@ record GenRequest(
     }
     return new GenRequest(
         chat,
+        framing,
         (ObjectNode) json,
         model,
         lora,

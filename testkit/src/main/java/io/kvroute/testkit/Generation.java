@@ -16,9 +16,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Serves {@code /v1/completions} and {@code /v1/chat/completions}: injected faults, validation, the
- * KV-transfer plan, admission (running slots, then KV blocks), the simulated prefill, token by
- * token generation into the block pool, accounting, and the response.
+ * Serves {@code /v1/completions}, {@code /v1/chat/completions}, {@code /v1/messages} and {@code
+ * /v1/responses} (the last two as the chats vLLM turns them into, answered in their own formats):
+ * injected faults, validation, the KV-transfer plan, admission (running slots, then KV blocks), the
+ * simulated prefill, token by token generation into the block pool, accounting, and the response.
  *
  * <p>Thread-safe: each request runs on its own server thread; shared state lives in the pool, the
  * metrics and the transfers, which are thread-safe.
@@ -58,6 +59,15 @@ final class Generation {
    * @throws AbortConnection to drop the connection (a fault, or the pod closing)
    */
   void serve(HttpExchange ex, boolean chat) throws IOException {
+    serve(ex, chat ? Responder.Framing.CHAT : Responder.Framing.COMPLETION);
+  }
+
+  /**
+   * Serves one generation request of {@code framing}'s API.
+   *
+   * @throws AbortConnection to drop the connection (a fault, or the pod closing)
+   */
+  void serve(HttpExchange ex, Responder.Framing framing) throws IOException {
     long arrival = b.nanoClock.getAsLong();
     if (!SimHttp.requireMethod(ex, "POST")) {
       return;
@@ -69,14 +79,14 @@ final class Generation {
       awaitRelease();
     }
     if (fault.status() != 0) {
-      fail(ex, new BadRequest(fault.status(), "injected failure (simulator fault)"));
+      fail(ex, framing, new BadRequest(fault.status(), "injected failure (simulator fault)"));
       return;
     }
     GenRequest g;
     try {
-      g = GenRequest.parse(b, pool, requestCounter, ex, json, chat);
+      g = GenRequest.parse(b, pool, requestCounter, ex, json, framing);
     } catch (BadRequest e) {
-      fail(ex, e);
+      fail(ex, framing, e);
       return;
     }
     try {
@@ -113,8 +123,16 @@ final class Generation {
   }
 
   private void fail(HttpExchange ex, BadRequest e) throws IOException {
+    fail(ex, Responder.Framing.CHAT, e);
+  }
+
+  private void fail(HttpExchange ex, Responder.Framing framing, BadRequest e) throws IOException {
     metrics.countError();
-    SimHttp.sendError(ex, e.status(), e.getMessage());
+    if (framing == Responder.Framing.MESSAGES) {
+      SimHttp.sendAnthropicError(ex, e.status(), e.getMessage());
+    } else {
+      SimHttp.sendError(ex, e.status(), e.getMessage());
+    }
   }
 
   private void run(HttpExchange ex, GenRequest g, SimFaults.Decision fault, long arrival)
@@ -128,7 +146,7 @@ final class Generation {
       try {
         plan = transfers.plan(g.body(), g.id());
       } catch (BadRequest e) {
-        fail(ex, e);
+        fail(ex, g.framing(), e);
         return;
       }
       slots.acquire();
@@ -171,7 +189,7 @@ final class Generation {
       if (threshold > 0 && (double) cached / promptLen < threshold) {
         // llm-d's cache_hit_threshold (vLLM RFC #24256): refuse without computing
         long ttftNanos = b.nanoClock.getAsLong() - arrival;
-        Responder r = responder(ex, g, fault);
+        Responder r = responder(ex, g, fault, promptLen, cached);
         r.begin();
         r.token("", "cache_threshold");
         metrics.countSuccess(promptLen, cached, 0, ttftNanos);
@@ -198,7 +216,7 @@ final class Generation {
         ktpOut = SimHttp.NODES.objectNode();
         ktpOut.put("first_tok", tokenizer.encodeText(SimTokenizer.outputPiece(seed, 0))[0]);
       }
-      Responder r = responder(ex, g, fault);
+      Responder r = responder(ex, g, fault, promptLen, cached);
       r.begin();
       String text = decode(r, seq, seed, outTokens, finish);
       if (ktpOut != null) {
@@ -248,11 +266,13 @@ final class Generation {
     return text.toString();
   }
 
-  private Responder responder(HttpExchange ex, GenRequest g, SimFaults.Decision fault) {
+  private Responder responder(
+      HttpExchange ex, GenRequest g, SimFaults.Decision fault, int promptLen, int cached) {
     long created = b.clock.millis() / 1000;
     return new Responder(
         ex,
-        new Responder.Head(g.id(), g.model(), g.chat(), g.streaming(), created),
+        new Responder.Head(
+            g.id(), g.model(), g.framing(), g.streaming(), created, promptLen, cached),
         fault.closeAfterChunks());
   }
 

@@ -8,6 +8,7 @@ import com.sun.net.httpserver.HttpServer;
 import io.kvroute.kvindex.hash.VllmBlockHasher;
 import io.kvroute.testkit.internal.BlockPool;
 import io.kvroute.testkit.internal.RequestLog;
+import io.kvroute.testkit.internal.Responder;
 import io.kvroute.testkit.internal.SimHttp;
 import io.kvroute.testkit.internal.SimHttp.AbortConnection;
 import java.io.IOException;
@@ -106,12 +107,22 @@ final class SimServer {
     http.setExecutor(executor);
     http.createContext("/v1/completions", ex -> serve(ex, () -> generation.serve(ex, false)));
     http.createContext("/v1/chat/completions", ex -> serve(ex, () -> generation.serve(ex, true)));
+    http.createContext(
+        "/v1/messages", ex -> serve(ex, () -> exactly(ex, Responder.Framing.MESSAGES)));
+    http.createContext(
+        "/v1/responses", ex -> serve(ex, () -> exactly(ex, Responder.Framing.RESPONSES)));
+    http.createContext(
+        "/v1/messages/render", ex -> serve(ex, () -> render(ex, Responder.Framing.MESSAGES)));
+    http.createContext(
+        "/v1/responses/render", ex -> serve(ex, () -> render(ex, Responder.Framing.RESPONSES)));
     http.createContext("/v1/models", ex -> serve(ex, () -> models(ex)));
     http.createContext(
         "/health", ex -> serve(ex, () -> SimHttp.send(ex, 200, "text/plain", new byte[0])));
     http.createContext("/tokenize", ex -> serve(ex, () -> tokenize(ex)));
-    http.createContext("/v1/chat/completions/render", ex -> serve(ex, () -> render(ex, true)));
-    http.createContext("/v1/completions/render", ex -> serve(ex, () -> render(ex, false)));
+    http.createContext(
+        "/v1/chat/completions/render", ex -> serve(ex, () -> render(ex, Responder.Framing.CHAT)));
+    http.createContext(
+        "/v1/completions/render", ex -> serve(ex, () -> render(ex, Responder.Framing.COMPLETION)));
     http.createContext("/metrics", ex -> serve(ex, () -> metrics(ex)));
     http.createContext("/reset_prefix_cache", ex -> serve(ex, () -> resetEndpoint(ex)));
     http.createContext("/", ex -> serve(ex, () -> notFound(ex)));
@@ -297,6 +308,16 @@ final class SimServer {
     }
   }
 
+  /** Generation at exactly the context's path; other paths under it are not served. */
+  private void exactly(HttpExchange ex, Responder.Framing framing) throws IOException {
+    String path = ex.getRequestURI().getPath();
+    if (!path.equals(ex.getHttpContext().getPath())) {
+      notFound(ex);
+      return;
+    }
+    generation.serve(ex, framing);
+  }
+
   private void notFound(HttpExchange ex) throws IOException {
     SimHttp.sendError(ex, 404, "Not Found: " + ex.getRequestURI().getPath());
   }
@@ -390,14 +411,31 @@ final class SimServer {
    * GenerateRequest} (one object for a chat, a list with one per prompt for completions), with
    * vLLM's 404 for an unknown model and 400 for a malformed or too long request.
    */
-  private void render(HttpExchange ex, boolean chat) throws IOException {
+  private void render(HttpExchange ex, Responder.Framing framing) throws IOException {
     if (!SimHttp.requireMethod(ex, "POST")) {
       return;
     }
+    boolean chat = framing != Responder.Framing.COMPLETION;
     JsonNode req = log.record(ex, SimHttp.readBody(ex));
     if (req == null || !req.isObject()) {
       SimHttp.sendError(ex, 400, "request body must be a JSON object");
       return;
+    }
+    if (framing == Responder.Framing.RESPONSES && req.hasNonNull("previous_response_id")) {
+      SimHttp.sendError(
+          ex, 400, "previous_response_id is not supported by the stateless render endpoint.");
+      return;
+    }
+    if (framing == Responder.Framing.MESSAGES || framing == Responder.Framing.RESPONSES) {
+      try {
+        req =
+            framing == Responder.Framing.MESSAGES
+                ? ApiChats.fromMessages(req)
+                : ApiChats.fromResponses(req);
+      } catch (io.kvroute.testkit.internal.BadRequest e) {
+        SimHttp.sendError(ex, e.status(), e.getMessage());
+        return;
+      }
     }
     if (req.path("model").isTextual()) {
       String model = req.get("model").asText();

@@ -73,7 +73,7 @@ public final class KeyedStoreConnector extends AbstractHttpConnector {
           ObjectNode put = OpenAiJson.objectNode().put("store_key", key).put("action", "put");
           return afterPrefill(
               pd,
-              OpenAiJson.oneTokenPrefill(body, put),
+              OpenAiJson.oneTokenPrefill(body, put, pd.request().api()),
               prefillAnswer -> {
                 body.set(
                     "kv_transfer_params",

@@ -568,7 +568,11 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   Response.Builder errorResponse(int status, String param, String message, String type) {
     byte[] json =
         listener.errors.render(
-            status, type == null ? Listener.errorType(status) : type, param, message);
+            head != null ? head.path : null,
+            status,
+            type == null ? Listener.errorType(status) : type,
+            param,
+            message);
     return Response.status(status).contentType("application/json").body(json);
   }
 

@@ -179,11 +179,14 @@ public final class OpenAiJson {
   }
 
   /**
-   * The prefill leg of an OpenAI request: a copy of {@code original} with {@code stream=false},
-   * {@code max_tokens=1}, for chat also {@code max_completion_tokens=1} (chat prefers it over
-   * {@code max_tokens}), and without {@code stream_options}, {@code min_tokens}, {@code
-   * min_completion_tokens} (vLLM rejects {@code min_tokens > max_tokens}) or client transfer
-   * fields.
+   * The prefill leg of a request: a copy of {@code original} with {@code stream=false}, a one-token
+   * output budget in the API's own field, and without {@code stream_options}, {@code min_tokens},
+   * {@code min_completion_tokens} (vLLM rejects {@code min_tokens > max_tokens}) or client transfer
+   * fields. The budget: {@code max_tokens=1} for completions and Anthropic's Messages API ({@code
+   * max_tokens} is Messages' only output field; vLLM turns it into both of its chat fields), for
+   * chat also {@code max_completion_tokens=1} (chat prefers it over {@code max_tokens}), and {@code
+   * max_output_tokens=1} for the Responses API, whose prefill leg is also not stored ({@code
+   * store=false}: vLLM stores responses by default) nor run in the background.
    */
   public static ObjectNode prefillBody(ObjectNode original, InferenceRequest.Api api) {
     ObjectNode p = original.deepCopy();
@@ -192,10 +195,7 @@ public final class OpenAiJson {
     p.remove("stream_options");
     p.remove("min_tokens");
     p.remove("min_completion_tokens");
-    p.put("max_tokens", 1);
-    if (api == InferenceRequest.Api.CHAT_COMPLETIONS) {
-      p.put("max_completion_tokens", 1);
-    }
+    oneTokenBudget(p, api, true);
     return p;
   }
 
@@ -204,38 +204,84 @@ public final class OpenAiJson {
    * (which must already be free of client transfer fields) with {@code kv_transfer_params} set to
    * {@code kvTransferParams} when that is not null, {@code stream=false}, {@code max_tokens=1},
    * {@code max_completion_tokens=1} only when the client sent it, and without {@code
-   * stream_options}, {@code min_tokens} and {@code min_completion_tokens}; in that key order.
+   * stream_options}, {@code min_tokens} and {@code min_completion_tokens}; in that key order. For a
+   * completion or chat request; {@link #oneTokenPrefill(ObjectNode, ObjectNode,
+   * InferenceRequest.Api)} for the other APIs.
    */
   public static ObjectNode oneTokenPrefill(ObjectNode body, ObjectNode kvTransferParams) {
+    return oneTokenPrefill(body, kvTransferParams, InferenceRequest.Api.CHAT_COMPLETIONS);
+  }
+
+  /**
+   * {@link #oneTokenPrefill(ObjectNode, ObjectNode)} for a request of {@code api}: the one-token
+   * budget is written in the API's own field, as llm-d's routing sidecar does it ({@code
+   * max_tokens=1} for completions, chat and Anthropic's Messages; {@code max_output_tokens=1},
+   * {@code store=false} and no {@code background} for the Responses API).
+   */
+  public static ObjectNode oneTokenPrefill(
+      ObjectNode body, ObjectNode kvTransferParams, InferenceRequest.Api api) {
     ObjectNode p = body.deepCopy();
     if (kvTransferParams != null) {
       p.set("kv_transfer_params", kvTransferParams);
     }
     p.put("stream", false);
-    p.put("max_tokens", 1);
-    if (p.has("max_completion_tokens")) {
-      p.put("max_completion_tokens", 1);
-    }
+    oneTokenBudget(p, api, false);
     p.remove("stream_options");
     p.remove("min_tokens");
     p.remove("min_completion_tokens");
     return p;
   }
 
+  /** Writes the one-token output budget of {@code api} into {@code p}. */
+  private static void oneTokenBudget(ObjectNode p, InferenceRequest.Api api, boolean chatBoth) {
+    switch (api) {
+      case RESPONSES:
+        p.put("max_output_tokens", 1);
+        p.put("store", false);
+        p.remove("background");
+        break;
+      case CHAT_COMPLETIONS:
+        p.put("max_tokens", 1);
+        if (chatBoth || p.has("max_completion_tokens")) {
+          p.put("max_completion_tokens", 1);
+        }
+        break;
+      default: // completions and Messages: max_tokens is their only output budget
+        p.put("max_tokens", 1);
+        break;
+    }
+  }
+
   /**
-   * The usage block of an engine's JSON answer ({@code usage.prompt_tokens} and {@code
-   * usage.prompt_tokens_details.cached_tokens}), or null when it has none.
+   * The usage block of an engine's JSON answer, or null when it has none: OpenAI's {@code
+   * usage.prompt_tokens} and {@code usage.prompt_tokens_details.cached_tokens}; the Responses API's
+   * {@code usage.input_tokens} and {@code usage.input_tokens_details.cached_tokens}; Anthropic's
+   * Messages usage, whose {@code input_tokens} excludes the cached part (the prompt is {@code
+   * input_tokens + cache_read_input_tokens + cache_creation_input_tokens}, the cached tokens {@code
+   * cache_read_input_tokens}, as vLLM writes them).
    */
   public static EngineUsage usage(JsonNode answer) {
     JsonNode u = answer == null ? null : answer.get("usage");
     if (u == null || !u.isObject()) {
       return null;
     }
-    JsonNode prompt = u.get("prompt_tokens");
-    JsonNode cached = u.path("prompt_tokens_details").get("cached_tokens");
-    long p = count(prompt);
-    long c = count(cached);
-    return p < 0 && c < 0 ? null : new EngineUsage(p, c);
+    if (u.has("prompt_tokens")) {
+      long p = count(u.get("prompt_tokens"));
+      long c = count(u.path("prompt_tokens_details").get("cached_tokens"));
+      return p < 0 && c < 0 ? null : new EngineUsage(p, c);
+    }
+    if (u.has("input_tokens_details")) { // Responses
+      long p = count(u.get("input_tokens"));
+      long c = count(u.path("input_tokens_details").get("cached_tokens"));
+      return p < 0 && c < 0 ? null : new EngineUsage(p, c);
+    }
+    long input = count(u.get("input_tokens")); // Messages
+    long read = count(u.get("cache_read_input_tokens"));
+    long created = count(u.get("cache_creation_input_tokens"));
+    if (input < 0) {
+      return null;
+    }
+    return new EngineUsage(input + Math.max(read, 0) + Math.max(created, 0), read);
   }
 
   /** A token count: a non-negative integer, else -1. */

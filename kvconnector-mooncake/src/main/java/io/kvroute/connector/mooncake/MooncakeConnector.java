@@ -357,7 +357,7 @@ public final class MooncakeConnector extends ConcurrentHttpConnector {
     pp.put("do_remote_decode", true);
     pp.put("do_remote_prefill", false);
     pp.put("transfer_id", transferId);
-    ObjectNode prefill = OpenAiJson.oneTokenPrefill(body, pp);
+    ObjectNode prefill = OpenAiJson.oneTokenPrefill(body, pp, pd.request().api());
     Map<String, List<String>> prefillHeaders = legHeaders(pd.request());
     prefillHeaders.put("X-data-parallel-rank", List.of(Integer.toString(rank)));
 

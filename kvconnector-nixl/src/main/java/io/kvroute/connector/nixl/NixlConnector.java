@@ -161,6 +161,11 @@ public final class NixlConnector extends AbstractHttpConnector {
    * exactly as vLLM's reference NIXL proxy builds it.
    */
   static ObjectNode prefillBody(ObjectNode body) {
+    return prefillBody(body, io.kvroute.connector.InferenceRequest.Api.CHAT_COMPLETIONS);
+  }
+
+  /** {@link #prefillBody(ObjectNode)} of a request of {@code api} (its own output budget field). */
+  static ObjectNode prefillBody(ObjectNode body, io.kvroute.connector.InferenceRequest.Api api) {
     ObjectNode params = JsonNodeFactory.instance.objectNode();
     params.put("do_remote_decode", true);
     params.put("do_remote_prefill", false);
@@ -168,13 +173,18 @@ public final class NixlConnector extends AbstractHttpConnector {
     params.putNull("remote_block_ids");
     params.putNull("remote_host");
     params.putNull("remote_port");
-    return OpenAiJson.oneTokenPrefill(body, params);
+    return OpenAiJson.oneTokenPrefill(body, params, api);
   }
 
   @Override
   public CompletableFuture<DecodeRequest> prepareDecode(PdRequest pd) {
     return prepareDisaggregated(
-        pd, body -> afterPrefill(pd, prefillBody(body), answer -> decodeAfter(pd, body, answer)));
+        pd,
+        body ->
+            afterPrefill(
+                pd,
+                prefillBody(body, pd.request().api()),
+                answer -> decodeAfter(pd, body, answer)));
   }
 
   private DecodeRequest decodeAfter(PdRequest pd, ObjectNode body, ObjectNode answer) {

@@ -167,7 +167,8 @@ public final class P2pNcclConnector extends AbstractHttpConnector {
         pd,
         body ->
             cancellable(
-                sendPrefill(pd, OpenAiJson.oneTokenPrefill(body, null), headers),
+                sendPrefill(
+                    pd, OpenAiJson.oneTokenPrefill(body, null, pd.request().api()), headers),
                 answer ->
                     CompletableFuture.completedFuture(
                         withUsage(decode(pd, body, headers, requestId), answer))));

@@ -185,7 +185,7 @@ public final class SglangConnector extends ConcurrentHttpConnector {
     return CompletableFuture.completedFuture(
         new Attempt(
             legHeaders(pd.request()),
-            OpenAiJson.oneTokenPrefill(body, null),
+            OpenAiJson.oneTokenPrefill(body, null, pd.request().api()),
             decodeRequest(pd, body, attrs),
             t -> {}));
   }

@@ -412,26 +412,36 @@ public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
     return decision.scheduling().prefixMatch(e).cachedTokens();
   }
 
-  /** Routes a request kvroute does not schedule (no body, another API) round-robin. */
+  /**
+   * Routes a request kvroute does not schedule (no body, another API) by load only ({@link
+   * KvRouter#decidePassThrough}): the model its JSON body names, if any, picks the candidates.
+   */
   private void pickWithoutBody() {
-    List<Endpoint> eligible = new ArrayList<>();
-    for (Endpoint e : router.endpoints()) {
-      if (e.role().canDecode() && (subset == null || subset.contains(e.hostPort()))) {
-        eligible.add(e);
-      }
-    }
-    if (eligible.isEmpty()) {
-      rejectFor(
-          new ConnectorException.NoAvailableEndpointException(
-              subset == null ? "no ready endpoints" : "no ready endpoint in the proxy's subset"));
+    Map<String, List<String>> headers = new LinkedHashMap<>();
+    requestHeaders.forEach(
+        (k, v) -> {
+          if (!k.startsWith(PSEUDO)) {
+            headers.put(k, List.of(v));
+          }
+        });
+    Predicate<Endpoint> filter = subset == null ? e -> true : e -> subset.contains(e.hostPort());
+    RouteDecision rd;
+    try {
+      rd = router.decidePassThrough(body.toByteArray(), headers, filter);
+    } catch (RuntimeException e) {
+      rejectFor(e);
       return;
     }
-    eligible.sort((a, b) -> a.id().compareTo(b.id()));
-    Endpoint e = eligible.get(Math.floorMod(roundRobin.getAndIncrement(), eligible.size()));
+    decision = rd;
+    decidedAt = settings.nanoClock().getAsLong();
     metrics.passthrough();
     Map<String, String> set = new LinkedHashMap<>();
-    set.put(EndpointPicker.DESTINATION_ENDPOINT_HEADER, e.hostPort());
-    answerRoute(set, List.of(Decision.PREFILLER_HEADER), e.hostPort(), Map.of("decode", e.id()));
+    set.put(EndpointPicker.DESTINATION_ENDPOINT_HEADER, rd.decode().hostPort());
+    answerRoute(
+        set,
+        List.of(Decision.PREFILLER_HEADER),
+        rd.decode().hostPort(),
+        Map.of("decode", rd.decode().id(), "passthrough", true));
   }
 
   /** Sends the destination in the answers the body mode expects, then releases the body. */
@@ -506,8 +516,10 @@ public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
 
   /** Ends the stream with an immediate response: the table's answer to {@code failure}. */
   private void reject(Throwable failure, String details, Map<String, String> headers) {
+    InferenceRequest.Api api =
+        "POST".equalsIgnoreCase(method) ? InferenceRequest.Api.fromPath(path).orElse(null) : null;
     FailureAnswer answer =
-        FailureAnswer.of(failure)
+        FailureAnswer.of(failure, api)
             .orElseGet(
                 () ->
                     FailureAnswer.of(new ConnectorException("request cancelled", 499, null))

@@ -137,8 +137,13 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
     ServerHttpRequest request = exchange.getRequest();
     Optional<InferenceRequest.Api> api =
         InferenceRequest.Api.fromPath(request.getPath().pathWithinApplication().value());
-    if (api.isEmpty() || ServerWebExchangeUtils.isAlreadyRouted(exchange)) {
+    if (ServerWebExchangeUtils.isAlreadyRouted(exchange)) {
       return chain.filter(exchange);
+    }
+    if (api.isEmpty()) {
+      return request.getPath().pathWithinApplication().value().startsWith("/v1/")
+          ? passThrough(exchange, chain)
+          : chain.filter(exchange);
     }
     if (!HttpMethod.POST.equals(request.getMethod())) {
       exchange.getResponse().getHeaders().set(HttpHeaders.ALLOW, "POST");
@@ -193,11 +198,12 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
     ServerWebExchangeUtils.setAlreadyRouted(exchange);
     return Mono.fromFuture(() -> router.route(request))
         .subscribeOn(Schedulers.parallel()) // parsing, hashing, local tokenizing: off the loop
-        .flatMap(resp -> write(exchange.getResponse(), resp))
+        .flatMap(resp -> write(exchange.getResponse(), resp, request.api()))
         .onErrorResume(t -> failed(exchange, t));
   }
 
-  private static Mono<Void> write(ServerHttpResponse response, RoutedResponse upstream) {
+  private static Mono<Void> write(
+      ServerHttpResponse response, RoutedResponse upstream, InferenceRequest.Api api) {
     try {
       response.setStatusCode(HttpStatusCode.valueOf(upstream.status()));
       HttpHeaders h = response.getHeaders();
@@ -228,7 +234,7 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
       // [DONE]); another content type ends with a broken connection.
       body =
           body.onErrorResume(
-              t -> Flux.just(response.bufferFactory().wrap(FailureAnswer.sseEvent(t))));
+              t -> Flux.just(response.bufferFactory().wrap(FailureAnswer.sseEvent(t, api))));
     }
     // SSE events go out as they arrive; a JSON body may be written in larger batches.
     return streaming ? response.writeAndFlushWith(body.map(Flux::just)) : response.writeWith(body);
@@ -253,6 +259,42 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
       log.warn("kvroute: routing failed", cause);
     }
     return OpenAiErrors.write(exchange, cause);
+  }
+
+  // ---------------------------------------------------------------- pass-through
+
+  /**
+   * A request of an API kvroute does not schedule, under {@code /v1/}: sent unchanged (its body
+   * streamed, not read) to an endpoint picked by load only ({@link KvRouter#decidePassThrough}).
+   */
+  private Mono<Void> passThrough(ServerWebExchange exchange, GatewayFilterChain chain) {
+    RouteDecision d;
+    try {
+      d =
+          router.decidePassThrough(
+              new byte[0], headers(exchange.getRequest().getHeaders()), e -> true);
+    } catch (RuntimeException e) {
+      return OpenAiErrors.write(exchange, e);
+    }
+    long start = nanoClock.getAsLong();
+    exchange
+        .getAttributes()
+        .put(ServerWebExchangeUtils.GATEWAY_REQUEST_URL_ATTR, target(exchange, d.decode()));
+    exchange
+        .getResponse()
+        .beforeCommit(
+            () -> {
+              d.responseHeaders().forEach(exchange.getResponse().getHeaders()::set);
+              return Mono.empty();
+            });
+    return chain
+        .filter(exchange)
+        .doFinally(
+            signal ->
+                d.complete(
+                    outcome(signal, exchange.getResponse().getStatusCode()),
+                    Duration.ofNanos(nanoClock.getAsLong() - start),
+                    null));
   }
 
   // ---------------------------------------------------------------- route

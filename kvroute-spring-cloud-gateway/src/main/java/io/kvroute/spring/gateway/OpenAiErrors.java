@@ -20,7 +20,10 @@ final class OpenAiErrors {
    * gone).
    */
   static Mono<Void> write(ServerWebExchange exchange, Throwable failure) {
-    Optional<FailureAnswer> answer = FailureAnswer.of(failure);
+    String path = exchange.getRequest().getPath().pathWithinApplication().value();
+    io.kvroute.connector.InferenceRequest.Api api =
+        io.kvroute.connector.InferenceRequest.Api.fromPath(path).orElse(null);
+    Optional<FailureAnswer> answer = FailureAnswer.of(failure, api);
     return answer.isEmpty() ? Mono.empty() : write(exchange, answer.get());
   }
 

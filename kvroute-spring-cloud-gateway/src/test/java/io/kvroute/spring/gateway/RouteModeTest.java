@@ -83,13 +83,22 @@ class RouteModeTest {
 
   @Test
   @Order(3)
-  void otherPathsPassThroughUntouched() throws Exception {
-    HttpResponse<String> r = Http.get(port, "/v1/models");
-    // the route's own URI (nothing listens there): kvroute did not route it
-    assertThat(r.statusCode()).isGreaterThanOrEqualTo(500);
+  void otherV1PathsAreRoutedLoadOnlyAndOtherPathsPassThroughUntouched() throws Exception {
+    // another API under /v1/: routed to a pod by load only, sent there unchanged
+    HttpResponse<String> models = Http.get(port, "/v1/models");
+    assertThat(models.statusCode()).as(models.body()).isEqualTo(200);
+    String pod = models.headers().firstValue("x-kvroute-decode").orElseThrow();
+    assertThat(cluster.pod(pod)).isPresent();
+    // the pod's own model list (the route's URI has nothing listening)
+    assertThat(models.body()).contains("\"" + MODEL + "\"");
+    Http.await("the pass-through decision completes", () -> router.inFlight() == 0);
+    // a path outside /v1/: the route's own URI (nothing listens there), kvroute did not route it
+    HttpResponse<String> r = Http.get(port, "/other/models");
+    assertThat(r.statusCode()).isGreaterThanOrEqualTo(400);
+    assertThat(r.headers().firstValue("x-kvroute-decode")).isEmpty();
     assertThat(cluster.pods().stream().flatMap(p -> p.requests().stream()))
         .extracting(RecordedRequest::path)
-        .doesNotContain("/v1/models");
+        .doesNotContain("/other/models");
   }
 
   @Test

@@ -203,8 +203,10 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
    * Tokenizes a scheduling request: caller-supplied ids as they are, chat requests through the
    * template (the request's {@link SchedulingRequest#chatTemplateInputs() template inputs} when
    * present: tools, tool turns, {@code chat_template_kwargs}...; else its messages with a
-   * generation prompt), otherwise the prompt as a completion. Failures complete the stage
-   * exceptionally.
+   * generation prompt), otherwise the prompt as a completion. An Anthropic Messages or OpenAI
+   * Responses request is rendered in its chat form (its template inputs); one without a chat form
+   * kvroute can mirror ({@link SchedulingRequest#nativeRequest()} only) fails. Failures complete
+   * the stage exceptionally.
    */
   @Override
   public CompletionStage<int[]> tokenize(SchedulingRequest request) {
@@ -219,6 +221,14 @@ public final class HfTokenizer implements Tokenizer, AutoCloseable {
             Optional<String> inputs = request.chatTemplateInputs();
             if (inputs.isPresent()) {
               f.complete(encodeChat(ChatRequest.fromJson(inputs.get())));
+            } else if (request.nativeRequest().isPresent()) {
+              // a Messages or Responses request whose chat form kvroute cannot mirror
+              f.completeExceptionally(
+                  new IllegalArgumentException(
+                      "this "
+                          + request.nativeRequest().get().api().path()
+                          + " request has no chat form kvroute can mirror; only vLLM's render"
+                          + " endpoint renders it"));
             } else if (msgs.isPresent()) {
               f.complete(encodeChat(ChatRequest.of(msgs.get())));
             } else if (request.prompt().isPresent()) {

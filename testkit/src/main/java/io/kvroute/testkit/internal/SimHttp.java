@@ -91,6 +91,21 @@ public final class SimHttp {
     sendError(ex, status, errorType(status), message);
   }
 
+  /**
+   * Sends vLLM's error of its {@code /v1/messages} endpoint: Anthropic's shape, {@code
+   * {"type":"error","error":{"type":...,"message":...}}}, with the error type vLLM uses for {@code
+   * status} (vLLM's {@code translate_error_response} keeps its OpenAI type names).
+   *
+   * @throws IOException if the client went away
+   */
+  public static void sendAnthropicError(HttpExchange ex, int status, String message)
+      throws IOException {
+    com.fasterxml.jackson.databind.node.ObjectNode root = NODES.objectNode();
+    root.put("type", "error");
+    root.putObject("error").put("type", errorType(status)).put("message", message);
+    sendJson(ex, status, root);
+  }
+
   /** The OpenAI error type vLLM reports for a status. */
   private static String errorType(int status) {
     switch (status) {
