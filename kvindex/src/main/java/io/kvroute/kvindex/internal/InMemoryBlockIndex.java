@@ -64,12 +64,36 @@ import org.slf4j.LoggerFactory;
  * randomly sampled keys (approximate LRU, like Redis); stamps are refreshed by stores and by lookup
  * hits. Stamps count coarse ticks of {@code maxKeys / 64} inserts (8 bits: ages compare over about
  * four turnovers of the table). {@code maxPodsPerKey}: the oldest entry of the key is dropped.
- * {@code maxEngineKeys}: the same sampled LRU. {@code allBlocksCleared}/{@code removePod} sweep the
- * table: O(capacity) under the write lock (about 30 ms per 10 million keys).
+ * {@code maxEngineKeys}: the same sampled LRU.
+ *
+ * <p><b>Clears are O(1): pod ids are generations.</b> An entry names its pod by a dense id, and a
+ * pod's name maps to its current id. {@code allBlocksCleared} retires the pod's id and gives the
+ * pod a fresh one; {@code removePod} retires it. A retired (DEAD) id's entries are <em>stale</em>:
+ * no lookup sees them (a lookup only ever intersects with the ids of the pods it was asked about,
+ * all live), and the pod's own counts start again from zero. Nothing is walked: the clear costs a
+ * few array writes, plus one reclaim step. Stale entries are reclaimed lazily: (1) whenever a write
+ * touches their key (an insert or removal first drops the key's stale entries, so {@code
+ * maxPodsPerKey} is never spent on them); (2) by eviction, which takes a sampled key holding only
+ * stale entries before any other; (3) by a cursor that examines {@value #RECLAIM_SLOTS} slots at
+ * the end of every write call (store, removal, clear) while stale entries remain, round the table.
+ * A DEAD id becomes FREE when its last stale entry goes; new ids are the lowest FREE ones, so the
+ * lookups' pod bitsets stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at
+ * most 2^19): if a pod needs an id while every one is live or DEAD (more than {@code maxPods}
+ * clears within one round of the cursor), the reclamation is finished at once by a walk of the
+ * table under the write lock (counted: {@code kvroute.kvindex.reclaims.forced}).
+ *
+ * <p><b>What the sizes mean.</b> {@code entries} (stats and gauge) counts live entries exactly: a
+ * clear subtracts the pod's entries at once. {@code kvroute.kvindex.entries.stale} counts the stale
+ * entries not reclaimed yet, exactly. {@code keys} counts occupied slots, so it includes keys left
+ * holding only stale entries until they are reclaimed; {@code maxKeys} bounds occupied slots (stale
+ * or not), and a full table evicts stale-only keys first. {@link #podEntries} counts the pod's
+ * current id only (zero right after a clear).
  *
  * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
  * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
- * they also refresh access stamps, racily and harmlessly).
+ * they also refresh access stamps, racily and harmlessly). A write holds the lock for its own work
+ * plus at most one reclaim step of {@value #RECLAIM_SLOTS} slots, so a lookup never waits for a
+ * clear's reclamation (except in the forced case above).
  */
 public final class InMemoryBlockIndex extends SampledLruTable implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -80,6 +104,13 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private static final int MAX_POOL = 0x3FFFFFFE; // EMPTY is SET | 0x3FFFFFFF
   private static final int MAX_TIERS = 16;
   private static final int MAX_SIDE_ENTRIES = 1 << 16;
+  // pod id states: FREE (never handed out, or reclaimed), LIVE (a named pod's current id), DEAD (a
+  // cleared or removed pod's former id: its entries are stale, reclaimed lazily)
+  private static final byte FREE = 0;
+  private static final byte LIVE = 1;
+  private static final byte DEAD = 2;
+  private static final int ID_SPACE = 1 << 19; // entries are ints >= 0: pod << 12 < 2^31
+  static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call
 
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
@@ -99,8 +130,18 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private String[] podNames = new String[64];
   private long[] podTierCounts = new long[64 * MAX_TIERS];
   private int podHigh; // 1 + highest pod id ever handed out
-  private int[] freePods = new int[16];
-  private int freeCount;
+  private byte[] podState = new byte[64]; // by id: FREE, LIVE or DEAD
+  private long[] staleLeft = new long[64]; // by DEAD id: its entries not reclaimed yet
+  private long[] deadBits = new long[1]; // DEAD ids
+  private long[] freeBits = new long[1]; // FREE ids below podHigh
+  private final int idLimit;
+  private final int reclaimBudget;
+  private int deadIds;
+  private long staleEntries;
+  private int reclaimAt; // the reclaimer's cursor (a slot)
+  private long reclaimSlots; // slots the reclaimer examined
+  private final LongAdder forcedReclaims = new LongAdder();
+  private final java.util.function.IntConsumer countRemovedFn = e -> countRemoved(e);
 
   // request-key table (this SampledLruTable)
   // slot i: tab[2i] = key (0: empty), tab[2i + 1] = cell (low 32 bits) | stamp << 32
@@ -129,6 +170,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
   public InMemoryBlockIndex(IndexConfig config) {
+    this(config, RECLAIM_SLOTS);
+  }
+
+  /** An index whose reclaimer examines {@code reclaimSlots} slots per write call (tests). */
+  InMemoryBlockIndex(IndexConfig config, int reclaimSlots) {
     super(
         Objects.requireNonNull(config, "config").maxKeys(),
         8,
@@ -136,6 +182,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         0x9E3779B97F4A7C15L,
         false);
     this.config = config;
+    this.reclaimBudget = reclaimSlots;
+    this.idLimit = (int) Math.min(ID_SPACE, 2L * config.maxPods());
     this.hasher =
         RequestKeyHasher.create(config.blockSize(), config.hashSeed(), config.modelName());
     for (Map.Entry<String, Double> e : config.tierWeights().entrySet()) {
@@ -192,23 +240,95 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     if (id >= 0 || !create) {
       return id;
     }
-    int p;
-    if (freeCount > 0) {
-      p = freePods[--freeCount];
-    } else {
-      if (podHigh >= config.maxPods()) {
-        warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
-        return -1;
-      }
-      p = podHigh++;
-      if (p >= podNames.length) {
-        podNames = Arrays.copyOf(podNames, podNames.length * 2);
-        podTierCounts = Arrays.copyOf(podTierCounts, podNames.length * MAX_TIERS);
-      }
+    if (podIds.size() >= config.maxPods()) {
+      warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
+      return -1;
     }
+    int p = newId();
+    name(pod, p);
+    return p;
+  }
+
+  private void name(String pod, int p) {
     podIds.put(pod, p);
     podNames[p] = pod;
+    podState[p] = LIVE;
+  }
+
+  /**
+   * A FREE pod id, the lowest (so that ids, and the lookups' bitsets, stay as narrow as the live
+   * pods allow); when every id below {@code idLimit} is LIVE or DEAD, reclaims every stale entry
+   * first (a walk of the table: see the class comment).
+   */
+  private int newId() {
+    int p = nextBit(freeBits);
+    if (p < 0) {
+      if (podHigh < idLimit) {
+        p = podHigh++;
+        if (p >= podNames.length) {
+          int n = podNames.length * 2;
+          podNames = Arrays.copyOf(podNames, n);
+          podTierCounts = Arrays.copyOf(podTierCounts, n * MAX_TIERS);
+          podState = Arrays.copyOf(podState, n);
+          staleLeft = Arrays.copyOf(staleLeft, n);
+        }
+        int words = (podHigh + 63) >>> 6;
+        if (words > freeBits.length) {
+          freeBits = Arrays.copyOf(freeBits, Math.max(words, 2 * freeBits.length));
+          deadBits = Arrays.copyOf(deadBits, freeBits.length);
+        }
+        return p;
+      }
+      forceReclaim();
+      p = nextBit(freeBits);
+      if (p < 0) {
+        throw new IllegalStateException("kvindex: no pod id free after reclaiming stale entries");
+      }
+    }
+    freeBits[p >>> 6] &= ~(1L << p);
     return p;
+  }
+
+  private static int nextBit(long[] bits) {
+    for (int w = 0; w < bits.length; w++) {
+      if (bits[w] != 0) {
+        return (w << 6) + Long.numberOfTrailingZeros(bits[w]);
+      }
+    }
+    return -1;
+  }
+
+  /** The entries pod id {@code p} holds, all tiers. */
+  private long podTotal(int p) {
+    long total = 0;
+    for (int t = 0; t < MAX_TIERS; t++) {
+      total += podTierCounts[p * MAX_TIERS + t];
+    }
+    return total;
+  }
+
+  /**
+   * Retires pod id {@code p} (its name was unmapped): its {@code total} entries become stale, no
+   * longer counted in {@link #entries} and invisible to lookups; the id is DEAD until the last of
+   * them is reclaimed, then FREE.
+   */
+  private void retire(int p, long total) {
+    podNames[p] = null;
+    if (total == 0) {
+      free(p);
+      return;
+    }
+    podState[p] = DEAD;
+    deadBits[p >>> 6] |= 1L << p;
+    deadIds++;
+    staleLeft[p] = total;
+    entries -= total;
+    staleEntries += total;
+  }
+
+  private void free(int p) {
+    podState[p] = FREE;
+    freeBits[p >>> 6] |= 1L << p;
   }
 
   private static int entry(int pod, int group, int tier) {
@@ -261,7 +381,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           groupIdx,
           event.extraKeys());
     } finally {
-      lock.unlockWrite(stamp);
+      endWrite(stamp);
     }
   }
 
@@ -411,7 +531,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         counters.blocksRemoved(1);
       }
     } finally {
-      lock.unlockWrite(stamp);
+      endWrite(stamp);
     }
   }
 
@@ -429,7 +549,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     sweep(podId, true);
   }
 
-  /** Drops every entry of {@code podId} if known, and with {@code forget} the pod itself. */
+  /**
+   * Drops every entry of {@code podId} if known, and with {@code forget} the pod itself: O(1) plus
+   * one reclaim step. The pod's id is retired (its entries become stale at once) and, unless {@code
+   * forget}, the pod gets a fresh id.
+   */
   private void sweep(String podId, boolean forget) {
     long stamp = lock.writeLock();
     try {
@@ -437,18 +561,155 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (pod < 0) {
         return;
       }
-      sweepPod(pod);
-      if (forget) {
-        podIds.remove(podId);
-        podNames[pod] = null;
-        if (freeCount == freePods.length) {
-          freePods = Arrays.copyOf(freePods, freeCount * 2);
-        }
-        freePods[freeCount++] = pod;
+      long total = podTotal(pod);
+      if (total == 0 && !forget) {
+        return; // nothing to invalidate: the pod keeps its id
+      }
+      podIds.remove(podId);
+      retire(pod, total);
+      if (!forget) {
+        name(podId, newId());
+      }
+    } finally {
+      endWrite(stamp);
+    }
+  }
+
+  /** Ends a write: one reclaim step if stale entries wait, then releases the write lock. */
+  private void endWrite(long stamp) {
+    try {
+      if (deadIds != 0) {
+        reclaim(reclaimBudget);
       }
     } finally {
       lock.unlockWrite(stamp);
     }
+  }
+
+  // ------------------------------------------------------------------ lazy reclamation
+
+  /**
+   * Examines up to {@code budget} slots from the reclaimer's cursor, dropping the entries of DEAD
+   * pod ids (and keys left with none). The cursor goes round the table for as long as stale entries
+   * are left; keys that other deletions shift past it are found on a later round, or when an insert
+   * or removal touches them, or when eviction samples them.
+   */
+  private void reclaim(int budget) {
+    int i = reclaimAt;
+    for (int n = 0; n < budget && deadIds != 0; n++) {
+      if (i >= cap) {
+        i = 0;
+      }
+      reclaimSlots++;
+      if (tab[2 * i] != 0 && purge(i)) {
+        continue; // a later key may have moved into i
+      }
+      i++;
+    }
+    reclaimAt = i;
+  }
+
+  /**
+   * Reclaims every stale entry now: a walk of the whole table under the write lock. Only when a pod
+   * needs an id and every id below {@code idLimit} (twice {@code maxPods}) is live or awaiting
+   * reclamation: more clears than that within one round of the reclaimer. Counted.
+   */
+  private void forceReclaim() {
+    forcedReclaims.increment();
+    warnOnce(
+        "forced_reclaim",
+        "every pod id (2 x index.maxPods = "
+            + idLimit
+            + ") is live or awaiting reclamation (many clears within one round of the lazy"
+            + " reclaimer); reclaiming now, a walk of the table under the write lock");
+    int i = 0;
+    while (i < cap && deadIds != 0) {
+      reclaimSlots++;
+      if (tab[2 * i] != 0 && purge(i)) {
+        continue;
+      }
+      i++;
+    }
+  }
+
+  private boolean dead(int e) {
+    return podState[podOf(e)] == DEAD;
+  }
+
+  /**
+   * Drops the stale entries of the key in {@code slot} (only called while some id is DEAD); returns
+   * true if the key was left with none and deleted (a later key may have moved into {@code slot}).
+   */
+  private boolean purge(int slot) {
+    int c = cell(slot);
+    if (c >= 0) {
+      if (!dead(c)) {
+        return false;
+      }
+      countRemoved(c);
+    } else if (isPair(c)) {
+      int r = index(c);
+      int a = pairs[2 * r];
+      int b = pairs[2 * r + 1];
+      boolean da = dead(a);
+      boolean db = dead(b);
+      if (!da && !db) {
+        return false;
+      }
+      freePair(r);
+      if (da) {
+        countRemoved(a);
+      }
+      if (db) {
+        countRemoved(b);
+      }
+      if (!(da && db)) {
+        setCell(slot, da ? b : a);
+        return false;
+      }
+    } else if (c == EMPTY) {
+      return false;
+    } else {
+      int si = index(c);
+      PodSet ps = sets[si];
+      if (ps.row >= 0 && !podBits.intersects(ps.row, deadBits, deadBits.length)) {
+        return false;
+      }
+      ps.removeDead(podState, DEAD, countRemovedFn);
+      if (ps.n != 0) {
+        return false;
+      }
+      freeSet(si);
+    }
+    setCell(slot, EMPTY);
+    deleteSlot(slot);
+    return true;
+  }
+
+  /** Whether every entry of the key with cell {@code c} is stale. */
+  private boolean allDead(int c) {
+    if (c >= 0) {
+      return dead(c);
+    }
+    if (isPair(c)) {
+      return dead(pairs[2 * index(c)]) && dead(pairs[2 * index(c) + 1]);
+    }
+    return c != EMPTY && sets[index(c)].allDead(podState, DEAD);
+  }
+
+  /** Stale entries not reclaimed yet (for tests and the gauge). */
+  long staleEntries() {
+    return staleEntries;
+  }
+
+  /** Slots the reclaimer examined so far (for tests). */
+  long reclaimSlots() {
+    return reclaimSlots;
+  }
+
+  /** Pod ids handed out so far (1 + the highest; for tests). */
+  int podIdHigh() {
+    return podHigh;
   }
 
   // ------------------------------------------------------------------ table
@@ -464,7 +725,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   @Override
   int stamp(int slot) {
-    return (int) (tab[2 * slot + 1] >>> 32) & 0xFF;
+    long v = tab[2 * slot + 1];
+    if (deadIds != 0 && allDead((int) v)) {
+      return tick + 1; // only stale entries: the oldest possible, evicted first
+    }
+    return (int) (v >>> 32) & 0xFF;
   }
 
   private void touchSlot(int i) {
@@ -491,32 +756,50 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   /** Evicts the key in {@code slot} (the table is full): drops its entries. */
   @Override
   void evicting(int slot) {
-    dropAllEntries(slot);
-    counters.evicted("max_keys", 1);
+    if (dropAllEntries(slot) != 0) { // a key with only stale entries is reclaimed, not evicted
+      counters.evicted("max_keys", 1);
+    }
   }
 
-  private void dropAllEntries(int slot) {
+  /** Drops every entry of the key in {@code slot}; returns how many were live. */
+  private int dropAllEntries(int slot) {
     int c = cell(slot);
+    int live = 0;
     if (c >= 0) {
-      countRemoved(c);
+      live = countRemoved(c);
     } else if (isPair(c)) {
       int r = index(c);
-      countRemoved(pairs[2 * r]);
-      countRemoved(pairs[2 * r + 1]);
+      live = countRemoved(pairs[2 * r]) + countRemoved(pairs[2 * r + 1]);
       freePair(r);
     } else if (c != EMPTY) {
       PodSet ps = sets[index(c)];
       for (int i = 0; i < ps.n; i++) {
-        countRemoved(ps.e[i]);
+        live += countRemoved(ps.e[i]);
       }
       freeSet(index(c));
     }
     setCell(slot, EMPTY);
+    return live;
   }
 
-  private void countRemoved(int e) {
-    podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]--;
-    entries--;
+  /**
+   * Counts entry {@code e} out: 1 if it was live; 0 if stale (reclaimed: its DEAD id becomes FREE
+   * with its last entry).
+   */
+  private int countRemoved(int e) {
+    int p = podOf(e);
+    podTierCounts[p * MAX_TIERS + tierOf(e)]--;
+    if (deadIds == 0 || podState[p] != DEAD) {
+      entries--;
+      return 1;
+    }
+    staleEntries--;
+    if (--staleLeft[p] == 0) {
+      deadBits[p >>> 6] &= ~(1L << p);
+      deadIds--;
+      free(p);
+    }
+    return 0;
   }
 
   private void countAdded(int e) {
@@ -590,6 +873,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void addEntry(long rk, int e) {
     int slot = find(rk);
+    if (slot >= 0 && deadIds != 0 && purge(slot)) {
+      slot = -1;
+    }
     if (slot < 0) {
       slot = insert(rk, withStamp(EMPTY, tick));
     } else {
@@ -650,7 +936,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void removeEntry(long rk, int e) {
     int slot = find(rk);
-    if (slot < 0) {
+    if (slot < 0 || (deadIds != 0 && purge(slot))) {
       return;
     }
     int c = cell(slot);
@@ -689,59 +975,6 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     if (empty) {
       deleteSlot(slot);
     }
-  }
-
-  private void sweepPod(int pod) {
-    int i = 0;
-    while (i < cap) {
-      if (tab[2 * i] == 0) {
-        i++;
-        continue;
-      }
-      int c = cell(i);
-      boolean empty = false;
-      if (c >= 0) {
-        if (podOf(c) == pod) {
-          countRemoved(c);
-          empty = true;
-        }
-      } else if (isPair(c)) {
-        int r = index(c);
-        int a = pairs[2 * r];
-        int b = pairs[2 * r + 1];
-        boolean dropA = podOf(a) == pod;
-        boolean dropB = podOf(b) == pod;
-        if (dropA || dropB) {
-          freePair(r);
-          if (dropA) {
-            countRemoved(a);
-          }
-          if (dropB) {
-            countRemoved(b);
-          }
-          empty = dropA && dropB;
-          setCell(i, empty ? EMPTY : dropA ? b : a);
-        }
-      } else {
-        PodSet ps = sets[index(c)];
-        for (int k = ps.n - 1; k >= 0; k--) {
-          if (podOf(ps.e[k]) == pod) {
-            countRemoved(ps.e[k]);
-            ps.removeAt(k);
-          }
-        }
-        empty = ps.n == 0;
-        if (empty) {
-          freeSet(index(c));
-        }
-      }
-      if (empty) {
-        deleteSlot(i); // re-examine i: a later key may have moved into it
-      } else {
-        i++;
-      }
-    }
-    Arrays.fill(podTierCounts, pod * MAX_TIERS, (pod + 1) * MAX_TIERS, 0);
   }
 
   // ------------------------------------------------------------------ read path
@@ -1227,11 +1460,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void bindMeters(MeterRegistry r) {
     Gauge.builder("kvroute.kvindex.keys", this, i -> i.size)
-        .description("request keys held")
+        .description("request keys held (some may hold only stale entries)")
         .register(r);
     Gauge.builder("kvroute.kvindex.entries", this, i -> i.entries)
-        .description("(key, pod, tier, group) entries held")
+        .description("(key, pod, tier, group) entries held, stale ones not counted")
         .register(r);
+    Gauge.builder("kvroute.kvindex.entries.stale", this, i -> i.staleEntries)
+        .description("entries of cleared or removed pods not reclaimed yet")
+        .register(r);
+    IndexCounters.counter(r, "kvroute.kvindex.reclaims.forced", null, null, forcedReclaims);
     Gauge.builder("kvroute.kvindex.engine.keys", this, i -> i.engine.size())
         .description("engine-key mappings held")
         .register(r);
