@@ -27,6 +27,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -104,6 +105,14 @@ final class ScaleReplicas {
     final List<String> podNames = new ArrayList<>();
     volatile Histogram lag = new Histogram();
     volatile Histogram lookup = new Histogram();
+    volatile Histogram phaseLag = new Histogram();
+    volatile Histogram phaseLookup = new Histogram();
+
+    /** Per 100 ms slot of apply time since {@link #slotBase}: batches applied, and those late. */
+    final AtomicIntegerArray slotBatches;
+
+    final AtomicIntegerArray slotLate;
+    volatile long slotBase = Long.MAX_VALUE;
     final LongAdder batches = new LongAdder();
     final LongAdder problems = new LongAdder();
     final StringBuffer problemKinds = new StringBuffer();
@@ -128,6 +137,9 @@ final class ScaleReplicas {
       this.n = n;
       this.o = o;
       this.w = w;
+      int slots = (int) Math.ceil(o.totalSeconds() * 10) + 600;
+      slotBatches = new AtomicIntegerArray(slots);
+      slotLate = new AtomicIntegerArray(slots);
       IndexConfig ic =
           IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).maxPodsPerKey(2048).build();
       if (redis != null) {
@@ -162,7 +174,8 @@ final class ScaleReplicas {
       batches.increment();
       long ts = (long) (batch.ts() * 1e6);
       if (redisIndex == null) {
-        lag.record(nowMicros() - ts);
+        long now = nowMicros();
+        recordLag(now, now - ts);
       } else if (sampleCounter.incrementAndGet() % o.redisLagSample == 0) {
         pendingTs.add(new long[] {ts, Long.parseLong(pod.substring(pod.indexOf('-') + 1))});
       }
@@ -183,6 +196,27 @@ final class ScaleReplicas {
     @Override
     public void onDropped(String pod, long seq, String reason, Exception cause) {
       problem("dropped:" + reason);
+    }
+
+    /** Records a batch's lag (applied at {@code now}, epoch micros). */
+    void recordLag(long now, long lagMicros) {
+      lag.record(lagMicros);
+      phaseLag.record(lagMicros);
+      long slot = (now - slotBase) / 100_000L;
+      if (slot >= 0 && slot < slotBatches.length()) {
+        slotBatches.incrementAndGet((int) slot);
+        if (lagMicros >= ScaleModelRun.LATE_MICROS) {
+          slotLate.incrementAndGet((int) slot);
+        }
+      }
+    }
+
+    /** Starts a phase of the load profile: returns the last phase's lag and lookup histograms. */
+    Histogram[] startPhase() {
+      Histogram[] last = {phaseLag, phaseLookup};
+      phaseLag = new Histogram();
+      phaseLookup = new Histogram();
+      return last;
     }
 
     void problem(String kind) {
@@ -232,7 +266,9 @@ final class ScaleReplicas {
         long[] keys = docKeys[w.pickDoc(rnd)];
         long t0 = System.nanoTime();
         index.lookup(keys, keys.length, chosen, into);
-        lookup.record((System.nanoTime() - t0) / 1000);
+        long took = (System.nanoTime() - t0) / 1000;
+        lookup.record(took);
+        phaseLookup.record(took);
         matchedSum.addAndGet(into.maxMatchedBlocks());
         lookups.incrementAndGet();
         next += interval;
@@ -269,7 +305,7 @@ final class ScaleReplicas {
         long now = nowMicros();
         for (long[] ts : taken) {
           if (owned[(int) ts[1]]) {
-            lag.record(now - ts[0]);
+            recordLag(now, now - ts[0]);
           }
         }
         taken.clear();
