@@ -3,6 +3,7 @@ package io.kvroute.benchmarks.scale;
 import io.kvroute.benchmarks.redis.RedisProcess;
 import io.kvroute.benchmarks.scale.ScalePods.Publishers;
 import io.kvroute.benchmarks.scale.ScalePods.Workload;
+import io.kvroute.benchmarks.scale.ScaleReplicas.ControlLookups;
 import io.kvroute.benchmarks.scale.ScaleReplicas.Histogram;
 import io.kvroute.benchmarks.scale.ScaleReplicas.Replica;
 import io.kvroute.kvindex.BlockIndex;
@@ -257,10 +258,12 @@ public final class ScaleModelRun {
       rep.threads.addAll(newThreads(b));
       replicas.add(rep);
     }
+    ControlLookups control = new ControlLookups(o, workload);
     publishers.start();
     for (Replica rep : replicas) {
       rep.startLookups();
     }
+    control.thread.start();
     System.out.printf(Locale.ROOT, "warming up %.0f s ...%n", o.warmup);
     LockSupport.parkNanos((long) (o.warmup * 1e9));
     // the measurement window
@@ -293,7 +296,9 @@ public final class ScaleModelRun {
       rep.slotBase = base;
       rep.startPhase();
     }
-    List<PhaseResult> phases = runPhases(o, publishers, replicas, t0);
+    control.startPhase();
+    List<PhaseResult> phases = runPhases(o, publishers, replicas, control, t0);
+    control.running = false;
     List<Replica> measured = List.copyOf(replicas);
     double wall = (System.nanoTime() - t0) / 1e9;
     long proc1 = osb.getProcessCpuTime();
@@ -335,8 +340,10 @@ public final class ScaleModelRun {
     // heap: with the replicas, then without them
     long heapAll = heapAfterGc();
     List<IndexStats> stats = new ArrayList<>();
+    List<String> reclamation = new ArrayList<>();
     for (Replica rep : replicas) {
       stats.add(rep.stats());
+      reclamation.add(rep.reclamation());
     }
     double redisMem = redis == null ? 0 : redis.info("memory", "used_memory");
     double redisKeys = redis == null ? 0 : dbsize(redis);
@@ -409,7 +416,7 @@ public final class ScaleModelRun {
       System.out.printf(
           Locale.ROOT,
           "index r%d: %d keys, %d entries, %d engine keys, %d pods; dropped %s; evictions %s;"
-              + " heap/entry %.0f B%n",
+              + " heap/entry %.0f B%s%n",
           r,
           s.keys(),
           s.entries(),
@@ -417,7 +424,8 @@ public final class ScaleModelRun {
           s.pods(),
           s.dropped(),
           s.evictions(),
-          s.entries() == 0 ? 0 : heapPerReplica / s.entries());
+          s.entries() == 0 ? 0 : heapPerReplica / s.entries(),
+          reclamation.get(r));
     }
     if (redis != null) {
       System.out.printf(
@@ -451,15 +459,16 @@ public final class ScaleModelRun {
       double lagP50,
       double lagP99,
       double lookupP99,
-      long clears,
-      double recoveredS) {}
+      double controlP99,
+      long gcMillis,
+      long clears) {}
 
   /**
    * Runs the load profile's phases one after the other (the publishers take each phase's interval
    * up at their next cycle) and measures each; the window starts at {@code t0}.
    */
   static List<PhaseResult> runPhases(
-      Options o, Publishers publishers, List<Replica> replicas, long t0) {
+      Options o, Publishers publishers, List<Replica> replicas, ControlLookups control, long t0) {
     List<PhaseResult> out = new ArrayList<>();
     double at = 0;
     for (Options.Phase ph : o.profile) {
@@ -471,6 +480,7 @@ public final class ScaleModelRun {
         a0[r] = replicas.get(r).batches.sum();
         c0[r] = clears(replicas.get(r).stats());
       }
+      long gc0 = gcMillis();
       long p0 = System.nanoTime();
       long end = t0 + (long) ((at + ph.seconds()) * 1e9);
       for (long left = end - System.nanoTime(); left > 0; left = end - System.nanoTime()) {
@@ -493,13 +503,15 @@ public final class ScaleModelRun {
         look99 = Math.max(look99, nanToZero(h[1].percentile(0.99)));
         clears += clears(rep.stats()) - c0[r];
       }
+      double control99 = nanToZero(control.startPhase().percentile(0.99));
+      long gc = gcMillis() - gc0;
       PhaseResult pr =
-          new PhaseResult(ph, at, published, applied, lag50, lag99, look99, clears, Double.NaN);
+          new PhaseResult(ph, at, published, applied, lag50, lag99, look99, control99, gc, clears);
       out.add(pr);
       System.out.printf(
           Locale.ROOT,
           "phase %s (from %.0f s): published %.0f batches/s, applied %.0f/s, lag p50 %s p99 %s,"
-              + " lookup p99 %s, clears %d; load %s%n",
+              + " lookup p99 %s (control %s), GC %d ms, clears %d; load %s%n",
           ph,
           at,
           published,
@@ -507,11 +519,22 @@ public final class ScaleModelRun {
           micros(lag50),
           micros(lag99),
           micros(look99),
+          micros(control99),
+          gc,
           clears,
           loadAverage());
       at += ph.seconds();
     }
     return out;
+  }
+
+  /** Collection time of every garbage collector so far (ms). */
+  static long gcMillis() {
+    long t = 0;
+    for (var gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      t += Math.max(0, gc.getCollectionTime());
+    }
+    return t;
   }
 
   private static double nanToZero(double v) {
@@ -563,7 +586,7 @@ public final class ScaleModelRun {
   static void printProfile(List<PhaseResult> phases, List<Replica> replicas) {
     System.out.printf(
         Locale.ROOT,
-        "%n%-12s %8s %11s %10s %10s %10s %11s %7s %10s%n",
+        "%n%-12s %8s %11s %10s %10s %10s %11s %11s %7s %7s %10s%n",
         "phase",
         "from s",
         "published/s",
@@ -571,6 +594,8 @@ public final class ScaleModelRun {
         "lag p50",
         "lag p99",
         "lookup p99",
+        "control p99",
+        "GC ms",
         "clears",
         "recovered");
     int heavy = 0;
@@ -602,7 +627,7 @@ public final class ScaleModelRun {
       }
       System.out.printf(
           Locale.ROOT,
-          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %7d %10s%n",
+          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %11s %7d %7d %10s%n",
           p.phase(),
           p.startS(),
           p.published(),
@@ -610,6 +635,8 @@ public final class ScaleModelRun {
           micros(p.lagP50()),
           micros(p.lagP99()),
           micros(p.lookupP99()),
+          micros(p.controlP99()),
+          p.gcMillis(),
           p.clears(),
           rec);
     }

@@ -17,6 +17,7 @@ import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.kvindex.zmq.KvEventSubscriber;
 import io.kvroute.kvindex.zmq.PodEndpoint;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -92,6 +93,67 @@ final class ScaleReplicas {
     }
   }
 
+  /**
+   * The control: the replicas' lookup (a document's 8,192 tokens over 100 pods, every {@code
+   * --lookup-interval-ms}) on an index of its own that nothing writes to, in the same process. Its
+   * latency is what the machine (CPU share, GC pauses, scheduling) adds to any lookup; a replica's
+   * lookups beyond it are the index's.
+   */
+  static final class ControlLookups {
+    final BlockIndex index =
+        BlockIndex.inMemory(IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).build());
+    final long[][] docKeys;
+    final List<String> pods = new ArrayList<>();
+    final Options o;
+    volatile Histogram phase = new Histogram();
+    volatile boolean running = true;
+    final Thread thread;
+
+    ControlLookups(Options o, Workload w) {
+      this.o = o;
+      int docs = Math.min(8, w.docTokens.length);
+      docKeys = new long[docs][];
+      for (int p = 0; p < Math.min(100, o.pods); p++) {
+        pods.add("control-" + p);
+      }
+      for (int d = 0; d < docs; d++) {
+        docKeys[d] = index.requestKeys(w.docTokens[d], (String) null);
+        for (String pod : pods) {
+          index.blockStored(pod, w.docHashes[d], false, 0, w.docTokens[d], BLOCK, null, null, 0);
+        }
+      }
+      thread = new Thread(this::run, "scale-control-lookups");
+      thread.setDaemon(true);
+    }
+
+    void run() {
+      PrefixMatch into = new PrefixMatch();
+      long interval = TimeUnit.MILLISECONDS.toNanos(o.lookupIntervalMs);
+      long next = System.nanoTime();
+      int d = 0;
+      while (running) {
+        long[] keys = docKeys[d++ % docKeys.length];
+        long t0 = System.nanoTime();
+        index.lookup(keys, keys.length, pods, into);
+        phase.record((System.nanoTime() - t0) / 1000);
+        next += interval;
+        long wait = next - System.nanoTime();
+        if (wait > 0) {
+          LockSupport.parkNanos(wait);
+        } else {
+          next = System.nanoTime();
+        }
+      }
+    }
+
+    /** Starts the next phase: returns the last one's latencies. */
+    Histogram startPhase() {
+      Histogram last = phase;
+      phase = new Histogram();
+      return last;
+    }
+  }
+
   /** One gateway replica: a subscriber to every pod, an index, a lookup thread. */
   static final class Replica implements KvEventListener {
     final int n;
@@ -103,6 +165,7 @@ final class ScaleReplicas {
     final Set<Long> threads = ConcurrentHashMap.newKeySet();
     final long[][] docKeys;
     final List<String> podNames = new ArrayList<>();
+    final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     volatile Histogram lag = new Histogram();
     volatile Histogram lookup = new Histogram();
     volatile Histogram phaseLag = new Histogram();
@@ -141,7 +204,12 @@ final class ScaleReplicas {
       slotBatches = new AtomicIntegerArray(slots);
       slotLate = new AtomicIntegerArray(slots);
       IndexConfig ic =
-          IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).maxPodsPerKey(2048).build();
+          IndexConfig.builder()
+              .blockSize(BLOCK)
+              .modelName(MODEL)
+              .maxPodsPerKey(2048)
+              .meterRegistry(meters)
+              .build();
       if (redis != null) {
         redisIndex = redis.index(ic, b -> b.ingestMode(o.ingest).replicaId("replica-" + n));
         index = redisIndex;
@@ -340,6 +408,20 @@ final class ScaleReplicas {
 
     IndexStats stats() {
       return index.stats();
+    }
+
+    /** The in-memory index's stale entries and forced reclamations ("" for Redis). */
+    String reclamation() {
+      var stale = meters.find("kvroute.kvindex.entries.stale").gauge();
+      var forced = meters.find("kvroute.kvindex.reclaims.forced").functionCounter();
+      if (stale == null || forced == null) {
+        return "";
+      }
+      return String.format(
+          Locale.ROOT,
+          "; %.0f stale entries, %.0f forced reclamations",
+          stale.value(),
+          forced.count());
     }
 
     void close() {
