@@ -632,6 +632,8 @@ public final class IndexTraceRun {
     final LongAdder applied = new LongAdder();
     final LongAdder lost = new LongAdder();
     final AtomicLong last = new AtomicLong();
+    final AtomicLong notes = new AtomicLong();
+    int reconnects;
     final java.util.Set<String> probesSeen = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     ZmqIngest(Replay r) {
@@ -652,30 +654,47 @@ public final class IndexTraceRun {
       seqs = new long[topics.length];
       sockets = new ZMQ.Socket[r.o.replayThreads];
       for (int t = 0; t < sockets.length; t++) {
+        sockets[t] = connect(ep, t);
+      }
+    }
+
+    /**
+     * A PUB socket connected to the subscriber, once the subscriber saw a probe from it. With
+     * JeroMQ 0.6.0 a publisher that connects to a bound SUB socket is, now and then (about 1 in 20
+     * to 40 connects on this machine, also with plain JeroMQ sockets), never delivered: the probe
+     * finds out, and the socket is replaced.
+     */
+    private ZMQ.Socket connect(String ep, int t) {
+      for (int attempt = 0; attempt < 20; attempt++) {
         ZMQ.Socket s = context.createSocket(SocketType.PUB);
         s.setSndHWM(0);
         s.setLinger(0);
         s.connect(ep);
-        sockets[t] = s;
-        probe(s, "probe-" + t);
+        if (probe(s, "probe-" + t + "-" + attempt)) {
+          return s;
+        }
+        reconnects++;
+        context.destroySocket(s);
       }
+      throw new IllegalStateException("the subscriber never saw a probe of replay thread " + t);
     }
 
     /** Publishes empty batches on a probe topic until the subscriber saw one (slow joiner). */
-    private void probe(ZMQ.Socket s, String pod) {
+    private boolean probe(ZMQ.Socket s, String pod) {
       byte[] topic = ("kv@" + pod + "@trace").getBytes(StandardCharsets.UTF_8);
       byte[] payload = KvEventCodec.encode(KvEventBatch.of(0.0, List.of()));
-      long deadline = System.nanoTime() + 30_000_000_000L;
+      long deadline = System.nanoTime() + 3_000_000_000L;
       long seq = 0;
       while (!probesSeen.contains(pod)) {
         if (System.nanoTime() > deadline) {
-          throw new IllegalStateException("the subscriber never saw the probe of " + pod);
+          return false;
         }
         s.sendMore(topic);
         s.sendMore(seqBytes(seq++));
         s.send(payload, 0);
         LockSupport.parkNanos(5_000_000L);
       }
+      return true;
     }
 
     static byte[] seqBytes(long seq) {
@@ -707,11 +726,29 @@ public final class IndexTraceRun {
 
     @Override
     public void onGap(String pod, long expected, long received) {
+      note(pod, "gap " + expected + ".." + received);
       lost.add(received - expected);
     }
 
     @Override
+    public void onResync(String pod, String reason) {
+      note(pod, "resync " + reason);
+    }
+
+    @Override
+    public void onReplay(String pod, long from, long to, int replayed, boolean complete) {
+      note(pod, "replay " + from + ".." + to + " " + replayed + " " + complete);
+    }
+
+    private void note(String pod, String what) {
+      if (!pod.startsWith("probe-") && notes.incrementAndGet() <= 5) {
+        System.out.println("subscriber: " + pod + ": " + what);
+      }
+    }
+
+    @Override
     public void onDropped(String pod, long seq, String reason, Exception cause) {
+      note(pod, "dropped " + seq + " " + reason);
       if (!pod.startsWith("probe-")) {
         lost.increment();
       }
@@ -734,6 +771,10 @@ public final class IndexTraceRun {
 
     @Override
     public void close() {
+      if (reconnects > 0) {
+        System.out.println(
+            "(JeroMQ: " + reconnects + " publisher socket(s) never delivered, replaced)");
+      }
       subscriber.close();
       context.close();
     }
