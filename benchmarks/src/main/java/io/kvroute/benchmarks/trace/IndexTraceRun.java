@@ -674,7 +674,7 @@ public final class IndexTraceRun {
           return s;
         }
         reconnects++;
-        context.destroySocket(s);
+        s.close();
       }
       throw new IllegalStateException("the subscriber never saw a probe of replay thread " + t);
     }
