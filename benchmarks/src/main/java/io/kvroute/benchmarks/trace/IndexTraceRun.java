@@ -335,12 +335,15 @@ public final class IndexTraceRun {
     IndexStats s = r.stats();
     System.out.printf(
         Locale.ROOT,
-        "index after the last replay: %d keys, %d entries, %d engine keys, %d pods; heap used"
-            + " after GC with it (the whole process: trace, plans, index) %.0f MB%n",
+        "index after the last replay: %d keys, %d entries, %d engine keys, %d pods, evictions %s,"
+            + " dropped %s; heap used after GC with it (the whole process: trace, plans, index)"
+            + " %.0f MB%n",
         s.keys(),
         s.entries(),
         s.engineKeys(),
         s.pods(),
+        s.evictions(),
+        s.dropped(),
         r.heapBytes() / 1e6);
     System.out.println("== machine: " + machine());
     System.out.println("== load after: " + loadAverage());
@@ -369,6 +372,8 @@ public final class IndexTraceRun {
               .blockSize(o.blockTokens)
               .modelName("trace")
               .maxPods(Math.max(16_384, o.workers * o.duplication + 16))
+              // a block every worker holds keeps every worker (default: the 256 most recent)
+              .maxPodsPerKey(Math.max(256, o.workers * o.duplication))
               .build();
       this.index =
           redis == null

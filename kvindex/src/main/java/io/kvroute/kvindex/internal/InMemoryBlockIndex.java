@@ -71,16 +71,18 @@ import org.slf4j.LoggerFactory;
  * pod a fresh one; {@code removePod} retires it. A retired (DEAD) id's entries are <em>stale</em>:
  * no lookup sees them (a lookup only ever intersects with the ids of the pods it was asked about,
  * all live), and the pod's own counts start again from zero. Nothing is walked: the clear costs a
- * few array writes, plus one reclaim step. Stale entries are reclaimed lazily: (1) whenever a write
- * touches their key (an insert or removal first drops the key's stale entries, so {@code
- * maxPodsPerKey} is never spent on them); (2) by eviction, which takes a sampled key holding only
- * stale entries before any other; (3) by a cursor that examines {@value #RECLAIM_SLOTS} slots at
- * the end of every write call (store, removal, clear) while stale entries remain, round the table.
- * A DEAD id becomes FREE when its last stale entry goes; new ids are the lowest FREE ones, so the
- * lookups' pod bitsets stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at
- * most 2^19): if a pod needs an id while every one is live or DEAD (more than {@code maxPods}
- * clears within one round of the cursor), the reclamation is finished at once by a walk of the
- * table under the write lock (counted: {@code kvroute.kvindex.reclaims.forced}).
+ * few array writes, plus one reclaim step. Stale entries are reclaimed lazily: (1) when an insert
+ * finds its key holding {@code maxPodsPerKey} entries (its stale entries are dropped first, so the
+ * bound is never spent on them); (2) by eviction, which takes a sampled key holding only stale
+ * entries before any other; (3) by a cursor that examines up to {@value #RECLAIM_SLOTS} slots (a
+ * big pod set counting for a quarter of its entries) at the end of every write call (store,
+ * removal, clear) while stale entries remain, round the table; a pod set is scanned at most once
+ * per retirement (it remembers the retirement count it was last purged at). A DEAD id becomes FREE
+ * when its last stale entry goes; new ids are the lowest FREE ones, so the lookups' pod bitsets
+ * stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at most 2^19): if a pod
+ * needs an id while every one is live or DEAD (more than {@code maxPods} clears within one round of
+ * the cursor), the reclamation is finished at once by a walk of the table under the write lock
+ * (counted: {@code kvroute.kvindex.reclaims.forced}).
  *
  * <p><b>What the sizes mean.</b> {@code entries} (stats and gauge) counts live entries exactly: a
  * clear subtracts the pod's entries at once. {@code kvroute.kvindex.entries.stale} counts the stale
@@ -137,6 +139,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private final int idLimit;
   private final int reclaimBudget;
   private int deadIds;
+  private int retirements; // pod ids retired with entries so far (sets remember when purged)
   private long staleEntries;
   private int reclaimAt; // the reclaimer's cursor (a slot)
   private long reclaimSlots; // slots the reclaimer examined
@@ -321,6 +324,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     podState[p] = DEAD;
     deadBits[p >>> 6] |= 1L << p;
     deadIds++;
+    retirements++;
     staleLeft[p] = total;
     entries -= total;
     staleEntries += total;
@@ -601,8 +605,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         i = 0;
       }
       reclaimSlots++;
-      if (tab[2 * i] != 0 && purge(i)) {
-        continue; // a later key may have moved into i
+      if (tab[2 * i] != 0) {
+        int c = cell(i);
+        if (c < 0 && !isPair(c) && c != EMPTY) {
+          n += sets[index(c)].n >>> 2; // a set costs about its entries
+        }
+        if (purge(i)) {
+          continue; // a later key may have moved into i
+        }
       }
       i++;
     }
@@ -672,6 +682,10 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     } else {
       int si = index(c);
       PodSet ps = sets[si];
+      if (ps.purgedAt == retirements) {
+        return false; // no pod id was retired since this set was last purged
+      }
+      ps.purgedAt = retirements;
       if (ps.row >= 0 && !podBits.intersects(ps.row, deadBits, deadBits.length)) {
         return false;
       }
@@ -873,8 +887,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void addEntry(long rk, int e) {
     int slot = find(rk);
-    if (slot >= 0 && deadIds != 0 && purge(slot)) {
-      slot = -1;
+    if (slot >= 0 && deadIds != 0 && full(cell(slot)) && purge(slot)) {
+      slot = -1; // stale entries are dropped before they could cost a live one its place
     }
     if (slot < 0) {
       slot = insert(rk, withStamp(EMPTY, tick));
@@ -929,6 +943,18 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     countAdded(e);
   }
 
+  /** Whether the key with cell {@code c} holds {@code maxPodsPerKey} entries (live or stale). */
+  private boolean full(int c) {
+    int max = config.maxPodsPerKey();
+    if (c >= 0) {
+      return max <= 1;
+    }
+    if (isPair(c)) {
+      return max <= 2;
+    }
+    return c != EMPTY && sets[index(c)].n >= max;
+  }
+
   private void dropOldest(int e) {
     countRemoved(e);
     counters.evicted("max_pods_per_key", 1);
@@ -936,7 +962,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void removeEntry(long rk, int e) {
     int slot = find(rk);
-    if (slot < 0 || (deadIds != 0 && purge(slot))) {
+    if (slot < 0) {
       return;
     }
     int c = cell(slot);
@@ -1078,7 +1104,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           long a = active[w];
           long nx = a & dense[base + w];
           if (nx != a) {
-            left -= dropped(a & ~nx, w, b, matchedOf);
+            left -= s.dropped(a & ~nx, w, b);
             active[w] = nx;
           }
         }
@@ -1092,9 +1118,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     // pods that hold every resolved block
     for (int w = 0; w < words; w++) {
       long a = active[w];
-      while (a != 0) {
-        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
-        a &= a - 1;
+      if (a != 0) {
+        s.dropped(a, w, b);
       }
       active[w] = 0;
     }
@@ -1208,10 +1233,10 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       long n1 = a1 & r1;
       if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
         if (n0 != a0) {
-          left -= dropped(a0 & ~n0, 0, b, matchedOf);
+          left -= s.dropped(a0 & ~n0, 0, b);
         }
         if (n1 != a1) {
-          left -= dropped(a1 & ~n1, 1, b, matchedOf);
+          left -= s.dropped(a1 & ~n1, 1, b);
         }
         a0 = n0;
         a1 = n1;
@@ -1221,27 +1246,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
     }
     // pods that hold every resolved block
-    for (int w = 0; w < 2; w++) {
-      long a = w == 0 ? a0 : a1;
-      while (a != 0) {
-        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
-        a &= a - 1;
-      }
-      active[w] = 0;
+    if (a0 != 0) {
+      s.dropped(a0, 0, b);
     }
-  }
-
-  /**
-   * Records that the pods of {@code gone} (word {@code w}) matched {@code b} blocks; counts them.
-   */
-  private static int dropped(long gone, int w, int b, int[] matchedOf) {
-    int count = Long.bitCount(gone);
-    int first = w << 6;
-    do {
-      matchedOf[first + Long.numberOfTrailingZeros(gone)] = b;
-      gone &= gone - 1;
-    } while (gone != 0);
-    return count;
+    if (a1 != 0) {
+      s.dropped(a1, 1, b);
+    }
+    active[0] = 0;
+    active[1] = 0;
   }
 
   /**
@@ -1278,7 +1290,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       long nx = w < lim ? a & row[base + w] : 0;
       if (nx != a) {
-        left -= dropped(a & ~nx, w, b, s.matchedOf);
+        left -= s.dropped(a & ~nx, w, b);
         active[w] = nx;
       }
       if (offGpu && nx != 0) {
@@ -1286,9 +1298,41 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
     }
     if (v < 0) {
-      Arrays.fill(row, 0, 2 * words, 0);
+      unmarkSparse(c, row, words);
     }
     return left;
+  }
+
+  /**
+   * Clears what {@link #markSparse} set for cell {@code c} in {@code sparse}: by its entries' words
+   * when it has fewer entries than the row has words, else the whole row.
+   */
+  private void unmarkSparse(int c, long[] sparse, int words) {
+    if (c >= 0) {
+      int w = podOf(c) >>> 6;
+      sparse[w] = 0;
+      sparse[words + w] = 0;
+    } else if (isPair(c)) {
+      int r = index(c);
+      int wa = podOf(pairs[2 * r]) >>> 6;
+      int wb = podOf(pairs[2 * r + 1]) >>> 6;
+      sparse[wa] = 0;
+      sparse[words + wa] = 0;
+      sparse[wb] = 0;
+      sparse[words + wb] = 0;
+    } else {
+      PodSet ps = sets[index(c)];
+      if (ps.n >= words) {
+        Arrays.fill(sparse, 0, 2 * words, 0);
+        return;
+      }
+      int[] es = ps.e;
+      for (int k = 0; k < ps.n; k++) {
+        int w = podOf(es[k]) >>> 6;
+        sparse[w] = 0;
+        sparse[words + w] = 0;
+      }
+    }
   }
 
   /**
@@ -1337,21 +1381,45 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
   }
 
-  /** Writes each requested pod's match and score (duplicates copy their first occurrence). */
+  /**
+   * Writes the requested pods' matches and scores: the pod ids of every position at once, then only
+   * the pods that matched (the scan recorded them; a pod that matched nothing keeps the zeros of
+   * the reset), so that a lookup over a big fleet costs what its matches cost. When the list names
+   * a pod twice, every position is visited (duplicates copy their first occurrence). Leaves {@code
+   * s.matchedOf} all zero.
+   */
   private void finish(List<String> pods, int podCount, Scratch s, PrefixMatch into, int tiers) {
-    int[] podOfPos = s.podOfPos;
     int[] posOf = s.posOf;
     int[] matchedOf = s.matchedOf;
-    double gpuWeight = tierWeights[0];
-    for (int i = 0; i < podCount; i++) {
-      String pod = pods.get(i);
-      int p = podOfPos[i];
-      int matched = p < 0 ? 0 : matchedOf[p];
-      if (matched == 0) {
-        writer.set(into, i, pod, 0, 0);
-        continue;
+    int[] touched = s.touched;
+    writer.names(into, pods);
+    if (!s.duplicates) {
+      for (int k = 0; k < s.touchedCount; k++) {
+        int p = touched[k];
+        int i = posOf[p];
+        result(pods, i, i, matchedOf[p], into, tiers);
+        matchedOf[p] = 0;
       }
-      int src = posOf[p];
+    } else {
+      int[] podOfPos = s.podOfPos;
+      for (int i = 0; i < podCount; i++) {
+        int p = podOfPos[i];
+        int matched = p < 0 ? 0 : matchedOf[p];
+        if (matched != 0) {
+          result(pods, i, posOf[p], matched, into, tiers);
+        }
+      }
+      for (int k = 0; k < s.touchedCount; k++) {
+        matchedOf[touched[k]] = 0;
+      }
+    }
+    s.touchedCount = 0;
+  }
+
+  /** Writes position {@code i}'s result ({@code src}: where the scan counted its tiers). */
+  private void result(List<String> pods, int i, int src, int matched, PrefixMatch into, int tiers) {
+    {
+      double gpuWeight = tierWeights[0];
       double score = 0;
       int offGpu = 0;
       for (int t = 1; t < tiers; t++) {
@@ -1366,7 +1434,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       writer.addTierBlocks(into, i, 0, matched - offGpu);
       score += (matched - offGpu) * gpuWeight;
-      writer.set(into, i, pod, matched, score);
+      writer.set(into, i, pods.get(i), matched, score);
     }
   }
 
@@ -1478,6 +1546,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   // ------------------------------------------------------------------ helpers
 
+  private static final Class<?> LIST12 = List.of("").getClass();
+  private static final Class<?> LISTN = List.of("", "", "").getClass();
+
   /** Per-thread lookup scratch. */
   private static final class Scratch {
     // Also remembers the last pod list it resolved (the pod strings, by identity, and the
@@ -1487,7 +1558,13 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     long[] sparse = new long[32];
     long[] two = new long[2]; // lookupTwoWords: one key's pod bits
     int[] posOf = new int[0]; // pod id -> first position in the bound list, or -1
-    int[] matchedOf = new int[0]; // pod id -> blocks matched (written by the scan)
+    // pod id -> blocks matched, written by the scan for pods that matched at least one block (the
+    // others stay 0: finish zeroes what the scan wrote), which touched lists
+    int[] matchedOf = new int[0];
+    int[] touched = new int[0];
+    int touchedCount;
+    boolean duplicates; // the bound list names a known pod more than once
+    List<String> boundList; // the bound list itself (trusted when an unmodifiable JDK list)
     // phase 1 results by request block
     int[] cellOf = new int[1024];
     int[] rowOf = new int[1024];
@@ -1507,6 +1584,19 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
      * distinct known pods.
      */
     int bind(PodIds ids, int high, List<String> pods, int count) {
+      if (touchedCount != 0) { // a lookup that threw: restore the zeros
+        for (int k = 0; k < touchedCount; k++) {
+          matchedOf[touched[k]] = 0;
+        }
+        touchedCount = 0;
+      }
+      if (boundVersion == ids.version() && boundCount == count && pods == boundList) {
+        Class<?> c = pods.getClass();
+        if (c == LISTN || c == LIST12) { // unmodifiable: the same instance, the same pods
+          System.arraycopy(initActive, 0, active, 0, words);
+          return initCount;
+        }
+      }
       if (boundVersion == ids.version() && boundCount == count) {
         String[] names = boundNames;
         int i = 0;
@@ -1519,6 +1609,21 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         }
       }
       return rebind(ids, high, pods, count);
+    }
+
+    /** Records that the pods of {@code gone} (word {@code w}) matched {@code b}; counts them. */
+    int dropped(long gone, int w, int b) {
+      int count = Long.bitCount(gone);
+      if (b != 0) { // a pod that matched nothing keeps its 0
+        int first = w << 6;
+        do {
+          int p = first + Long.numberOfTrailingZeros(gone);
+          matchedOf[p] = b;
+          touched[touchedCount++] = p;
+          gone &= gone - 1;
+        } while (gone != 0);
+      }
+      return count;
     }
 
     private int rebind(PodIds ids, int high, List<String> pods, int count) {
@@ -1539,6 +1644,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
         Arrays.fill(posOf, old, posOf.length, -1);
         matchedOf = new int[posOf.length];
+        touched = new int[posOf.length];
       }
       if (boundNames.length < count) {
         boundNames = new String[Math.max(count, boundNames.length * 2)];
@@ -1546,6 +1652,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       int[] pos = podOfPos(count);
       Arrays.fill(initActive, 0);
       int known = 0;
+      boolean dup = false;
       for (int i = 0; i < count; i++) {
         String pod = pods.get(i);
         boundNames[i] = pod;
@@ -1555,11 +1662,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           posOf[p] = i;
           initActive[p >>> 6] |= 1L << p;
           known++;
+        } else if (p >= 0) {
+          dup = true;
         }
       }
       Arrays.fill(boundNames, count, boundNames.length, null);
       boundCount = count;
       boundVersion = ids.version();
+      boundList = pods;
+      duplicates = dup;
       words = w;
       initCount = known;
       System.arraycopy(initActive, 0, active, 0, w);

@@ -17,6 +17,7 @@ final class PodSet {
   int n;
   int nonGpu; // entries on a tier other than GPU
   int row = -1; // row in bits once dense, else -1
+  int purgedAt = -1; // the index's retirement count when this set was last purged of stale entries
   private int id = -1; // index in the index's sets[], once allocated
 
   PodSet(PodBits bits) {
@@ -24,6 +25,9 @@ final class PodSet {
   }
 
   int indexOf(int entry) {
+    if (row >= 0 && !bits.get(row, entry >>> 12, false)) {
+      return -1; // the pod holds none of this key's entries (one load, not a scan)
+    }
     for (int i = 0; i < n; i++) {
       if (e[i] == entry) {
         return i;
