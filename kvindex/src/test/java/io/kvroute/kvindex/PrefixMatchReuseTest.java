@@ -12,11 +12,13 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /**
- * A {@link PrefixMatch} reused across lookups (it clears only what the previous lookup wrote)
- * answers exactly as a fresh one: lookups of random prefixes over random pod lists of 1 to 400
- * pods, most of which match nothing, some lists far smaller or larger than the one before, half of
- * them one unmodifiable list instance used again, with pods and media appearing between lookups
- * (the tier count changes).
+ * A {@link PrefixMatch} reused across lookups (it clears only what the previous lookup wrote), on a
+ * thread that keeps passing the same pod list (the index then only catches up with the pods that
+ * changed), answers exactly as a fresh result of a lookup that resolves its list afresh (on another
+ * thread, with a list naming a pod twice, which the index never catches up): random prefixes over
+ * random pod lists of 1 to 400 pods, most of which match nothing, some lists far smaller or larger
+ * than the one before, half of them one unmodifiable list instance used again, with pods storing,
+ * being cleared and removed, and media appearing between lookups (the tier count changes).
  */
 class PrefixMatchReuseTest {
   private static final int BS = 16;
@@ -26,10 +28,28 @@ class PrefixMatchReuseTest {
   void aReusedResultEqualsAFreshOne() {
     qt().withExamples(60)
         .forAll(integers().all(), lists().of(integers().all()).ofSizeBetween(1, 40))
-        .checkAssert(this::check);
+        .checkAssert(
+            (seed, lookups) -> {
+              try {
+                check(seed, lookups);
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
   }
 
-  private void check(int seed, List<Integer> lookups) {
+  private void check(int seed, List<Integer> lookups) throws Exception {
+    java.util.concurrent.ExecutorService other =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      check(seed, lookups, other);
+    } finally {
+      other.shutdownNow();
+    }
+  }
+
+  private void check(int seed, List<Integer> lookups, java.util.concurrent.ExecutorService other)
+      throws Exception {
     SplittableRandom rnd = new SplittableRandom(seed);
     BlockIndex idx = BlockIndex.inMemory(IndexConfig.builder().build());
     int[] tokens = BlockIndexContract.tokens(seed & 0xFF, 24 * BS);
@@ -61,17 +81,26 @@ class PrefixMatchReuseTest {
             MEDIA[rnd.nextInt(media)],
             0);
       }
+      if ((op & 32) != 0) { // some pods are cleared (they get fresh ids) or removed
+        idx.allBlocksCleared(all.get(rnd.nextInt(all.size())));
+      }
+      if ((op & 64) != 0) {
+        idx.removePod(all.get(rnd.nextInt(all.size())));
+      }
       int from = rnd.nextInt(all.size());
       int count = 1 + rnd.nextInt(all.size() - from);
       // half the time the same unmodifiable instance (an index may trust it is unchanged)
       List<String> pods = (op & 16) == 0 ? fixed : List.copyOf(all.subList(from, from + count));
       int n = 1 + rnd.nextInt(keys.length);
-      PrefixMatch fresh = idx.lookup(keys, n, pods, new PrefixMatch());
+      List<String> twice = new ArrayList<>(pods);
+      twice.add(pods.get(0));
+      PrefixMatch fresh = other.submit(() -> idx.lookup(keys, n, twice, new PrefixMatch())).get();
       idx.lookup(keys, n, pods, reused);
-      assertThat(reused.size()).isEqualTo(fresh.size());
+      assertThat(fresh.size()).isEqualTo(pods.size() + 1);
+      assertThat(reused.size()).isEqualTo(pods.size());
       assertThat(reused.requestBlocks()).isEqualTo(fresh.requestBlocks());
       assertThat(reused.tierNames()).isEqualTo(fresh.tierNames());
-      for (int i = 0; i < fresh.size(); i++) {
+      for (int i = 0; i < reused.size(); i++) {
         assertThat(reused.podId(i)).isEqualTo(fresh.podId(i));
         assertThat(reused.matchedBlocks(i)).as("pod %d", i).isEqualTo(fresh.matchedBlocks(i));
         assertThat(reused.score(i)).isEqualTo(fresh.score(i));

@@ -1564,6 +1564,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     int[] touched = new int[0];
     int touchedCount;
     boolean duplicates; // the bound list names a known pod more than once
+    // the bound list's pods by name -> position (null if it has duplicates): for catchUp
+    java.util.HashMap<String, Integer> positions;
     List<String> boundList; // the bound list itself (trusted when an unmodifiable JDK list)
     // phase 1 results by request block
     int[] cellOf = new int[1024];
@@ -1597,18 +1599,86 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           return initCount;
         }
       }
-      if (boundVersion == ids.version() && boundCount == count) {
-        String[] names = boundNames;
-        int i = 0;
-        while (i < count && pods.get(i) == names[i]) {
-          i++;
+      long v = ids.version();
+      if (boundCount == count
+          && (v == boundVersion || (positions != null && v - boundVersion < PodIds.LOG))) {
+        boolean same = pods == boundList && (pods.getClass() == LISTN || pods.getClass() == LIST12);
+        if (!same) {
+          String[] names = boundNames;
+          int i = 0;
+          while (i < count && pods.get(i) == names[i]) {
+            i++;
+          }
+          same = i == count;
         }
-        if (i == count) {
+        if (same) {
+          if (v != boundVersion) {
+            catchUp(ids, high, v);
+          }
           System.arraycopy(initActive, 0, active, 0, words);
           return initCount;
         }
       }
       return rebind(ids, high, pods, count);
+    }
+
+    /**
+     * Brings the binding of the same list from {@code boundVersion} to version {@code v}: only the
+     * pods whose mapping changed in between (new pods, cleared pods' fresh ids, removed pods) are
+     * resolved again, so pods joining or being cleared do not cost each lookup thread a walk of the
+     * whole list (a list without duplicates only).
+     */
+    private void catchUp(PodIds ids, int high, long v) {
+      grow(high);
+      // first the changed pods' old ids go, then their new ids come (two pods may swap ids)
+      for (long x = boundVersion + 1; x <= v; x++) {
+        Integer at = positions.get(ids.changed(x));
+        if (at != null) {
+          int i = at;
+          int old = podOfPos[i];
+          if (old >= 0) {
+            posOf[old] = -1;
+            initActive[old >>> 6] &= ~(1L << old);
+            initCount--;
+            podOfPos[i] = -1;
+          }
+        }
+      }
+      for (long x = boundVersion + 1; x <= v; x++) {
+        String pod = ids.changed(x);
+        Integer at = positions.get(pod);
+        if (at != null && podOfPos[at] < 0) {
+          int i = at;
+          int now = ids.get(pod);
+          if (now >= 0) {
+            podOfPos[i] = now;
+            posOf[now] = i;
+            initActive[now >>> 6] |= 1L << now;
+            initCount++;
+          }
+        }
+      }
+      boundVersion = v;
+    }
+
+    /** Grows the arrays indexed by pod id (contents kept) for ids below {@code high}. */
+    private void grow(int high) {
+      int w = (high + 63) >>> 6;
+      if (active.length < w) {
+        active = Arrays.copyOf(active, w * 2);
+        sparse = new long[w * 4];
+        initActive = Arrays.copyOf(initActive, w * 2);
+      }
+      if (w > words) {
+        words = w;
+      }
+      if (posOf.length < high) {
+        int old = posOf.length;
+        posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
+        Arrays.fill(posOf, old, posOf.length, -1);
+        matchedOf = Arrays.copyOf(matchedOf, posOf.length);
+        touched = Arrays.copyOf(touched, posOf.length);
+      }
     }
 
     /** Records that the pods of {@code gone} (word {@code w}) matched {@code b}; counts them. */
@@ -1667,6 +1737,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         }
       }
       Arrays.fill(boundNames, count, boundNames.length, null);
+      positions = null;
+      java.util.HashMap<String, Integer> byName = new java.util.HashMap<>(count * 2);
+      for (int i = 0; i < count; i++) {
+        if (byName.put(pods.get(i), i) != null) {
+          byName = null; // a name twice: no catching up for this list
+          break;
+        }
+      }
+      positions = byName;
       boundCount = count;
       boundVersion = ids.version();
       boundList = pods;
