@@ -198,7 +198,8 @@ public final class IndexTraceRun {
       double dueP99Us,
       long problems,
       IndexStats stats,
-      long heapBytes) {
+      long heapBytes,
+      String cpu) {
     boolean keptUp() {
       return elapsedS <= 1.1 * windowMs / 1000.0;
     }
@@ -314,6 +315,9 @@ public final class IndexTraceRun {
   }
 
   private static void print(Result r) {
+    if (VERBOSE_CPU) {
+      System.out.println("  cpu (cores over the replay): " + r.cpu());
+    }
     System.out.printf(
         Locale.ROOT,
         "%9d %10.0f %10.0f %9.1f %9.1f %9.1f %9.0f %9.2f %10.0f %8d %s%s%n",
@@ -408,6 +412,9 @@ public final class IndexTraceRun {
       for (int t = 0; t < n; t++) {
         plans[t] = new Plan(t);
       }
+      java.util.Map<String, Long> cpu0 = cpuByGroup();
+      long proc0 = processCpu();
+      LongAdder replayCpu = new LongAdder();
       long[][] lat = new long[n][];
       long[][] due = new long[n][];
       CountDownLatch done = new CountDownLatch(n);
@@ -421,6 +428,7 @@ public final class IndexTraceRun {
                   try {
                     Plan p = plans[tt];
                     p.replay(start);
+                    replayCpu.add(ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime());
                     lat[tt] = Arrays.copyOf(p.latency, p.lookups);
                     due[tt] = Arrays.copyOf(p.sinceDue, p.lookups);
                   } finally {
@@ -440,6 +448,18 @@ public final class IndexTraceRun {
       ingest.awaitApplied(sent);
       long end = Math.max(ingest.lastApplied(), maxEnd(plans));
       double elapsed = (end - start) / 1e9;
+      java.util.Map<String, Long> cpu1 = cpuByGroup();
+      StringBuilder cpu =
+          new StringBuilder(
+              String.format(Locale.ROOT, " replay threads %.2f;", replayCpu.sum() / 1e9 / elapsed));
+      cpu1.forEach(
+          (g, t) -> {
+            double cores = (t - cpu0.getOrDefault(g, 0L)) / 1e9 / elapsed;
+            if (cores >= 0.01) {
+              cpu.append(String.format(Locale.ROOT, " %s %.2f;", g, cores));
+            }
+          });
+      double proc = (processCpu() - proc0) / 1e9 / elapsed;
       long ops = w.totalOps();
       long[] all = concat(lat);
       long[] dues = concat(due);
@@ -470,7 +490,8 @@ public final class IndexTraceRun {
           pct(dues, 0.99),
           problems,
           stats,
-          heap);
+          heap,
+          String.format(Locale.ROOT, "process %.2f cores:%s", proc, cpu));
     }
 
     private static long maxEnd(Plan[] plans) {
@@ -886,6 +907,27 @@ public final class IndexTraceRun {
   }
 
   // ----------------------------------------------------------------------------------- helpers
+
+  static final boolean VERBOSE_CPU = true;
+
+  /** CPU time by thread group (the thread name without digits), ns. */
+  static java.util.Map<String, Long> cpuByGroup() {
+    var tmx = ManagementFactory.getThreadMXBean();
+    java.util.Map<String, Long> out = new java.util.TreeMap<>();
+    for (long id : tmx.getAllThreadIds()) {
+      var info = tmx.getThreadInfo(id);
+      long t = tmx.getThreadCpuTime(id);
+      if (info != null && t > 0) {
+        out.merge(info.getThreadName().replaceAll("[0-9]+", "#"), t, Long::sum);
+      }
+    }
+    return out;
+  }
+
+  static long processCpu() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
+  }
 
   static long heapAfterGc() {
     for (int i = 0; i < 3; i++) {
