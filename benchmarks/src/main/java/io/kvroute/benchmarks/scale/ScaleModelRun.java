@@ -66,6 +66,18 @@ import org.zeromq.ZContext;
  * divided by R. <em>Lookups</em>: one thread per replica every {@code --lookup-interval-ms} (10)
  * looks up a document's 8,192 tokens (keys precomputed) for 100 random pods.
  *
+ * <p><b>Load profile.</b> {@code --profile 250ms:20s,50ms:20s,250ms:20s} runs phases one after the
+ * other (per-pod batch interval : duration; without it, one phase of {@code --step-ms} for {@code
+ * --seconds}); the warm-up uses the first phase's interval. Each phase prints its published and
+ * applied batches/s, lag and lookup percentiles, the same-process control lookup (an idle index:
+ * what the machine adds to any lookup), GC time and the clears the index applied. The run ends with
+ * one machine-readable line, {@code result: published=<batches/s> applied=<batches/s>
+ * lag_p99_ms=<x> lookup_p99_ms=<y> clears=<n> recovered_s=<s>}: the heaviest phase's (the first
+ * with the shortest interval) figures, the clears over the whole window, and the seconds from the
+ * start of the next lighter phase until the lag is back under 100 ms ({@link #recoveredS}; -1 if
+ * never, or if there is no lighter phase after the heaviest). With several replicas, the worst
+ * replica's figures.
+ *
  * <p>Run: {@code java -Xmx4g -cp benchmarks/target/benchmarks.jar
  * io.kvroute.benchmarks.scale.ScaleModelRun --pods 1000 --replicas 2 --backend memory --seconds 30}
  * ({@code --help} lists every option). Needs about 6 file descriptors per pod and 6 more per pod
