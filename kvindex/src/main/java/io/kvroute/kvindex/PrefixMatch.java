@@ -28,7 +28,6 @@ public final class PrefixMatch {
   private static final int DIRTY_MAX = 256;
   private final int[] dirty = new int[DIRTY_MAX];
   private int dirtyCount;
-  private int used; // 1 + the highest position written since the arrays were last all zero
   private int usedTiers = 1;
 
   static {
@@ -71,12 +70,12 @@ public final class PrefixMatch {
 
   void reset(int podCount, int requestBlocks, List<String> tierNames) {
     int t = tierNames.size();
+    int used = size; // every write was below the last lookup's size
     if (dirtyCount > DIRTY_MAX || dirtyCount * 8 > used || t != usedTiers) {
       // many positions written (e.g. most of a small fleet matched): vectorised fills are faster
       Arrays.fill(blocks, 0, used, 0);
       Arrays.fill(scores, 0, used, 0.0);
       Arrays.fill(tierBlocks, 0, Math.min(tierBlocks.length, used * usedTiers), 0);
-      used = 0;
     } else {
       for (int k = 0; k < dirtyCount; k++) {
         int i = dirty[k];
@@ -144,9 +143,6 @@ public final class PrefixMatch {
       dirty[dirtyCount] = i;
     }
     dirtyCount++;
-    if (i >= used) {
-      used = i + 1;
-    }
   }
 
   int tierBlocksRaw(int i, int tier) {

@@ -93,9 +93,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
  * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
- * they also refresh access stamps, racily and harmlessly). A write holds the lock for its own work
- * plus at most one reclaim step of {@value #RECLAIM_SLOTS} slots, so a lookup never waits for a
- * clear's reclamation (except in the forced case above).
+ * they also refresh access stamps, racily and harmlessly). Lookups come first: a writer gives way
+ * (up to 2 ms) while a lookup waits for the read lock, since {@link StampedLock} would let writers
+ * that follow each other take it ahead of the queued lookup. A write holds the lock for its own
+ * work plus at most one reclaim step of {@value #RECLAIM_SLOTS} slots, so a lookup never waits for
+ * a clear's reclamation (except in the forced case above).
  */
 public final class InMemoryBlockIndex extends SampledLruTable implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -117,6 +119,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
   private final StampedLock lock = new StampedLock();
+  private static final long YIELD_NANOS = 2_000_000L; // how long a writer gives way to lookups
+  private final java.util.concurrent.atomic.AtomicInteger waitingReaders =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final MatchWriter writer = MatchWriter.get();
   private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
 
@@ -361,7 +366,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
     int[] tokenIds = event.tokenIds();
     int blockSize = event.blockSize();
-    long stamp = lock.writeLock();
+    long stamp = beginWrite();
     try {
       int pod = podIndex(podId, true);
       if (pod < 0) {
@@ -504,7 +509,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     if (!counters.validGroup(groupIdx, engineHashes.length)) {
       return;
     }
-    long stamp = lock.writeLock();
+    long stamp = beginWrite();
     try {
       int pod = podIndex(podId, false);
       if (pod < 0) {
@@ -559,7 +564,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * forget}, the pod gets a fresh id.
    */
   private void sweep(String podId, boolean forget) {
-    long stamp = lock.writeLock();
+    long stamp = beginWrite();
     try {
       int pod = podIndex(podId, false);
       if (pod < 0) {
@@ -576,6 +581,35 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
     } finally {
       endWrite(stamp);
+    }
+  }
+
+  /**
+   * Takes the write lock, first giving way to lookups waiting for the read lock (up to {@value
+   * #YIELD_NANOS} ns): {@link StampedLock} lets a writer take the lock ahead of queued readers, so
+   * two shard threads writing back to back could keep a lookup out for as long as they have work.
+   */
+  private long beginWrite() {
+    if (waitingReaders.get() != 0) {
+      long deadline = System.nanoTime() + YIELD_NANOS;
+      do {
+        Thread.yield();
+      } while (waitingReaders.get() != 0 && System.nanoTime() - deadline < 0);
+    }
+    return lock.writeLock();
+  }
+
+  /** Takes the read lock; while it waits, writers give way ({@link #beginWrite}). */
+  private long beginRead() {
+    long stamp = lock.tryReadLock();
+    if (stamp != 0) {
+      return stamp;
+    }
+    waitingReaders.incrementAndGet();
+    try {
+      return lock.readLock();
+    } finally {
+      waitingReaders.decrementAndGet();
     }
   }
 
@@ -1019,7 +1053,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     lookups.increment();
     int podCount = pods.size();
     Scratch s = scratch.get();
-    long stamp = lock.readLock();
+    long stamp = beginRead();
     try {
       List<String> tierNames = tierNameList;
       writer.reset(into, podCount, numKeys, tierNames);
@@ -1392,24 +1426,27 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     int[] posOf = s.posOf;
     int[] matchedOf = s.matchedOf;
     int[] touched = s.touched;
-    writer.names(into, pods);
-    if (!s.duplicates) {
-      for (int k = 0; k < s.touchedCount; k++) {
+    int n = s.touchedCount;
+    if (!s.duplicates && n * 4 < podCount) { // few matched: visit only them
+      writer.names(into, pods);
+      for (int k = 0; k < n; k++) {
         int p = touched[k];
         int i = posOf[p];
         result(pods, i, i, matchedOf[p], into, tiers);
         matchedOf[p] = 0;
       }
-    } else {
+    } else { // many matched (or duplicates): one pass over the positions
       int[] podOfPos = s.podOfPos;
       for (int i = 0; i < podCount; i++) {
         int p = podOfPos[i];
         int matched = p < 0 ? 0 : matchedOf[p];
         if (matched != 0) {
           result(pods, i, posOf[p], matched, into, tiers);
+        } else {
+          writer.set(into, i, pods.get(i), 0, 0);
         }
       }
-      for (int k = 0; k < s.touchedCount; k++) {
+      for (int k = 0; k < n; k++) {
         matchedOf[touched[k]] = 0;
       }
     }
