@@ -26,8 +26,10 @@ public final class PrefixMatch {
   // the positions written with non-zero values since the last reset (so that a reset clears only
   // those: most pods of a big fleet match nothing); past DIRTY_MAX, a reset clears [0, used)
   private static final int DIRTY_MAX = 256;
+  private static final int TRACK_FROM = 1024; // below, a reset fills (cheaper than tracking)
   private final int[] dirty = new int[DIRTY_MAX];
   private int dirtyCount;
+  private boolean track; // size >= TRACK_FROM
   private int usedTiers = 1;
 
   static {
@@ -71,7 +73,7 @@ public final class PrefixMatch {
   void reset(int podCount, int requestBlocks, List<String> tierNames) {
     int t = tierNames.size();
     int used = size; // every write was below the last lookup's size
-    if (dirtyCount > DIRTY_MAX || dirtyCount * 8 > used || t != usedTiers) {
+    if (used < TRACK_FROM || dirtyCount > DIRTY_MAX || dirtyCount * 8 > used || t != usedTiers) {
       // many positions written (e.g. most of a small fleet matched): vectorised fills are faster
       Arrays.fill(blocks, 0, used, 0);
       Arrays.fill(scores, 0, used, 0.0);
@@ -101,6 +103,7 @@ public final class PrefixMatch {
     podList = null;
     this.tierNames = tierNames;
     this.size = podCount;
+    this.track = podCount >= TRACK_FROM;
     this.requestBlocks = requestBlocks;
   }
 
@@ -139,10 +142,12 @@ public final class PrefixMatch {
   }
 
   private void dirty(int i) {
-    if (dirtyCount < DIRTY_MAX) {
-      dirty[dirtyCount] = i;
+    if (track) {
+      if (dirtyCount < DIRTY_MAX) {
+        dirty[dirtyCount] = i;
+      }
+      dirtyCount++;
     }
-    dirtyCount++;
   }
 
   int tierBlocksRaw(int i, int tier) {

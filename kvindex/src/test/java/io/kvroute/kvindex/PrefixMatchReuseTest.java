@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Test;
  * thread that keeps passing the same pod list (the index then only catches up with the pods that
  * changed), answers exactly as a fresh result of a lookup that resolves its list afresh (on another
  * thread, with a list naming a pod twice, which the index never catches up): random prefixes over
- * random pod lists of 1 to 400 pods, most of which match nothing, some lists far smaller or larger
- * than the one before, half of them one unmodifiable list instance used again, with pods storing,
- * being cleared and removed, and media appearing between lookups (the tier count changes).
+ * random pod lists of 1 to 1,500 pods, most of which match nothing, some lists far smaller or
+ * larger than the one before, half of them one unmodifiable list instance used again, with pods
+ * storing, being cleared and removed, and media appearing between lookups (the tier count changes).
  */
 class PrefixMatchReuseTest {
   private static final int BS = 16;
@@ -56,11 +56,11 @@ class PrefixMatchReuseTest {
     long[] engine = BlockIndexContract.engine(BS, tokens, null);
     long[] keys = idx.requestKeys(tokens, (String) null);
     List<String> all = new ArrayList<>();
-    for (int p = 0; p < 400; p++) {
+    for (int p = 0; p < 1500; p++) {
       all.add("pod-" + p);
     }
     PrefixMatch reused = new PrefixMatch();
-    List<String> fixed = List.copyOf(all.subList(50, 350));
+    List<String> fixed = List.copyOf(all.subList(50, 1350));
     int media = 1;
     for (int op : lookups) {
       // some pods store a prefix, on one of the media seen so far (sometimes a new one)

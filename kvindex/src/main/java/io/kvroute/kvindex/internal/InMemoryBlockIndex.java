@@ -977,6 +977,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     countAdded(e);
   }
 
+  /** The entries of the key with cell {@code c} (an upper bound of the pods holding it). */
+  private int holders(int c) {
+    if (c >= 0) {
+      return 1;
+    }
+    if (isPair(c)) {
+      return 2;
+    }
+    return c == EMPTY ? 0 : sets[index(c)].n;
+  }
+
   /** Whether the key with cell {@code c} holds {@code maxPodsPerKey} entries (live or stale). */
   private boolean full(int c) {
     int max = config.maxPodsPerKey();
@@ -1058,6 +1069,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       List<String> tierNames = tierNameList;
       writer.reset(into, podCount, numKeys, tierNames);
       int activeCount = s.bind(podIds, podHigh, pods, podCount);
+      // over a big list, record the pods that match when they can only be few (the first
+      // block's holders are at most a quarter of the list): finish then visits only them; up
+      // to 128 pods, or with duplicates, a pass over the list
+      s.recording = s.words > 2 && !s.duplicates;
+      s.touchedCount = 0;
       if (activeCount > 0) {
         if (s.words <= 2) {
           lookupTwoWords(requestKeys, numKeys, activeCount, s, into);
@@ -1120,6 +1136,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * held on tiers other than GPU are counted into {@code into} as the scan goes.
    */
   private void scan(int n, int activeCount, Scratch s, PrefixMatch into) {
+    if (s.recording && n > 0 && holders(s.cellOf[0]) > s.boundCount >>> 2) {
+      s.recording = false; // the first block's holders may all match: finish takes a pass
+    }
     int[] rowOf = s.rowOf;
     long[] active = s.active;
     int words = s.words;
@@ -1416,38 +1435,53 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   /**
-   * Writes the requested pods' matches and scores: the pod ids of every position at once, then only
-   * the pods that matched (the scan recorded them; a pod that matched nothing keeps the zeros of
-   * the reset), so that a lookup over a big fleet costs what its matches cost. When the list names
-   * a pod twice, every position is visited (duplicates copy their first occurrence). Leaves {@code
-   * s.matchedOf} all zero.
+   * Writes the requested pods' matches and scores. When the scan recorded the pods that matched
+   * (few of a big list), the pod ids of every position at once, then only those pods (the others
+   * keep the zeros of the reset), so that a lookup over a big fleet costs what its matches cost;
+   * else one pass over the positions (duplicates copy their first occurrence), reading every
+   * requested pod's {@code matchedOf}, which the scan then wrote for every one of them.
    */
   private void finish(List<String> pods, int podCount, Scratch s, PrefixMatch into, int tiers) {
     int[] posOf = s.posOf;
     int[] matchedOf = s.matchedOf;
     int[] touched = s.touched;
     int n = s.touchedCount;
-    if (!s.duplicates && n * 4 < podCount) { // few matched: visit only them
+    if (s.recording) { // every match recorded, and few: visit only them
       writer.names(into, pods);
       for (int k = 0; k < n; k++) {
         int p = touched[k];
         int i = posOf[p];
         result(pods, i, i, matchedOf[p], into, tiers);
-        matchedOf[p] = 0;
       }
-    } else { // many matched (or duplicates): one pass over the positions
+    } else { // many matched (or a small list, or duplicates): one pass over the positions
       int[] podOfPos = s.podOfPos;
+      boolean dup = s.duplicates;
+      double gpuWeight = tierWeights[0];
       for (int i = 0; i < podCount; i++) {
+        String pod = pods.get(i);
         int p = podOfPos[i];
         int matched = p < 0 ? 0 : matchedOf[p];
-        if (matched != 0) {
-          result(pods, i, posOf[p], matched, into, tiers);
-        } else {
-          writer.set(into, i, pods.get(i), 0, 0);
+        if (matched == 0) {
+          writer.set(into, i, pod, 0, 0);
+          continue;
         }
-      }
-      for (int k = 0; k < n; k++) {
-        matchedOf[touched[k]] = 0;
+        // as result(), written out: this loop runs once per requested pod
+        int src = posOf[p];
+        double score = 0;
+        int offGpu = 0;
+        for (int t = 1; t < tiers; t++) {
+          int c = writer.tierBlocks(into, src, t);
+          if (c != 0) {
+            offGpu += c;
+            score += c * tierWeights[t];
+            if (src != i) {
+              writer.addTierBlocks(into, i, t, c);
+            }
+          }
+        }
+        writer.addTierBlocks(into, i, 0, matched - offGpu);
+        score += (matched - offGpu) * gpuWeight;
+        writer.set(into, i, pod, matched, score);
       }
     }
     s.touchedCount = 0;
@@ -1456,6 +1490,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   /** Writes position {@code i}'s result ({@code src}: where the scan counted its tiers). */
   private void result(List<String> pods, int i, int src, int matched, PrefixMatch into, int tiers) {
     {
+      // the single pass of finish writes the same out
       double gpuWeight = tierWeights[0];
       double score = 0;
       int offGpu = 0;
@@ -1595,11 +1630,12 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     long[] sparse = new long[32];
     long[] two = new long[2]; // lookupTwoWords: one key's pod bits
     int[] posOf = new int[0]; // pod id -> first position in the bound list, or -1
-    // pod id -> blocks matched, written by the scan for pods that matched at least one block (the
-    // others stay 0: finish zeroes what the scan wrote), which touched lists
+    // pod id -> blocks matched, written by the scan for every active pod, or (recording) only for
+    // those that matched a block, which touched then lists
     int[] matchedOf = new int[0];
     int[] touched = new int[0];
     int touchedCount;
+    boolean recording;
     boolean duplicates; // the bound list names a known pod more than once
     // the bound list's pods by name -> position (null if it has duplicates): for catchUp
     java.util.HashMap<String, Integer> positions;
@@ -1623,12 +1659,6 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
      * distinct known pods.
      */
     int bind(PodIds ids, int high, List<String> pods, int count) {
-      if (touchedCount != 0) { // a lookup that threw: restore the zeros
-        for (int k = 0; k < touchedCount; k++) {
-          matchedOf[touched[k]] = 0;
-        }
-        touchedCount = 0;
-      }
       if (boundVersion == ids.version() && boundCount == count && pods == boundList) {
         Class<?> c = pods.getClass();
         if (c == LISTN || c == LIST12) { // unmodifiable: the same instance, the same pods
@@ -1721,14 +1751,23 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     /** Records that the pods of {@code gone} (word {@code w}) matched {@code b}; counts them. */
     int dropped(long gone, int w, int b) {
       int count = Long.bitCount(gone);
-      if (b != 0) { // a pod that matched nothing keeps its 0
-        int first = w << 6;
+      int first = w << 6;
+      int[] m = matchedOf;
+      if (!recording) { // finish reads every requested pod's value
         do {
-          int p = first + Long.numberOfTrailingZeros(gone);
-          matchedOf[p] = b;
-          touched[touchedCount++] = p;
+          m[first + Long.numberOfTrailingZeros(gone)] = b;
           gone &= gone - 1;
         } while (gone != 0);
+      } else if (b != 0) { // finish reads the recorded ones only: a pod that matched none is left
+        int[] t = touched;
+        int k = touchedCount;
+        do {
+          int p = first + Long.numberOfTrailingZeros(gone);
+          m[p] = b;
+          t[k++] = p;
+          gone &= gone - 1;
+        } while (gone != 0);
+        touchedCount = k;
       }
       return count;
     }
