@@ -126,7 +126,19 @@ public final class PrefixMatch {
   }
 
   void set(int i, String pod, int matched, double score) {
-    if (podList == null && pods[i] != pod) { // skips the GC barrier of a store when reused
+    if (track) {
+      setTracked(i, pod, matched, score);
+      return;
+    }
+    if (pods[i] != pod) { // skips the GC barrier of a reference store when reused
+      pods[i] = pod;
+    }
+    blocks[i] = matched;
+    scores[i] = score;
+  }
+
+  private void setTracked(int i, String pod, int matched, double score) {
+    if (podList == null && pods[i] != pod) {
       pods[i] = pod;
     }
     if (matched != 0 || score != 0) { // else already zero (reset)
@@ -138,16 +150,16 @@ public final class PrefixMatch {
 
   void addTierBlocks(int i, int tier, int count) {
     tierBlocks[i * tierNames.size() + tier] += count;
-    dirty(i);
+    if (track) {
+      dirty(i);
+    }
   }
 
   private void dirty(int i) {
-    if (track) {
-      if (dirtyCount < DIRTY_MAX) {
-        dirty[dirtyCount] = i;
-      }
-      dirtyCount++;
+    if (dirtyCount < DIRTY_MAX) {
+      dirty[dirtyCount] = i;
     }
+    dirtyCount++;
   }
 
   int tierBlocksRaw(int i, int tier) {

@@ -1143,6 +1143,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     long[] active = s.active;
     int words = s.words;
     int[] matchedOf = s.matchedOf;
+    boolean rec = s.recording;
     long[] dense = podBits.bits();
     int stride = podBits.stride();
     // fast path: a row of pod bits, every entry on GPU, rows as wide as the active set
@@ -1157,7 +1158,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           long a = active[w];
           long nx = a & dense[base + w];
           if (nx != a) {
-            left -= s.dropped(a & ~nx, w, b);
+            left -= rec ? s.dropped(a & ~nx, w, b) : dropped(a & ~nx, w, b, matchedOf);
             active[w] = nx;
           }
         }
@@ -1172,7 +1173,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     for (int w = 0; w < words; w++) {
       long a = active[w];
       if (a != 0) {
-        s.dropped(a, w, b);
+        if (rec) {
+          s.dropped(a, w, b);
+        } else {
+          dropped(a, w, b, matchedOf);
+        }
       }
       active[w] = 0;
     }
@@ -1286,10 +1291,10 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       long n1 = a1 & r1;
       if (((n0 ^ a0) | (n1 ^ a1)) != 0) {
         if (n0 != a0) {
-          left -= s.dropped(a0 & ~n0, 0, b);
+          left -= dropped(a0 & ~n0, 0, b, matchedOf);
         }
         if (n1 != a1) {
-          left -= s.dropped(a1 & ~n1, 1, b);
+          left -= dropped(a1 & ~n1, 1, b, matchedOf);
         }
         a0 = n0;
         a1 = n1;
@@ -1299,14 +1304,28 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
     }
     // pods that hold every resolved block
-    if (a0 != 0) {
-      s.dropped(a0, 0, b);
+    for (int w = 0; w < 2; w++) {
+      long a = w == 0 ? a0 : a1;
+      while (a != 0) {
+        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
+        a &= a - 1;
+      }
+      active[w] = 0;
     }
-    if (a1 != 0) {
-      s.dropped(a1, 1, b);
-    }
-    active[0] = 0;
-    active[1] = 0;
+  }
+
+  /**
+   * Records that the pods of {@code gone} (word {@code w}) matched {@code b} blocks; counts them
+   * (the two-word lookup, which never records: see {@link Scratch#dropped}).
+   */
+  private static int dropped(long gone, int w, int b, int[] matchedOf) {
+    int count = Long.bitCount(gone);
+    int first = w << 6;
+    do {
+      matchedOf[first + Long.numberOfTrailingZeros(gone)] = b;
+      gone &= gone - 1;
+    } while (gone != 0);
+    return count;
   }
 
   /**
