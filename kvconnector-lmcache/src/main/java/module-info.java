@@ -4,6 +4,10 @@ module io.kvroute.connector.lmcache {
 
   exports io.kvroute.connector.lmcache;
 
+  // The parameter records are bound by Jackson.
+  opens io.kvroute.connector.lmcache to
+      com.fasterxml.jackson.databind;
+
   provides io.kvroute.connector.KVConnectorProvider with
       io.kvroute.connector.lmcache.LmcacheConnector.Provider;
 }

@@ -4,6 +4,10 @@ module io.kvroute.connector.mooncake {
 
   exports io.kvroute.connector.mooncake;
 
+  // The parameter records are bound by Jackson.
+  opens io.kvroute.connector.mooncake to
+      com.fasterxml.jackson.databind;
+
   provides io.kvroute.connector.KVConnectorProvider with
       io.kvroute.connector.mooncake.MooncakeConnector.Provider,
       io.kvroute.connector.mooncake.MooncakeStoreConnector.Provider;

@@ -4,6 +4,10 @@ module io.kvroute.connector.nixl {
 
   exports io.kvroute.connector.nixl;
 
+  // The parameter records are bound by Jackson.
+  opens io.kvroute.connector.nixl to
+      com.fasterxml.jackson.databind;
+
   provides io.kvroute.connector.KVConnectorProvider with
       io.kvroute.connector.nixl.NixlConnector.Provider,
       io.kvroute.connector.nixl.FallbackConnector.Provider;

@@ -4,6 +4,10 @@ module io.kvroute.connector.sglang {
 
   exports io.kvroute.connector.sglang;
 
+  // The parameter records are bound by Jackson.
+  opens io.kvroute.connector.sglang to
+      com.fasterxml.jackson.databind;
+
   provides io.kvroute.connector.KVConnectorProvider with
       io.kvroute.connector.sglang.SglangConnector.Provider;
 }

@@ -10,7 +10,9 @@ module io.kvroute.kvindex {
 
   exports io.kvroute.kvindex;
   exports io.kvroute.kvindex.event;
+  exports io.kvroute.kvindex.fleet;
   exports io.kvroute.kvindex.hash;
+  exports io.kvroute.kvindex.parity;
   exports io.kvroute.kvindex.zmq;
 
   // What kvroute's index backends share (ingest arithmetic, counters): not API.

@@ -4,6 +4,7 @@ module io.kvroute.router {
   requires transitive io.kvroute.pd;
   requires transitive io.kvroute.scoring;
   requires transitive io.kvroute.kvindex;
+  requires io.kvroute.connector.http;
   requires transitive micrometer.core;
   requires com.fasterxml.jackson.databind;
   requires org.slf4j;

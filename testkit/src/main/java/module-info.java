@@ -1,4 +1,7 @@
-/** The in-process vLLM simulator. JUnit is optional: only the extension needs it. */
+/**
+ * The in-process vLLM simulator (real time) and the vLLM engine model (virtual time), sharing one
+ * block pool and cost model. JUnit is optional: only the extension needs it.
+ */
 module io.kvroute.testkit {
   requires transitive io.kvroute.kvindex;
   requires transitive com.fasterxml.jackson.databind;
@@ -8,4 +11,5 @@ module io.kvroute.testkit {
   requires static transitive org.junit.jupiter.api;
 
   exports io.kvroute.testkit;
+  exports io.kvroute.testkit.engine;
 }

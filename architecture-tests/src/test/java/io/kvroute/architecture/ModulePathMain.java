@@ -45,7 +45,7 @@ public final class ModulePathMain {
     check(!http.isExported("io.kvroute.connector.http.internal"), "http.internal is exported");
     Set<String> types = KVConnectors.discover(ModulePathMain.class.getClassLoader()).types();
     check(
-        types.containsAll(Set.of("http", "nixl", "lmcache", "mooncake", "sglang")),
+        types.containsAll(Set.of("http", "nixl", "lmcache", "mooncake", "sglang", "p2pnccl")),
         "connectors found through provides: " + types);
     check(
         HttpTransports.shared()
@@ -107,6 +107,19 @@ public final class ModulePathMain {
             "answer " + new String(answer, StandardCharsets.UTF_8));
       }
     }
+    // replay: a tiny workload through the engine model and the scheduler, as named modules
+    Module replay = io.kvroute.replay.Replay.class.getModule();
+    check(replay.getName().equals("io.kvroute.replay"), "replay " + replay);
+    check(!replay.isExported("io.kvroute.replay.internal"), "replay.internal is exported");
+    io.kvroute.replay.ReplayReport report =
+        io.kvroute.replay.Replay.builder(
+                io.kvroute.replay.Workload.sharedPrefix(
+                    new io.kvroute.replay.SharedPrefix(2, 2, 64, 16, 4, 50, 12), 1))
+            .pods(2)
+            .strategies(java.util.List.of(io.kvroute.replay.Strategy.PRECISE))
+            .build()
+            .run(io.kvroute.replay.ReplayListener.NONE);
+    check(report.strategies().get(0).requests() == 12, "replay " + report.toJson());
     System.out.println("MODULE-PATH-OK");
   }
 

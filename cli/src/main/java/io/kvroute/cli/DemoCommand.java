@@ -3,11 +3,13 @@ package io.kvroute.cli;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.assembly.P2pNcclDiscovery;
 import io.kvroute.cli.demo.Report;
 import io.kvroute.cli.demo.Workload;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnectors;
+import io.kvroute.connector.p2pnccl.P2pNcclRegistry;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.router.KvEventFeed;
@@ -43,6 +45,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -108,11 +111,16 @@ final class DemoCommand implements Callable<Integer> {
   List<String> strategies;
 
   @Option(
-      names = "--connector",
-      description = "Connector type (default: nixl if present, else http)")
+      names = {"--connector", "--protocol"},
+      description =
+          "Connector type, the pods' KV-transfer protocol with it (default: nixl if present, else"
+              + " http); p2pnccl: the pods register with a P2pNccl registry, as vLLM's xPyD"
+              + " instances do, and the gateways route to what registered")
   String connector;
 
-  @Option(names = "--html", description = "Also write the report as an HTML page to this file")
+  @Option(
+      names = "--html",
+      description = "Also write the report as an HTML page to this file (default: none)")
   Path html;
 
   @Option(names = "--seed", defaultValue = "42", description = "Workload seed")
@@ -123,7 +131,8 @@ final class DemoCommand implements Callable<Integer> {
       paramLabel = "DIR",
       description =
           "Run with a real model's tokenizer and chat template (pods and routers alike): a model"
-              + " directory or a Hugging Face cache dir models--org--name")
+              + " directory or a Hugging Face cache dir models--org--name (default: the simulator's"
+              + " built-in tokenizer)")
   Path tokenizerDir;
 
   /** How routers tokenize (the pods' own tokenizer, in process). */
@@ -202,29 +211,57 @@ final class DemoCommand implements Callable<Integer> {
       throws Exception {
     LatencyModel latency =
         new LatencyModel(Duration.ofMillis(2), Duration.ofNanos(200_000), Duration.ofMillis(1));
-    try (SimulatedCluster cluster =
-        SimulatedCluster.builder()
-            .prefill(prefill)
-            .decode(decode)
-            .model(MODEL)
-            .protocol(type.equals("nixl") ? KvTransferProtocol.NIXL : KvTransferProtocol.NONE)
-            .configure(
-                b ->
-                    b.blockSize(blockSize)
-                        .gpuBlocks(gpuBlocks)
-                        .latency(latency)
-                        .maxRunning(4)
-                        .tokenizer(podTokenizer))
-            .build()
-            .start()) {
+    boolean p2p = type.equals(io.kvroute.connector.p2pnccl.P2pNcclConnector.TYPE);
+    // every pod that registered, whether or not its last heartbeat is fresh at a given instant
+    Map<String, Endpoint> joined = new java.util.concurrent.ConcurrentHashMap<>();
+    try (P2pNcclRegistry instances =
+            p2p
+                ? P2pNcclDiscovery.start(
+                    "--protocol",
+                    "tcp://127.0.0.1:*",
+                    Duration.ofSeconds(5),
+                    List.of(),
+                    null,
+                    io.kvroute.connector.ConnectorListener.NONE,
+                    new P2pNcclRegistry.Listener() {
+                      @Override
+                      public void joined(Endpoint e) {
+                        joined.put(e.id(), e);
+                      }
+                    })
+                : null;
+        SimulatedCluster cluster =
+            SimulatedCluster.builder()
+                .prefill(prefill)
+                .decode(decode)
+                .model(MODEL)
+                .protocol(
+                    type.equals("nixl")
+                        ? KvTransferProtocol.NIXL
+                        : p2p ? KvTransferProtocol.P2P_NCCL : KvTransferProtocol.NONE)
+                .configure(
+                    b -> {
+                      b.blockSize(blockSize)
+                          .gpuBlocks(gpuBlocks)
+                          .latency(latency)
+                          .maxRunning(4)
+                          .tokenizer(podTokenizer);
+                      if (instances != null) {
+                        b.p2pNcclProxy(instances.endpoint()).p2pNcclPing(Duration.ofMillis(500));
+                      }
+                    })
+                .build()
+                .start()) {
+      List<Endpoint> registered =
+          instances == null ? null : awaitRegistered(instances, joined, err);
       List<KvRouter> routers = new ArrayList<>();
       List<OpenAiFront> gateways = new ArrayList<>();
       List<MeterRegistry> meters = new ArrayList<>();
       try {
         for (int r = 0; r < replicas; r++) {
-          SimpleMeterRegistry registry = new SimpleMeterRegistry();
-          meters.add(registry);
-          KvRouter router = router(strategy, type, cluster, registry);
+          SimpleMeterRegistry registryMeters = new SimpleMeterRegistry();
+          meters.add(registryMeters);
+          KvRouter router = router(strategy, type, cluster, registered, registryMeters);
           routers.add(router);
           OpenAiFront gateway =
               OpenAiFront.builder("demo-gateway-" + r, (request, extra) -> router.route(request))
@@ -243,14 +280,46 @@ final class DemoCommand implements Callable<Integer> {
     }
   }
 
-  /** One gateway replica's router: its own scheduler state and, for precise, its own index. */
+  /**
+   * Waits until every pod has registered (p2pnccl), up to 60 s; the endpoints as registered, with
+   * their KV-address labels ({@code joined}: what the registry's listener heard).
+   */
+  private List<Endpoint> awaitRegistered(
+      P2pNcclRegistry registry, Map<String, Endpoint> joined, PrintWriter err)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (joined.size() < prefill + decode && System.nanoTime() < deadline) {
+      TimeUnit.MILLISECONDS.sleep(20);
+    }
+    List<Endpoint> found = new ArrayList<>(joined.values());
+    if (found.size() < prefill + decode) {
+      err.printf(
+          Locale.ROOT,
+          "  only %d of %d pods registered with %s%n",
+          found.size(),
+          prefill + decode,
+          registry.endpoint());
+    }
+    return found;
+  }
+
+  /**
+   * One gateway replica's router: its own scheduler state and, for precise, its own index; the pods
+   * as configured, or ({@code registered} not null) as they registered with the P2pNccl registry,
+   * their KV events still found through the cluster.
+   */
   private KvRouter router(
-      String strategy, String type, SimulatedCluster cluster, MeterRegistry meters) {
+      String strategy,
+      String type,
+      SimulatedCluster cluster,
+      List<Endpoint> registered,
+      MeterRegistry meters) {
     BlockIndex index =
         BlockIndex.inMemory(IndexConfig.builder().blockSize(blockSize).modelName(MODEL).build());
     KvRouter.Builder rb =
         KvRouter.builder()
-            .scheduler(scheduler(strategy, index))
+            // PD always with p2pnccl: its instances cannot serve a request that names no prefill
+            .scheduler(scheduler(strategy, index, registered != null))
             .meterRegistry(meters)
             .defaultConnector(
                 ConnectorConfig.of(type)
@@ -259,6 +328,21 @@ final class DemoCommand implements Callable<Integer> {
                             3, Duration.ofMillis(10), Duration.ofMillis(100))));
     if (strategy.equals("precise")) {
       rb.eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
+    }
+    if (registered != null) {
+      for (Endpoint e : registered) {
+        VllmSimulator pod =
+            cluster.pods().stream()
+                .filter(p -> p.hostPort().equals(e.id()))
+                .findFirst()
+                .orElseThrow();
+        rb.endpoint(
+            e.withLabels(merged(e.labels(), pod.labels())),
+            pod.eventsEndpoint() == null
+                ? null
+                : new KvEventFeed.Source(pod.eventsEndpoint(), pod.replayEndpoint(), pod.topic()));
+      }
+      return rb.build();
     }
     for (VllmSimulator pod : cluster.pods()) {
       Endpoint e =
@@ -469,13 +553,26 @@ final class DemoCommand implements Callable<Integer> {
     }
   }
 
-  /** The scheduler of one strategy: PD-enabled, tokenizing with {@link #demoTokenizer}. */
-  private Scheduler scheduler(String strategy, BlockIndex index) {
+  private static Map<String, String> merged(Map<String, String> a, Map<String, String> b) {
+    Map<String, String> m = new java.util.LinkedHashMap<>(b);
+    m.putAll(a);
+    return m;
+  }
+
+  /**
+   * The scheduler of one strategy: PD-enabled, tokenizing with {@link #demoTokenizer}; {@code
+   * alwaysDisaggregate}: every request gets a prefill (the default decider may serve a well-cached
+   * prompt by decode alone).
+   */
+  private Scheduler scheduler(String strategy, BlockIndex index, boolean alwaysDisaggregate) {
     Scheduler.Builder b =
         Scheduler.builder()
             .tokenizer(demoTokenizer)
             .pdEnabled(true)
             .prefillProfile(Scheduler.PREFILL_PROFILE);
+    if (alwaysDisaggregate) {
+      b.pdDecider(io.kvroute.scoring.PdDecider.always());
+    }
     switch (strategy) {
       case "random":
         pdProfiles(

@@ -1,9 +1,9 @@
 package io.kvroute.cli;
 
+import io.kvroute.assembly.RouterAssembly;
 import io.kvroute.envoy.EndpointPicker;
 import io.kvroute.envoy.EppServer;
 import io.kvroute.router.KvRouter;
-import io.kvroute.scoring.Scheduler;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.File;
@@ -15,8 +15,11 @@ import picocli.CommandLine.Option;
  * {@code kvroute epp --config FILE}: kvroute as the endpoint picker of a Gateway API Inference
  * Extension gateway (Envoy Gateway, Istio, kgateway, or plain Envoy): an Envoy {@code ext_proc}
  * gRPC server with the gRPC health service, routing with the same configuration file as {@code
- * kvroute gateway} (endpoints, connectors, scheduler, index and KV events; {@code listen} is the
- * gRPC address here, with {@code --port} defaulting to GIE's 9002). See docs/envoy.md.
+ * kvroute gateway}, built by the same composition root ({@link RouterAssembly}): endpoints listed
+ * or discovered ({@code discovery.kubernetes}: pods by label, or the pods an {@code InferencePool}
+ * selects), connectors, scheduler, index and KV events; {@code listen} is the gRPC address here,
+ * with {@code --port} defaulting to GIE's 9002. A configuration with neither endpoints nor
+ * discovery is refused (exit code 2), as {@code gateway} refuses it. See docs/envoy.md.
  */
 @Command(
     name = "epp",
@@ -32,7 +35,9 @@ final class EppCommand extends ServingCommand<EppServer> {
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
 
-  @Option(names = "--host", description = "Address to bind (overrides listen.host)")
+  @Option(
+      names = "--host",
+      description = "Address to bind (default: listen.host of the configuration)")
   String host;
 
   @Option(names = "--port", defaultValue = "9002", description = "gRPC port (0: any free port)")
@@ -40,7 +45,7 @@ final class EppCommand extends ServingCommand<EppServer> {
 
   @Option(
       names = "--metrics-port",
-      description = "Serve Prometheus /metrics (and /healthz) on this HTTP port")
+      description = "Serve Prometheus /metrics (and /healthz) on this HTTP port (default: none)")
   Integer metricsPort;
 
   @Option(
@@ -64,14 +69,13 @@ final class EppCommand extends ServingCommand<EppServer> {
 
   @Override
   public Integer call() throws Exception {
-    GatewayCommand.Loaded loaded = GatewayCommand.load(config, true);
-    GatewayConfig cfg = loaded.config();
-    Scheduler.Builder scheduler = loaded.scheduler();
+    GatewayConfig cfg = GatewayCommand.load(config, false, "epp");
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     io.kvroute.edge.EdgeServer metrics = null;
-    java.util.List<AutoCloseable> resources = new java.util.ArrayList<>();
-    try (KvRouter router =
-        GatewayCommand.router(cfg, scheduler, config.toPath(), meters, resources)) {
+    try (io.kvroute.edge.EdgeClient upstream =
+            io.kvroute.edge.EdgeClient.builder().meterRegistry(meters).build();
+        RouterAssembly assembly = GatewayCommand.assembly(cfg, config.toPath(), meters, upstream)) {
+      KvRouter router = assembly.router();
       EndpointPicker picker =
           EndpointPicker.builder(router)
               .requestBodyMode(requestBodyMode)
@@ -96,25 +100,25 @@ final class EppCommand extends ServingCommand<EppServer> {
                   .build()
                   .start();
         }
-        running = server;
         stop.onSignal("kvroute-epp-shutdown", () -> {});
         spec.commandLine()
             .getOut()
             .printf(
-                "kvroute epp (ext_proc) listening on %s:%d with %d endpoints%s%n",
+                "kvroute epp (ext_proc) listening on %s:%d with %d endpoints%s%s%n",
                 bind,
                 server.port(),
                 router.endpoints().size(),
+                assembly.discovery().map(d -> "; " + d).orElse(""),
                 metrics == null ? "" : "; metrics on :" + metrics.port())
             .flush();
+        // published after the start-up line: a caller that waits for it can read that line
+        running = server;
         stop.await();
       } finally {
         if (metrics != null) {
           metrics.close();
         }
       }
-    } finally {
-      GatewayCommand.closeAll(resources);
     }
     return 0;
   }

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -45,7 +46,7 @@ final class EventsCommand implements Runnable {
       mixinStandardHelpOptions = true,
       header = "Decodes one KVEventBatch payload and prints it as JSON.",
       description =
-          "The payload is hex (or raw bytes with --raw), read from FILE or from standard input when FILE is -. Hashes are printed as unsigned decimal strings. Exit code 1 if the payload is malformed.")
+          "The payload is hex (or raw bytes with --raw), read from FILE or from standard input when FILE is -. Hashes are printed as unsigned decimal strings. A file that cannot be read, input that is not hex and a malformed payload are errors with exit code 2.")
   static final class Decode implements Callable<Integer> {
 
     @Parameters(
@@ -65,14 +66,13 @@ final class EventsCommand implements Runnable {
     @Override
     public Integer call() {
       PrintWriter out = spec.commandLine().getOut();
-      PrintWriter err = spec.commandLine().getErr();
       byte[] input;
       try {
         input = "-".equals(file) ? readAll(System.in) : Files.readAllBytes(Path.of(file));
+      } catch (java.nio.file.NoSuchFileException e) {
+        throw new Main.CliException("cannot read " + file + ": no such file");
       } catch (IOException e) {
-        err.println("cannot read " + file + ": " + e.getMessage());
-        err.flush();
-        return 2;
+        throw new Main.CliException("cannot read " + file + ": " + e.getMessage());
       }
       byte[] payload;
       if (raw) {
@@ -81,9 +81,8 @@ final class EventsCommand implements Runnable {
         try {
           payload = parseHex(new String(input, java.nio.charset.StandardCharsets.US_ASCII));
         } catch (IllegalArgumentException e) {
-          err.println("input is not hex: " + e.getMessage() + " (use --raw for binary input)");
-          err.flush();
-          return 2;
+          throw new Main.CliException(
+              "input is not hex: " + e.getMessage() + " (use --raw for binary input)");
         }
       }
       try {
@@ -104,9 +103,7 @@ final class EventsCommand implements Runnable {
         out.flush();
         return 0;
       } catch (KvEventDecodeException e) {
-        err.println("malformed payload: " + e.getMessage());
-        err.flush();
-        return 1;
+        throw new Main.CliException("malformed payload: " + e.getMessage());
       }
     }
 
@@ -142,7 +139,11 @@ final class EventsCommand implements Runnable {
       header = "Follows a live KV-event publisher and prints each batch as one JSON line.",
       description = {
         "Each line holds seq, topic, pod, ts, dp_rank and events. Gaps, replays, restarts and dropped"
-            + " payloads are noted on stderr. Stops on SIGINT/SIGTERM, or after --count batches."
+            + " payloads are noted on stderr. Stops on SIGINT/SIGTERM, or after --count batches.",
+        "When the stream goes quiet after a batch, an empty line follows (after 0.1, 0.3, 1 and 3 s"
+            + " of quiet; --no-keep-alive turns it off): a reader that waits for the pipe to be"
+            + " readable and then reads one line through a buffer (select() and readline()) would"
+            + " otherwise keep the last lines of a burst in its buffer until the next batch."
       })
   static final class Tail implements Callable<Integer> {
 
@@ -152,7 +153,9 @@ final class EventsCommand implements Runnable {
         description = "PUB endpoint to connect to, e.g. tcp://10.0.0.7:5557")
     String endpoint;
 
-    @Option(names = "--replay", description = "ROUTER replay endpoint, e.g. tcp://10.0.0.7:5558")
+    @Option(
+        names = "--replay",
+        description = "ROUTER replay endpoint, e.g. tcp://10.0.0.7:5558 (default: none, no replay)")
     String replay;
 
     @Option(
@@ -173,6 +176,15 @@ final class EventsCommand implements Runnable {
     @Option(names = "--sglang", description = "SGLang dialect")
     boolean sglang;
 
+    @Option(
+        names = "--keep-alive",
+        negatable = true,
+        defaultValue = "true",
+        fallbackValue = "true",
+        description =
+            "Write an empty line when the stream goes quiet after a batch (default: on; see above)")
+    boolean keepAlive;
+
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     private final CountDownLatch done = new CountDownLatch(1);
@@ -189,7 +201,12 @@ final class EventsCommand implements Runnable {
     public Integer call() throws InterruptedException {
       PrintWriter out = spec.commandLine().getOut();
       PrintWriter err = spec.commandLine().getErr();
+      io.kvroute.config.Checks.zmqEndpoint("--endpoint", endpoint);
+      if (replay != null) {
+        io.kvroute.config.Checks.zmqEndpoint("--replay", replay);
+      }
       AtomicLong printed = new AtomicLong();
+      KeepAlive quiet = new KeepAlive(out, keepAlive);
       KvEventListener listener =
           new KvEventListener() {
             @Override
@@ -209,6 +226,7 @@ final class EventsCommand implements Runnable {
               synchronized (out) {
                 out.println(sb);
                 out.flush();
+                quiet.printed(System.nanoTime());
               }
               if (count > 0 && printed.incrementAndGet() >= count) {
                 done.countDown();
@@ -309,7 +327,9 @@ final class EventsCommand implements Runnable {
       Runtime.getRuntime().addShutdownHook(hook);
       running = sub;
       try {
-        done.await();
+        while (!done.await(KeepAlive.TICK_MS, TimeUnit.MILLISECONDS)) {
+          quiet.tick(System.nanoTime());
+        }
       } finally {
         sub.close();
         running = null;
@@ -320,6 +340,51 @@ final class EventsCommand implements Runnable {
         }
       }
       return 0;
+    }
+  }
+
+  /**
+   * The empty lines {@code events tail} writes when the stream goes quiet after a batch, at {@link
+   * #DELAYS_MS} of quiet. Lines of a burst can reach a reader in one read; a reader that waits on
+   * {@code select()} and then takes one line from its buffer would keep the rest there until more
+   * output arrives. The empty line is that output.
+   *
+   * <p>Thread-safe: called with the output's lock held ({@link #printed}) or from the main thread
+   * ({@link #tick}, which takes the lock).
+   */
+  static final class KeepAlive {
+    static final long TICK_MS = 50;
+    static final long[] DELAYS_MS = {100, 300, 1_000, 3_000};
+
+    private final PrintWriter out;
+    private final boolean enabled;
+    private long lastLine;
+    private int next = DELAYS_MS.length; // the next delay to honour; none until a line is printed
+
+    KeepAlive(PrintWriter out, boolean enabled) {
+      this.out = out;
+      this.enabled = enabled;
+    }
+
+    /** A batch line was printed at {@code now} (the caller holds the output's lock). */
+    void printed(long now) {
+      lastLine = now;
+      next = 0;
+    }
+
+    /** Writes the empty line due at {@code now}, if any. */
+    void tick(long now) {
+      if (!enabled) {
+        return;
+      }
+      synchronized (out) {
+        if (next < DELAYS_MS.length
+            && now - lastLine >= TimeUnit.MILLISECONDS.toNanos(DELAYS_MS[next])) {
+          next++;
+          out.println();
+          out.flush();
+        }
+      }
     }
   }
 

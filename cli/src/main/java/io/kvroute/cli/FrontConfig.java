@@ -54,10 +54,15 @@ final class FrontConfig {
       if (port != null) {
         Checks.range("port", port, 0, 65535);
       }
-      positive("maxConnections", maxConnections);
-      positive("maxHeaderBytes", maxHeaderBytes);
-      positive("maxHeaderCount", maxHeaderCount);
-      positive("maxBodyBytes", maxBodyBytes);
+      // The edge's ranges, checked here so that a mistake names its key (listen.maxHeaderBytes).
+      range("maxConnections", maxConnections, 1, EdgeLimits.MAX_CONNECTIONS_LIMIT);
+      range(
+          "maxHeaderBytes",
+          maxHeaderBytes,
+          EdgeLimits.MIN_HEADER_BYTES,
+          EdgeLimits.MAX_HEADER_BYTES_LIMIT);
+      range("maxHeaderCount", maxHeaderCount, 1, EdgeLimits.MAX_HEADER_COUNT_LIMIT);
+      range("maxBodyBytes", maxBodyBytes, 1, EdgeLimits.MAX_BODY_BYTES_LIMIT);
       positive("headerTimeout", headerTimeout);
       positive("bodyTimeout", bodyTimeout);
       positive("idleTimeout", idleTimeout);
@@ -142,19 +147,33 @@ final class FrontConfig {
       Checks.required("key", key, "the PEM private key file");
     }
 
-    /** The edge's TLS settings, files resolved against {@code dir}. */
+    /**
+     * The edge's TLS settings, files resolved against {@code dir}.
+     *
+     * @throws ConfigException naming the key ({@code certificate}, {@code key}, {@code
+     *     clientCertificates}) of a file that cannot be read
+     */
     TlsConfig toEdge(Path dir) {
       TlsConfig.Builder b =
           TlsConfig.builder()
-              .certificateChain(GatewayConfig.resolve(certificate, dir))
-              .privateKey(GatewayConfig.resolve(key, dir));
+              .certificateChain(readable("certificate", GatewayConfig.resolve(certificate, dir)))
+              .privateKey(readable("key", GatewayConfig.resolve(key, dir)));
       if (keyPassword != null) {
         b.keyPassword(keyPassword);
       }
       if (clientCertificates != null) {
-        b.requireClientCertificates(GatewayConfig.resolve(clientCertificates, dir));
+        b.requireClientCertificates(
+            readable("clientCertificates", GatewayConfig.resolve(clientCertificates, dir)));
       }
       return b.build();
+    }
+
+    private static Path readable(String key, Path file) {
+      if (!java.nio.file.Files.isReadable(file)) {
+        throw new ConfigException(
+            key, (java.nio.file.Files.exists(file) ? "cannot read " : "no such file: ") + file);
+      }
+      return file;
     }
   }
 
@@ -200,15 +219,19 @@ final class FrontConfig {
         b.tokenEnvironmentVariable(tokenEnv);
       }
       if (tls != null) {
-        b.tls(tls.toEdge(dir));
+        try {
+          b.tls(tls.toEdge(dir));
+        } catch (ConfigException e) {
+          throw e.under("tls");
+        }
       }
       return b.build();
     }
   }
 
-  private static void positive(String path, Integer v) {
-    if (v != null && v <= 0) {
-      throw new ConfigException(path, "must be > 0, was " + v);
+  private static void range(String path, Integer v, int min, int max) {
+    if (v != null) {
+      Checks.range(path, v, min, max);
     }
   }
 

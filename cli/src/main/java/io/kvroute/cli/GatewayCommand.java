@@ -3,34 +3,18 @@ package io.kvroute.cli;
 import static java.nio.charset.StandardCharsets.UTF_8;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvroute.assembly.RouterAssembly;
+import io.kvroute.assembly.RouterSettings;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
-import io.kvroute.kubernetes.EndpointSink;
-import io.kvroute.kubernetes.KubernetesDiscovery;
-import io.kvroute.kvindex.BlockIndex;
-import io.kvroute.kvindex.IndexConfig;
-import io.kvroute.kvindex.redis.RedisBlockIndex;
-import io.kvroute.kvindex.redis.RedisIndexConfig;
-import io.kvroute.opentelemetry.KvRouteTracing;
-import io.kvroute.pd.MicrometerConnectorListener;
-import io.kvroute.router.KvEventFeeds;
+import io.kvroute.connector.HttpTransport;
 import io.kvroute.router.KvRouter;
-import io.kvroute.scoring.BlockIndexLookup;
-import io.kvroute.scoring.Scheduler;
-import io.kvroute.scoring.SchedulerConfigLoader;
-import io.kvroute.scoring.Tokenizer;
-import io.kvroute.scoring.TokenizerChain;
-import io.kvroute.scoring.Tokenizers;
-import io.kvroute.tokenizer.hf.HfTokenizer;
-import io.kvroute.tokenizer.hf.TokenizerLoadException;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.opentelemetry.api.GlobalOpenTelemetry;
 import java.io.File;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -71,6 +55,7 @@ import picocli.CommandLine.Option;
  *     kvEvents: { publisher: "tcp://127.0.0.1:5557", replay: "tcp://127.0.0.1:5558" }
  * discovery:                           # and/or ready pods from the Kubernetes API (optional)
  *   kubernetes: { namespace: llm, inferencePool: qwen-pool }
+ *   p2pnccl: { registry: "tcp://0.0.0.0:30001" }  # and/or vLLM P2pNccl instances registering
  * }</pre>
  *
  * <p>The file is bound strictly ({@link GatewayConfig}): an unknown or duplicate key, a value of
@@ -107,7 +92,7 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
   @Option(names = "--config", required = true, description = "YAML or JSON configuration file")
   File config;
 
-  @Option(names = "--port", description = "Overrides listen.port")
+  @Option(names = "--port", description = "Port to listen on (default: listen.port, else 8080)")
   Integer port;
 
   @Option(
@@ -121,47 +106,40 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
   @Option(
       names = "--admin-token-file",
       paramLabel = "FILE",
-      description = "File holding the admin API's bearer token (16 or more characters)")
+      description =
+          "File holding the admin API's bearer token, 16 or more characters (default:"
+              + " admin.tokenFile, else $KVROUTE_ADMIN_TOKEN)")
   Path adminTokenFile;
 
   @Override
   public Integer call() throws Exception {
-    Loaded loaded = load(config, admin);
-    GatewayConfig cfg = loaded.config();
+    GatewayConfig cfg = load(config, admin, "gateway");
     Path dir = config.toPath().toAbsolutePath().getParent();
     FrontConfig.Admin adminSection = adminSection(cfg, admin, adminTokenFile);
     io.kvroute.edge.AdminConfig adminConfig;
     io.kvroute.edge.TlsConfig tls;
     try {
       adminConfig = adminSection == null ? null : adminSection.toEdge(dir);
-      tls = cfg.listen().tls() == null ? null : cfg.listen().tls().toEdge(dir);
+    } catch (ConfigException e) { // a TLS file that cannot be read, named by its key
+      throw e.under("admin").inSource(config.toString());
     } catch (io.kvroute.edge.EdgeConfigException e) {
-      throw new ConfigException(adminSection == null ? "listen.tls" : "admin", e.getMessage(), e)
-          .inSource(config.toString());
+      throw new ConfigException("admin", e.getMessage(), e).inSource(config.toString());
     }
-    Scheduler.Builder scheduler = loaded.scheduler();
-    PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    KvRouter built;
-    List<AutoCloseable> resources = new ArrayList<>();
     try {
-      built = router(cfg, scheduler, config.toPath(), meters, resources);
+      tls = cfg.listen().tls() == null ? null : cfg.listen().tls().toEdge(dir);
     } catch (ConfigException e) {
-      closeAll(resources);
-      throw e.source().isEmpty() ? e.inSource(config.toString()) : e;
+      throw e.under("listen.tls").inSource(config.toString());
+    } catch (io.kvroute.edge.EdgeConfigException e) {
+      throw new ConfigException("listen.tls", e.getMessage(), e).inSource(config.toString());
     }
-    try (KvRouter router = built;
-        KubernetesDiscovery discovery = discovery(cfg, router, meters)) {
+    PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    // Upstream legs on Netty: a call made from the edge's event loop stays on that loop.
+    try (io.kvroute.edge.EdgeClient upstream =
+            io.kvroute.edge.EdgeClient.builder().meterRegistry(meters).build();
+        RouterAssembly assembly = assembly(cfg, config.toPath(), meters, upstream)) {
+      KvRouter router = assembly.router();
       OpenAiFront.Builder fb =
-          OpenAiFront.builder(
-                  "gateway",
-                  (request, extra) ->
-                      router
-                          .route(request)
-                          .thenApply(
-                              r -> {
-                                extra.putAll(r.decision().responseHeaders());
-                                return r;
-                              }))
+          OpenAiFront.builder("gateway", handler(router))
               .listen(cfg.listen().host(), port != null ? port : cfg.listen().port())
               .limits(cfg.listen().limits())
               .tls(tls)
@@ -184,7 +162,6 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
             .adminRoute("DELETE", "/admin/endpoints/*", api::remove);
       }
       OpenAiFront server = fb.build().start();
-      running = server;
       stop.onSignal("kvroute-gateway-shutdown", () -> server.shutdown(Duration.ofSeconds(10)));
       spec.commandLine()
           .getOut()
@@ -194,31 +171,51 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
               cfg.listen().host(),
               server.port(),
               router.endpoints().size(),
-              discovery == null
-                  ? ""
-                  : "; discovering pods in Kubernetes namespace " + discovery.namespace(),
+              assembly.discovery().map(d -> "; " + d).orElse(""),
               server.adminPort() < 0
                   ? ""
                   : "; admin API on " + adminSection.host() + ":" + server.adminPort())
           .flush();
+      // published after the start-up line: a caller that waits for it can read that line
+      running = server;
       stop.await();
       server.close();
-    } finally {
-      closeAll(resources);
     }
     return 0;
   }
 
-  /** Closes what the router does not own (a Redis index's client), quietly. */
-  static void closeAll(List<AutoCloseable> resources) {
-    for (AutoCloseable r : resources) {
-      try {
-        r.close();
-      } catch (Exception e) {
-        log.warn("closing {} failed", r, e);
-      }
+  /**
+   * The router, index and discovery {@code cfg} describes ({@link RouterAssembly}), files resolved
+   * against the configuration's directory, legs sent through {@code upstream}.
+   *
+   * @throws ConfigException naming the file and the setting
+   */
+  static RouterAssembly assembly(
+      GatewayConfig cfg, Path configFile, MeterRegistry meters, HttpTransport upstream) {
+    try {
+      return RouterAssembly.builder(cfg.settings())
+          .baseDirectory(configFile.toAbsolutePath().getParent())
+          .meterRegistry(meters)
+          .transport(upstream)
+          .build();
+    } catch (ConfigException e) {
+      throw e.source().isEmpty() ? e.inSource(configFile.toString()) : e;
     }
-    resources.clear();
+  }
+
+  /**
+   * The gateway's OpenAI handler: {@link KvRouter#route}, the decision's response headers added to
+   * the client's answer.
+   */
+  static OpenAiFront.Handler handler(KvRouter router) {
+    return (request, extra) ->
+        router
+            .route(request)
+            .thenApply(
+                r -> {
+                  extra.putAll(r.decision().responseHeaders());
+                  return r;
+                });
   }
 
   /**
@@ -243,193 +240,32 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
     return new FrontConfig.Admin(a.host(), a.port(), tokenFile.toString(), null, a.tls());
   }
 
-  /** A gateway configuration file and the scheduler it names. */
-  record Loaded(GatewayConfig config, Scheduler.Builder scheduler) {}
-
   /**
-   * Reads a gateway configuration file and the scheduler it names.
+   * Reads a gateway configuration file.
    *
-   * @param endpointsMayBeAdded whether an empty {@code endpoints} list is allowed (endpoints come
-   *     later, e.g. through the admin API)
+   * @param endpointsMayBeAdded whether a configuration without endpoints and without discovery is
+   *     allowed (endpoints come later, through the admin API)
+   * @param command the command reading it, which names its way to add endpoints at run time: {@code
+   *     gateway} has {@code --admin}, {@code epp} has none
    * @throws ConfigException naming the file and the field; Main's handler prints it as one line
    *     with exit code 2 ({@code --verbose} adds the stack trace)
    */
-  static Loaded load(File file, boolean endpointsMayBeAdded) {
+  static GatewayConfig load(File file, boolean endpointsMayBeAdded, String command) {
     try {
       GatewayConfig cfg = GatewayConfig.load(file.toPath());
-      if (cfg.endpoints().isEmpty() && !endpointsMayBeAdded && cfg.discovery() == null) {
+      RouterSettings s = cfg.settings();
+      if (s.endpoints().isEmpty() && !endpointsMayBeAdded && s.discovery() == null) {
         throw new ConfigException(
             "endpoints",
-            "lists no endpoint; every request would fail (list the model servers, add a"
-                + " discovery section, or start with --admin to add them at run time)");
+            "lists no endpoint; every request would fail (list the model servers"
+                + (command.equals("gateway")
+                    ? ", add a discovery section, or start with --admin to add them at run time)"
+                    : " or add a discovery section)"));
       }
-      return new Loaded(cfg, scheduler(cfg, file.toPath()));
+      return cfg;
     } catch (ConfigException e) {
       throw e.source().isEmpty() ? e.inSource(file.toString()) : e;
     }
-  }
-
-  /**
-   * The scheduler the configuration names: its {@code scheduler} file or mapping, or kvroute's
-   * default profiles.
-   *
-   * @throws ConfigException naming the scheduler configuration's field
-   */
-  static Scheduler.Builder scheduler(GatewayConfig cfg, Path configFile) {
-    Path file = cfg.schedulerFile(configFile);
-    if (file != null) {
-      return SchedulerConfigLoader.create().load(file);
-    }
-    if (cfg.schedulerMapping() != null) {
-      return SchedulerConfigLoader.create().load(cfg.schedulerMapping(), "scheduler");
-    }
-    Scheduler.Builder sb = Scheduler.builder();
-    Scheduler.defaultProfiles(cfg.index() != null).forEach(sb::profile);
-    return sb.prefillProfile(Scheduler.PREFILL_PROFILE);
-  }
-
-  /** The router the configuration describes. */
-  static KvRouter router(
-      GatewayConfig cfg,
-      Scheduler.Builder sb,
-      Path configFile,
-      PrometheusMeterRegistry meters,
-      List<AutoCloseable> resources)
-      throws IOException {
-    BlockIndex index = null;
-    if (cfg.index() != null) {
-      IndexConfig ic =
-          IndexConfig.builder().blockSize(cfg.index().blockSize()).meterRegistry(meters).build();
-      if (cfg.index().redis() != null) {
-        RedisBlockIndex shared = redisIndex(ic, cfg.index().redis(), meters);
-        resources.add(shared);
-        index = shared;
-      } else {
-        index = BlockIndex.inMemory(ic);
-      }
-    }
-    boolean pd =
-        cfg.endpoints().stream().anyMatch(e -> e.endpoint().role() == Endpoint.Role.PREFILL)
-            || (cfg.discovery() != null && cfg.discovery().kubernetes().pdDisaggregation());
-    sb.pdEnabled(pd).meterRegistry(meters).tokenizer(tokenizer(cfg, configFile, meters));
-    // Upstream legs on Netty: a call made from the edge's event loop stays on that loop.
-    io.kvroute.edge.EdgeClient upstream =
-        io.kvroute.edge.EdgeClient.builder().meterRegistry(meters).build();
-    resources.add(upstream);
-    KvRouter.Builder b =
-        KvRouter.builder()
-            .transport(upstream)
-            .defaultConnector(cfg.defaultConnectorConfig())
-            .observabilityHeaders(cfg.observabilityHeaders())
-            .listener(new MicrometerConnectorListener(meters))
-            .meterRegistry(meters);
-    if (cfg.tracing().enabled()) {
-      KvRouteTracing tracing = KvRouteTracing.create(GlobalOpenTelemetry.get());
-      b.routeListener(tracing.routeListener()).transportDecorator(tracing::transport);
-    }
-    if (index != null) {
-      sb.prefixCacheLookup(BlockIndexLookup.of(index));
-      b.eventFeed(
-          KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).meterRegistry(meters).build(), index));
-    }
-    b.scheduler(sb.build());
-    cfg.endpoints().forEach(e -> b.endpoint(e.endpoint(), e.events()));
-    cfg.modelConnectors().forEach(b::model);
-    if (cfg.scrapeMetrics() != null) {
-      b.scrapeMetrics(cfg.scrapeMetrics());
-    }
-    return b.build();
-  }
-
-  /** The shared index on Redis or Valkey that {@code index.redis} describes. */
-  static RedisBlockIndex redisIndex(
-      IndexConfig ic, GatewayConfig.Redis r, PrometheusMeterRegistry meters) {
-    RedisIndexConfig.Builder b =
-        RedisIndexConfig.builder()
-            .url(r.url())
-            .ingestMode(
-                r.ingestMode().equals("leased")
-                    ? RedisIndexConfig.IngestMode.LEASED
-                    : RedisIndexConfig.IngestMode.ALL_REPLICAS)
-            .meterRegistry(meters);
-    if (r.keyPrefix() != null) {
-      b.keyPrefix(r.keyPrefix());
-    }
-    if (r.entryTtl() != null) {
-      b.entryTtl(r.entryTtl());
-    }
-    if (r.lookupTimeout() != null) {
-      b.lookupTimeout(r.lookupTimeout());
-    }
-    if (r.replicaId() != null) {
-      b.replicaId(r.replicaId());
-    }
-    RedisIndexConfig rc;
-    try {
-      rc = b.build();
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("index.redis", e.getMessage(), e);
-    }
-    return RedisBlockIndex.create(ic, rc);
-  }
-
-  /**
-   * Starts the configuration's endpoint discovery into {@code router}, or returns null without one.
-   * It runs in the background (list and watch failures are retried) and is closed with the gateway.
-   */
-  static KubernetesDiscovery discovery(
-      GatewayConfig cfg, KvRouter router, PrometheusMeterRegistry meters) {
-    if (cfg.discovery() == null) {
-      return null;
-    }
-    KubernetesDiscovery d =
-        cfg.discovery()
-            .kubernetes()
-            .builder(EndpointSink.of(router))
-            .meterRegistry(meters)
-            .build()
-            .start();
-    return d;
-  }
-
-  /**
-   * The pods' {@code /tokenize}, behind the local tokenizers of the models that name one.
-   *
-   * @throws ConfigException naming {@code models.<name>.tokenizer} when one cannot be loaded
-   */
-  static Tokenizer tokenizer(GatewayConfig cfg, Path configFile, PrometheusMeterRegistry meters) {
-    Tokenizers.VllmTokenizer remote = Tokenizers.vllm().meterRegistry(meters).build();
-    Map<String, GatewayConfig.LocalTokenizer> local = cfg.tokenizers();
-    if (local.isEmpty()) {
-      return remote;
-    }
-    Path dir = configFile.toAbsolutePath().getParent();
-    TokenizerChain.Builder chain = Tokenizers.chain().remote(remote).meterRegistry(meters);
-    for (Map.Entry<String, GatewayConfig.LocalTokenizer> e : local.entrySet()) {
-      GatewayConfig.LocalTokenizer t = e.getValue();
-      String at = "models." + e.getKey() + ".tokenizer";
-      HfTokenizer.Builder hb =
-          HfTokenizer.builder()
-              .path(GatewayConfig.resolve(t.path(), dir))
-              .revision(t.revision())
-              .modelName(e.getKey())
-              .meterRegistry(meters);
-      if (t.chatTemplate() != null) {
-        try {
-          hb.chatTemplate(
-              Files.readString(
-                  GatewayConfig.resolve(t.chatTemplate(), dir), StandardCharsets.UTF_8));
-        } catch (IOException ex) {
-          throw new ConfigException(at + ".chatTemplate", "cannot read: " + ex.getMessage(), ex);
-        }
-      }
-      try {
-        chain.local(e.getKey(), hb.build(), t.fallback());
-      } catch (TokenizerLoadException ex) {
-        throw new ConfigException(at + ".path", ex.getMessage(), ex);
-      }
-    }
-    return chain.build();
   }
 
   /** Lets requests in flight finish for a second (tests). */
@@ -473,11 +309,11 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
             "POST /admin/endpoints takes Content-Type: application/json");
         return;
       }
-      GatewayConfig.EndpointSpec e;
+      RouterSettings.EndpointSpec e;
       try {
         e =
             GatewayConfig.BINDER.readJson(
-                new String(ex.body(), StandardCharsets.UTF_8), GatewayConfig.EndpointSpec.class);
+                new String(ex.body(), StandardCharsets.UTF_8), RouterSettings.EndpointSpec.class);
       } catch (ConfigException bad) {
         ex.error(400, io.kvroute.edge.ErrorRenderer.INVALID_REQUEST, "body", bad.getMessage());
         return;

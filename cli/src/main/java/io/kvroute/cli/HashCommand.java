@@ -41,10 +41,14 @@ final class HashCommand implements Callable<Integer> {
       })
   String hashSeed;
 
-  @Option(names = "--lora", description = "LoRA adapter name (lora_request.lora_name)")
+  @Option(
+      names = "--lora",
+      description = "LoRA adapter name (lora_request.lora_name; default: none)")
   String lora;
 
-  @Option(names = "--cache-salt", description = "Cache salt (mixed into the first block)")
+  @Option(
+      names = "--cache-salt",
+      description = "Cache salt, mixed into the first block (default: none)")
   String cacheSalt;
 
   @Option(

@@ -31,6 +31,7 @@ import picocli.CommandLine.ScopeType;
       // Each command lives in its own class in this package; add new ones here.
       CommandLine.HelpCommand.class,
       DemoCommand.class,
+      ReplayCommand.class,
       ProxyCommand.class,
       ServeCommand.class,
       GatewayCommand.class,
@@ -39,6 +40,7 @@ import picocli.CommandLine.ScopeType;
       EventsCommand.class,
       SimCommand.class,
       TokenizeCommand.class,
+      DoctorCommand.class,
     })
 public final class Main implements Runnable {
   /** Exit code for problems the user can fix. */
@@ -73,11 +75,16 @@ public final class Main implements Runnable {
     cl.setExecutionExceptionHandler(Main::executionError);
     cl.setParameterExceptionHandler(Main::parameterError);
     showDefaults(cl);
+    HelpTexts.addExamples(cl);
     return cl;
   }
 
+  /** Every command shows its defaults and answers {@code -V} with the jar's version. */
   private static void showDefaults(CommandLine cl) {
     cl.getCommandSpec().usageMessage().showDefaultValues(true).autoWidth(true);
+    if (cl.getCommandSpec().mixinStandardHelpOptions()) {
+      cl.getCommandSpec().versionProvider(new Version());
+    }
     cl.getSubcommands().values().forEach(Main::showDefaults);
   }
 
@@ -89,10 +96,12 @@ public final class Main implements Runnable {
   private static int parameterError(CommandLine.ParameterException e, String[] args) {
     CommandLine cl = e.getCommandLine();
     PrintWriter err = cl.getErr();
+    String unknown =
+        e instanceof CommandLine.MissingParameterException ? unknownOption(cl, args) : null;
     err.println(
         cl.getCommandSpec().qualifiedName()
             + ": "
-            + e.getMessage()
+            + (unknown != null ? "Unknown option: '" + unknown + "'" : e.getMessage())
             + " (see "
             + cl.getCommandSpec().qualifiedName()
             + " --help)");
@@ -101,6 +110,39 @@ public final class Main implements Runnable {
     }
     err.flush();
     return USAGE;
+  }
+
+  /**
+   * The first argument after the command's name that looks like an option the command does not
+   * have, or null. Picocli reports a missing required option before an unknown one ({@code proxy
+   * --bogus} would complain about {@code --decode}); the unknown option is the user's mistake.
+   */
+  static String unknownOption(CommandLine cl, String[] args) {
+    CommandLine.Model.CommandSpec spec = cl.getCommandSpec();
+    int from = 0;
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals(spec.name())) {
+        from = i + 1;
+        break;
+      }
+    }
+    for (int i = from; i < args.length; i++) {
+      String a = args[i];
+      if (a.equals("--")) {
+        return null;
+      }
+      if (a.startsWith("-") && a.length() > 1 && !a.matches("-[0-9.].*")) {
+        String name = a.contains("=") ? a.substring(0, a.indexOf('=')) : a;
+        if (spec.findOption(name) == null) {
+          return name;
+        }
+        CommandLine.Model.OptionSpec o = spec.findOption(name);
+        if (o.arity().max() > 0 && !a.contains("=")) {
+          i++; // skip the option's value
+        }
+      }
+    }
+    return null;
   }
 
   private static int executionError(

@@ -1,20 +1,18 @@
 package io.kvroute.cli;
 
-import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.FlowRelay;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.StreamingResponse;
-import io.kvroute.connector.UpstreamException;
 import io.kvroute.edge.AdminConfig;
 import io.kvroute.edge.EdgeLimits;
 import io.kvroute.edge.EdgeServer;
-import io.kvroute.edge.ErrorRenderer;
 import io.kvroute.edge.Exchange;
 import io.kvroute.edge.Response;
 import io.kvroute.edge.TlsConfig;
 import io.kvroute.pd.PdOrchestrator;
+import io.kvroute.router.FailureAnswer;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -28,9 +26,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -45,12 +41,11 @@ import org.slf4j.LoggerFactory;
  * with back-pressure; a client that goes away cancels both upstream legs. {@code /healthz}, {@code
  * /readyz} and {@code /metrics} are served beside them, and admin routes on the admin listener.
  *
- * <p>Failures are answered by one table for every connector ({@code docs/http-edge.md}): the
- * client's own mistakes are 4xx {@code invalid_request_error}; an upstream 4xx is relayed as the
- * engine wrote it; an upstream 429 or 503 is 503 ({@code Retry-After} kept); other upstream
- * statuses, resets and protocol errors are 502; upstream timeouts 504; no endpoint 503. A stream
- * that fails after its first byte (including an SSE stream that ends without {@code data: [DONE]})
- * ends with an SSE error event, or a broken connection for other content types.
+ * <p>Failures are answered by kvroute's one table, {@link FailureAnswer} ({@code
+ * docs/http-edge.md}), which the Spring filter and the Envoy picker use too; each answer counts in
+ * {@code kvroute.front.errors{status,type}}. A stream that fails after its first byte (including an
+ * SSE stream that ends without {@code data: [DONE]}) ends with the table's SSE error event, or a
+ * broken connection for other content types.
  *
  * <p>Thread-safe. Handlers run on the edge's event loops and must not block.
  */
@@ -236,7 +231,7 @@ final class OpenAiFront implements AutoCloseable {
             t -> {
               count(502, "upstream_error");
               log.debug("decode stream failed after its first byte", t);
-              return sse ? sseError(t) : null;
+              return sse ? FailureAnswer.sseEvent(t) : null;
             });
     try {
       ex.respond(rb.build());
@@ -246,42 +241,25 @@ final class OpenAiFront implements AutoCloseable {
     }
   }
 
-  /** The SSE event that tells a client why its stream ended early (no {@code [DONE]} follows). */
-  static byte[] sseError(Throwable t) {
-    StringBuilder b = new StringBuilder("data: {\"error\":{\"message\":");
-    ErrorRenderer.Json.quote(b, "upstream stream failed: " + message(t));
-    b.append(",\"type\":\"upstream_error\",\"param\":null,\"code\":502}}\n\n");
-    return b.toString().getBytes(StandardCharsets.UTF_8);
-  }
-
   private void fail(Exchange ex, Throwable t) {
-    Throwable cause = unwrap(t);
-    if (cause instanceof CancellationException
-        || (cause instanceof UpstreamException u && u.kind() == UpstreamException.Kind.CANCELLED)) {
+    Optional<FailureAnswer> answer = FailureAnswer.of(t);
+    if (answer.isEmpty()) {
       return; // the client is gone
     }
-    Mapped m = map(cause);
-    if (m.body != null) {
-      count(m.status, m.type);
-      ex.respond(Response.status(m.status).contentType("application/json").body(m.body).build());
-      return;
+    FailureAnswer a = answer.get();
+    if (a.type().equals(FailureAnswer.INTERNAL_ERROR)) {
+      log.warn("request failed", t);
     }
-    if (m.status >= 500 && !(cause instanceof ConnectorException)) {
-      log.warn("request failed", cause);
-    }
-    Response.Builder rb = null;
-    if (m.retryAfterSeconds > 0) {
-      rb = Response.status(m.status).header("Retry-After", Long.toString(m.retryAfterSeconds));
-    }
-    if (rb == null) {
-      error(ex, m.status, m.type, m.message);
-    } else {
-      count(m.status, m.type);
-      ex.respond(
-          rb.contentType("application/json")
-              .body(ErrorRenderer.OPENAI.render(m.status, m.type, null, m.message))
-              .build());
-    }
+    count(a.status(), a.type());
+    Response.Builder rb = Response.status(a.status()).contentType("application/json");
+    a.headers()
+        .forEach(
+            (k, v) -> {
+              if (!k.equalsIgnoreCase("Content-Type")) {
+                rb.header(k, v);
+              }
+            });
+    ex.respond(rb.body(a.body()).build());
   }
 
   private void error(Exchange ex, int status, String type, String message) {
@@ -303,87 +281,29 @@ final class OpenAiFront implements AutoCloseable {
         .increment();
   }
 
-  /** How one failure is answered. */
-  record Mapped(int status, String type, String message, byte[] body, long retryAfterSeconds) {}
-
-  /**
-   * The one mapping of failures to client answers, whatever the connector (the table in {@code
-   * docs/http-edge.md}).
-   */
-  static Mapped map(Throwable cause) {
-    String message = message(cause);
-    if (cause instanceof AllAttemptsFailedException all && !all.attempts().isEmpty()) {
-      // Answered as its last attempt failed, with every attempt in the message.
-      Mapped last = map(all.attempts().get(all.attempts().size() - 1).cause());
-      return new Mapped(last.status, last.type, message, last.body, last.retryAfterSeconds);
-    }
-    if (cause instanceof ConnectorException.InvalidRequestException e) {
-      return new Mapped(e.httpStatus(), ErrorRenderer.INVALID_REQUEST, message, null, 0);
-    }
-    if (cause instanceof ConnectorException.ForbiddenTargetException) {
-      return new Mapped(403, "forbidden_target", message, null, 0);
-    }
-    if (cause instanceof ConnectorException.NoAvailableEndpointException) {
-      return new Mapped(503, "no_endpoint_available", message, null, 0);
-    }
-    if (cause instanceof UpstreamException u) {
-      long retry = u.retryAfter().map(Duration::getSeconds).orElse(0L);
-      switch (u.kind()) {
-        case TIMEOUT:
-          return new Mapped(504, "upstream_timeout", message, null, 0);
-        case STATUS:
-          int s = u.upstreamStatus();
-          if (s == 429 || s == 503) {
-            return new Mapped(503, "upstream_unavailable", message, null, Math.max(retry, 1));
-          }
-          if (s >= 400 && s < 500) {
-            Optional<String> body = u.upstreamBody().filter(OpenAiFront::looksLikeJson);
-            return new Mapped(
-                s,
-                ErrorRenderer.INVALID_REQUEST,
-                message,
-                body.map(x -> x.getBytes(StandardCharsets.UTF_8)).orElse(null),
-                0);
-          }
-          return new Mapped(502, "upstream_error", message, null, 0);
-        default:
-          return new Mapped(502, "upstream_error", message, null, 0);
-      }
-    }
-    if (cause instanceof ConnectorException e) {
-      int status = e.httpStatus() >= 400 && e.httpStatus() <= 599 ? e.httpStatus() : 500;
-      return new Mapped(
-          status, status < 500 ? ErrorRenderer.INVALID_REQUEST : "routing_error", message, null, 0);
-    }
-    return new Mapped(500, "internal_error", "internal error: " + cause, null, 0);
-  }
-
-  private static boolean looksLikeJson(String s) {
-    String t = s.strip();
-    return t.startsWith("{") && t.endsWith("}");
-  }
-
-  private static String message(Throwable t) {
-    return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
-  }
-
-  private static Throwable unwrap(Throwable t) {
-    while ((t instanceof CompletionException
-            || t instanceof java.util.concurrent.ExecutionException)
-        && t.getCause() != null) {
-      t = t.getCause();
-    }
-    return t;
-  }
-
   /**
    * Candidate pairs for round-robin over fixed prefill and decode lists ({@code kvroute proxy}).
    */
   static Function<InferenceRequest, List<PdOrchestrator.Pair>> roundRobin(
       List<Endpoint> prefill, List<Endpoint> decode) {
+    return roundRobin(() -> prefill, () -> decode);
+  }
+
+  /**
+   * {@link #roundRobin(List, List)} over lists read anew for each request (instances that register
+   * and expire); no pair while there is no decode endpoint.
+   */
+  static Function<InferenceRequest, List<PdOrchestrator.Pair>> roundRobin(
+      java.util.function.Supplier<List<Endpoint>> prefills,
+      java.util.function.Supplier<List<Endpoint>> decodes) {
     AtomicInteger next = new AtomicInteger();
-    int n = Math.max(1, Math.max(prefill.size(), decode.size()));
     return request -> {
+      List<Endpoint> prefill = prefills.get();
+      List<Endpoint> decode = decodes.get();
+      if (decode.isEmpty()) {
+        return List.of();
+      }
+      int n = Math.max(prefill.size(), decode.size());
       int start = Math.floorMod(next.getAndIncrement(), n);
       PdOrchestrator.Pair[] out = new PdOrchestrator.Pair[n];
       for (int i = 0; i < n; i++) {

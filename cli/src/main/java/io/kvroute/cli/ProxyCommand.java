@@ -1,5 +1,6 @@
 package io.kvroute.cli;
 
+import io.kvroute.assembly.P2pNcclDiscovery;
 import io.kvroute.config.Checks;
 import io.kvroute.config.ConfigException;
 import io.kvroute.config.Durations;
@@ -41,15 +42,40 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       names = "--prefill",
       split = ",",
       showDefaultValue = CommandLine.Help.Visibility.NEVER,
-      description = "Prefill base URLs, comma separated (none: decode only)")
+      description = "Prefill base URLs, comma separated (default: none, decode only)")
   List<String> prefill = new ArrayList<>();
 
   @Option(
       names = "--decode",
       split = ",",
-      required = true,
-      description = "Decode base URLs, comma separated")
+      description =
+          "Decode base URLs, comma separated (required unless --registry is given; default: none)")
   List<String> decode;
+
+  @Option(
+      names = "--registry",
+      paramLabel = "tcp://HOST:PORT",
+      description =
+          "Take the prefill and decode instances from vLLM P2pNccl registrations (xPyD): bind a"
+              + " ZMQ ROUTER here, where the instances' kv_connector_extra_config proxy_ip and"
+              + " proxy_port point (replaces --prefill and --decode; default: none)")
+  String registry;
+
+  @Option(
+      names = "--registry-ttl",
+      defaultValue = "5s",
+      description = "How long a registered instance stays after its last heartbeat")
+  String registryTtl;
+
+  @Option(
+      names = "--registry-allow",
+      split = ",",
+      paramLabel = "HOST",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
+      description =
+          "Hosts a registration may name (its http_address and zmq_address), comma separated or"
+              + " repeated; default: loopback only (127.0.0.1, ::1, localhost)")
+  List<String> registryAllow = new ArrayList<>();
 
   @Option(names = "--port", defaultValue = "8000", description = "Port to listen on (0: any)")
   int port;
@@ -71,9 +97,12 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
 
   @Option(
       names = "--param",
+      paramLabel = "KEY=VALUE",
       showDefaultValue = CommandLine.Help.Visibility.NEVER,
       description =
-          "Connector parameter KEY=VALUE (repeatable), e.g. --param rewriteLocalhost=true")
+          "A connector parameter (repeatable; default: none, the connector's defaults), e.g."
+              + " --param remoteHostRewrite=always for nixl. Every connector's parameters are in"
+              + " docs/connectors.md; an unknown one is refused.")
   java.util.Map<String, String> params = new java.util.LinkedHashMap<>();
 
   @Option(names = "--grace", defaultValue = "10", description = "Seconds to drain on SIGTERM")
@@ -86,19 +115,20 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       description =
           "A limit or timeout of the listener (repeatable), as the gateway's listen section:"
               + " maxConnections, maxHeaderBytes, maxHeaderCount, maxBodyBytes, headerTimeout,"
-              + " bodyTimeout, idleTimeout, writeTimeout; e.g. --listen headerTimeout=5s")
+              + " bodyTimeout, idleTimeout, writeTimeout; e.g. --listen headerTimeout=5s"
+              + " (default: the gateway's listen defaults)")
   java.util.Map<String, String> listen = new java.util.LinkedHashMap<>();
 
   @Option(
       names = "--tls-certificate",
       paramLabel = "FILE",
-      description = "Serve HTTPS with this PEM certificate chain (needs --tls-key)")
+      description = "Serve HTTPS with this PEM certificate chain, with --tls-key (default: HTTP)")
   java.nio.file.Path tlsCertificate;
 
   @Option(
       names = "--tls-key",
       paramLabel = "FILE",
-      description = "The PEM (PKCS#8) private key of --tls-certificate")
+      description = "The PEM (PKCS#8) private key of --tls-certificate (default: none)")
   java.nio.file.Path tlsKey;
 
   @Override
@@ -106,21 +136,48 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
     List<Endpoint> prefillEndpoints;
     List<Endpoint> decodeEndpoints;
     ConnectorConfig config;
-    KVConnectors registry = KVConnectors.discover(ProxyCommand.class.getClassLoader());
+    KVConnectors connectors = KVConnectors.discover(ProxyCommand.class.getClassLoader());
     // Mistakes are ConfigExceptions: Main prints them as one line with exit code 2.
     // "--prefill ," splits to nothing: given, but empty, which is a mistake.
     CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
     boolean prefillGiven = parsed != null && parsed.hasMatchedOption("--prefill");
-    prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
-    decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
+    Duration ttl = null;
+    if (registry != null) {
+      if (prefillGiven || decode != null) {
+        throw new ConfigException(
+            "--registry",
+            "replaces --prefill and --decode (the instances register themselves); give one or"
+                + " the other");
+      }
+      ttl = duration("--registry-ttl", registryTtl);
+      prefillEndpoints = List.of();
+      decodeEndpoints = List.of();
+    } else {
+      if (decode == null) {
+        throw new ConfigException(
+            "--decode",
+            "is required (or --registry, to take the instances that register), e.g. --decode"
+                + " http://10.0.0.2:8000");
+      }
+      prefillEndpoints = endpoints("--prefill", prefill, Endpoint.Role.PREFILL, prefillGiven);
+      decodeEndpoints = endpoints("--decode", decode, Endpoint.Role.DECODE, true);
+    }
     Checks.range("--port", port, 0, 65535);
     Checks.range("--grace", graceSeconds, 0, Integer.MAX_VALUE);
-    if (!registry.types().contains(connector.toLowerCase(Locale.ROOT))) {
-      throw ConfigException.unknown("--connector", "connector type", connector, registry.types());
+    if (!connectors.types().contains(connector.toLowerCase(Locale.ROOT))) {
+      throw ConfigException.unknown("--connector", "connector type", connector, connectors.types());
     }
-    config = connectorConfig();
-    FrontConfig.Listen front =
-        GatewayConfig.BINDER.convert(scalars(listen), FrontConfig.Listen.class, "--listen");
+    config = connectorConfig(connectors);
+    FrontConfig.Listen front;
+    try {
+      front =
+          GatewayConfig.BINDER.convert(
+              GatewayConfig.BINDER.fromText(listen, FrontConfig.Listen.class),
+              FrontConfig.Listen.class,
+              "");
+    } catch (ConfigException e) {
+      throw new ConfigException("--listen " + e.path(), e.problem(), e);
+    }
     for (String k : List.of("host", "port", "tls")) {
       if (listen.containsKey(k)) {
         throw new ConfigException(
@@ -134,9 +191,14 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
             tlsCertificate == null ? "--tls-key" : "--tls-certificate",
             "needs " + (tlsCertificate == null ? "--tls-certificate" : "--tls-key") + " too");
       }
-      tls =
-          new FrontConfig.Tls(tlsCertificate.toString(), tlsKey.toString(), null, null)
-              .toEdge(null);
+      try {
+        tls =
+            new FrontConfig.Tls(tlsCertificate.toString(), tlsKey.toString(), null, null)
+                .toEdge(null);
+      } catch (ConfigException e) {
+        throw new ConfigException(
+            e.path().equals("key") ? "--tls-key" : "--tls-certificate", e.problem(), e);
+      }
     }
     io.micrometer.prometheusmetrics.PrometheusMeterRegistry meters =
         new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
@@ -154,7 +216,7 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       KVConnector kv;
       try {
         kv =
-            registry.create(
+            connectors.create(
                 KVConnectorProvider.Context.builder(config, transport, scheduler)
                     .listener(listener)
                     .build());
@@ -163,8 +225,28 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       }
       PdOrchestrator orchestrator =
           PdOrchestrator.builder(kv, scheduler).retry(config.retry()).listener(listener).build();
+      if (registry != null) {
+        instances =
+            P2pNcclDiscovery.start(
+                "--registry",
+                registry,
+                ttl,
+                registryAllow,
+                null,
+                listener,
+                io.kvroute.connector.p2pnccl.P2pNcclRegistry.Listener.NONE);
+      }
+      io.kvroute.connector.p2pnccl.P2pNcclRegistry found = instances;
+      OpenAiFront.Handler handler =
+          found == null
+              ? handler(orchestrator, prefillEndpoints, decodeEndpoints)
+              : handler(
+                  orchestrator,
+                  OpenAiFront.roundRobin(
+                      () -> found.endpoints(Endpoint.Role.PREFILL),
+                      () -> found.endpoints(Endpoint.Role.DECODE)));
       OpenAiFront server =
-          OpenAiFront.builder("proxy", handler(orchestrator, prefillEndpoints, decodeEndpoints))
+          OpenAiFront.builder("proxy", handler)
               .listen(host, port)
               .limits(front.limits())
               .tls(tls)
@@ -173,7 +255,6 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
               .route("GET", "/readyz", ex -> ex.respond(200, "text/plain", READY))
               .build()
               .start();
-      running = server;
       stop.onSignal(
           "kvroute-proxy-shutdown",
           () -> {
@@ -183,13 +264,24 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
       spec.commandLine()
           .getOut()
           .printf(
-              "kvroute proxy (%s) listening on %s://%s:%d  prefill=%s decode=%s%n",
-              kv.type(), tls == null ? "http" : "https", host, server.port(), prefill, decode)
+              "kvroute proxy (%s) listening on %s://%s:%d  %s%n",
+              kv.type(),
+              tls == null ? "http" : "https",
+              host,
+              server.port(),
+              found == null
+                  ? "prefill=" + prefill + " decode=" + decode
+                  : "registry=" + found.endpoint())
           .flush();
+      // published after the start-up line: a caller that waits for it can read that line
+      running = server;
       stop.await();
       server.close();
       kv.close();
     } finally {
+      if (instances != null) {
+        instances.close();
+      }
       scheduler.shutdownNow();
     }
     return 0;
@@ -217,10 +309,18 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
   /** Runs each request over round-robin (prefill, decode) pairs. */
   static OpenAiFront.Handler handler(
       PdOrchestrator orchestrator, List<Endpoint> prefill, List<Endpoint> decode) {
-    java.util.function.Function<io.kvroute.connector.InferenceRequest, List<PdOrchestrator.Pair>>
-        pairs = OpenAiFront.roundRobin(prefill, decode);
+    return handler(orchestrator, OpenAiFront.roundRobin(prefill, decode));
+  }
+
+  private static OpenAiFront.Handler handler(
+      PdOrchestrator orchestrator,
+      java.util.function.Function<io.kvroute.connector.InferenceRequest, List<PdOrchestrator.Pair>>
+          pairs) {
     return (request, extra) -> orchestrator.execute(request, pairs.apply(request));
   }
+
+  /** The registration listener of {@code --registry}, while the proxy runs (tests). */
+  volatile io.kvroute.connector.p2pnccl.P2pNcclRegistry instances;
 
   /** Lets requests in flight finish for a second (tests). */
   @Override
@@ -228,22 +328,31 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
     server.shutdown(Duration.ofSeconds(1));
   }
 
-  /** The {@code kvConnector} section the options describe. */
-  private ConnectorConfig connectorConfig() {
+  /** The {@code kvConnector} section the options describe, its parameters checked. */
+  private ConnectorConfig connectorConfig(KVConnectors connectors) {
     Duration prefillLeg = duration("--prefill-timeout", prefillTimeout);
     Duration decodeLeg = duration("--decode-timeout", decodeTimeout);
     Checks.range("--max-attempts", maxAttempts, 1, 100);
+    KVConnectorProvider provider = connectors.provider(connector);
+    java.util.Map<String, Object> typed =
+        provider
+            .parameters()
+            .<java.util.Map<String, Object>>map(t -> GatewayConfig.BINDER.fromText(params, t))
+            .orElseGet(() -> scalars(params));
     try {
       ConnectorConfig.Timeouts t = ConnectorConfig.Timeouts.DEFAULTS;
-      return ConnectorConfig.of(connector)
-          .withParams(params)
-          .withTimeouts(
-              new ConnectorConfig.Timeouts(prefillLeg, decodeLeg, t.cleanup(), t.healthCheck()))
-          .withRetry(
-              new ConnectorConfig.Retry(
-                  maxAttempts,
-                  ConnectorConfig.Retry.DEFAULTS.backoffBase(),
-                  ConnectorConfig.Retry.DEFAULTS.backoffMax()));
+      ConnectorConfig c =
+          ConnectorConfig.of(connector)
+              .withParams(typed)
+              .withTimeouts(
+                  new ConnectorConfig.Timeouts(prefillLeg, decodeLeg, t.cleanup(), t.healthCheck()))
+              .withRetry(
+                  new ConnectorConfig.Retry(
+                      maxAttempts,
+                      ConnectorConfig.Retry.DEFAULTS.backoffBase(),
+                      ConnectorConfig.Retry.DEFAULTS.backoffMax()));
+      provider.checkParameters(c);
+      return c;
     } catch (ConnectorConfigException e) {
       throw option(e);
     }
@@ -265,7 +374,7 @@ final class ProxyCommand extends ServingCommand<OpenAiFront> {
   /** A connector's complaint about its configuration, named by the option that set the field. */
   private static ConfigException option(ConnectorConfigException e) {
     String field = e.field();
-    String problem = e.getMessage().substring(field.length()).trim();
+    String problem = e.problem();
     String option =
         switch (field) {
           case "kvConnector.type" -> "--connector";

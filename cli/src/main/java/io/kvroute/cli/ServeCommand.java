@@ -20,13 +20,17 @@ final class ServeCommand extends ServingCommand<KvIndexService> {
       names = "--config",
       required = true,
       paramLabel = "FILE",
-      description = "JSON configuration (model, pods or pods_file, index, tokenizer, http)")
+      description =
+          "Configuration file: JSON when its name ends in .json, else YAML (model, pods or"
+              + " pods_file, index, tokenizer, http)")
   Path config;
 
-  @Option(names = "--port", description = "Overrides http.port (0: any free port)")
+  @Option(
+      names = "--port",
+      description = "Port to listen on, 0: any free port (default: http.port, else 8080)")
   Integer port;
 
-  @Option(names = "--host", description = "Overrides http.host")
+  @Option(names = "--host", description = "Address to bind (default: http.host, else 127.0.0.1)")
   String host;
 
   @Override

@@ -42,14 +42,18 @@ final class SimCommand extends ServingCommand<SimulatedCluster> {
       names = "--tokenizer",
       paramLabel = "DIR",
       description =
-          "Tokenize with a real model's tokenizer.json and chat template (a model directory or a"
-              + " Hugging Face cache dir models--org--name) instead of the built-in one")
+          "Tokenize with a real model's tokenizer.json and chat template: a model directory or a"
+              + " Hugging Face cache dir models--org--name (default: the built-in tokenizer)")
   java.nio.file.Path tokenizerDir;
 
   @Option(names = "--model", defaultValue = "sim-model", description = "Served model name")
   String model;
 
-  @Option(names = "--lora", split = ",", description = "LoRA adapters served (comma separated)")
+  @Option(
+      names = "--lora",
+      split = ",",
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
+      description = "LoRA adapters served, comma separated (default: none)")
   List<String> loras = new ArrayList<>();
 
   @Option(
@@ -74,7 +78,13 @@ final class SimCommand extends ServingCommand<SimulatedCluster> {
       description = "vLLM prefix-caching hash algorithm")
   String hashAlgo;
 
-  @Option(names = "--hash-seed", defaultValue = "0", description = "PYTHONHASHSEED")
+  @Option(
+      names = "--hash-seed",
+      description = {
+        "The pods' PYTHONHASHSEED (e.g. 0). Default: unset, as in a default vLLM and as `kvroute",
+        "hash` assumes: NONE_HASH is then seeded with \"vllm-none-hash\" for sha256 and",
+        "sha256_cbor; xxhash and xxhash_cbor need a seed."
+      })
   String hashSeed;
 
   @Option(
@@ -117,6 +127,13 @@ final class SimCommand extends ServingCommand<SimulatedCluster> {
       }
     } catch (IllegalArgumentException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+    }
+    if (hashSeed == null && algo != HashAlgorithm.SHA256 && algo != HashAlgorithm.SHA256_CBOR) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--hash-seed: required with --hash-algo "
+              + hashAlgo
+              + " (vLLM seeds its NONE_HASH randomly per process without PYTHONHASHSEED)");
     }
     EventSchema chosenSchema = schema;
     LatencyModel latency =

@@ -44,7 +44,10 @@ final class TokenizeCommand implements Callable<Integer> {
   @Option(names = "--revision", description = "Snapshot of a cache dir (default: refs/main)")
   String revision;
 
-  @Option(names = "--chat-template", paramLabel = "FILE", description = "Overrides the template")
+  @Option(
+      names = "--chat-template",
+      paramLabel = "FILE",
+      description = "A Jinja chat template replacing the model's (default: the model's own)")
   Path chatTemplate;
 
   static final class Input {

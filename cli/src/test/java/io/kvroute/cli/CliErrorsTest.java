@@ -158,4 +158,201 @@ class CliErrorsTest {
         .doesNotContain("Default: {}")
         .doesNotContain("Default: []");
   }
+
+  // ---- issue 28: the smaller CLI slips, each named by its file, key or option
+
+  private Path gatewayYaml(Path dir, String extra) throws IOException {
+    Path cfg = dir.resolve("gateway.yaml");
+    Files.writeString(
+        cfg,
+        "listen: {port: 0}\nendpoints: [{id: d, url: \"http://127.0.0.1:1\"}]\n" + extra,
+        StandardCharsets.UTF_8);
+    return cfg;
+  }
+
+  @Test
+  void anUnknownConnectorTypeInAGatewayFileNamesTheFileAndTheKey(@TempDir Path dir)
+      throws IOException {
+    Path cfg = gatewayYaml(dir, "models:\n  m: {kvConnector: {type: nixl2}}\n");
+    assertThat(run("gateway", "--config", cfg.toString())).isEqualTo(2);
+    assertOneLine(
+        "kvroute gateway: "
+            + cfg
+            + ": models.m.kvConnector.type: unknown connector type \"nixl2\"; did you mean"
+            + " \"nixl\"? known: fallback, http, ");
+  }
+
+  @Test
+  void aMisspeltConnectorParameterInAGatewayFileIsRefused(@TempDir Path dir) throws IOException {
+    Path cfg =
+        gatewayYaml(dir, "defaultConnector: {type: nixl, config: {remoteHostRewrit: always}}\n");
+    assertThat(run("gateway", "--config", cfg.toString())).isEqualTo(2);
+    assertOneLine(
+        "kvroute gateway: "
+            + cfg
+            + ": defaultConnector.config.remoteHostRewrit: unknown nixl parameter"
+            + " \"remoteHostRewrit\"; did you mean \"remoteHostRewrite\"? known:"
+            + " maxPrefillResponseBytes, remoteHostRewrite");
+    err.getBuffer().setLength(0);
+    cfg = gatewayYaml(dir, "defaultConnector: {type: mooncake, config: {bootstrapPort: \"x\"}}\n");
+    assertThat(run("gateway", "--config", cfg.toString())).isEqualTo(2);
+    assertOneLine(
+        "kvroute gateway: "
+            + cfg
+            + ": defaultConnector.config.bootstrapPort: must be an integer, was \"x\"");
+  }
+
+  @Test
+  void aMisspeltProxyParamIsRefusedWithTheClosestOne() {
+    assertThat(
+            run(
+                "proxy",
+                "--decode",
+                "http://127.0.0.1:1",
+                "--connector",
+                "nixl",
+                "--param",
+                "nosuchparam=1"))
+        .isEqualTo(2);
+    assertOneLine(
+        "kvroute proxy: --param nosuchparam: unknown nixl parameter \"nosuchparam\"; known:"
+            + " maxPrefillResponseBytes, remoteHostRewrite");
+    err.getBuffer().setLength(0);
+    assertThat(
+            run(
+                "proxy",
+                "--decode",
+                "http://127.0.0.1:1",
+                "--connector",
+                "nixl",
+                "--param",
+                "rewriteLocalhost=true"))
+        .as("the parameter the old help text named")
+        .isEqualTo(2);
+    assertOneLine("kvroute proxy: --param rewriteLocalhost: unknown nixl parameter");
+    assertThat(errLines()).endsWith("known: maxPrefillResponseBytes, remoteHostRewrite");
+    err.getBuffer().setLength(0);
+    assertThat(
+            run(
+                "proxy",
+                "--decode",
+                "http://127.0.0.1:1",
+                "--connector",
+                "mooncake",
+                "--param",
+                "bootstrapPort=0"))
+        .isEqualTo(2);
+    assertOneLine("kvroute proxy: --param bootstrapPort: must be in [1, 65535], was 0");
+    out.getBuffer().setLength(0);
+    assertThat(run("proxy", "--help")).isZero();
+    assertThat(out.toString()).contains("--param remoteHostRewrite=always");
+  }
+
+  @Test
+  void listenLimitsNameTheirKey(@TempDir Path dir) throws IOException {
+    Path cfg = gatewayYaml(dir, "");
+    Files.writeString(
+        cfg,
+        "listen: {port: 0, maxHeaderBytes: 100}\nendpoints: [{id: d, url: \"http://127.0.0.1:1\"}]\n");
+    assertThat(run("gateway", "--config", cfg.toString())).isEqualTo(2);
+    assertOneLine(
+        "kvroute gateway: " + cfg + ": listen.maxHeaderBytes: must be in [256, 1048576], was 100");
+    err.getBuffer().setLength(0);
+    assertThat(run("proxy", "--decode", "http://127.0.0.1:1", "--listen", "maxHeaderCount=20000"))
+        .isEqualTo(2);
+    assertOneLine("kvroute proxy: --listen maxHeaderCount: must be in [1, 10000], was 20000");
+  }
+
+  @Test
+  void aMissingTlsFileIsNamedByTheDocumentedKey(@TempDir Path dir) throws IOException {
+    Path cfg = gatewayYaml(dir, "");
+    Files.writeString(
+        cfg,
+        "listen: {port: 0, tls: {certificate: cert.pem, key: key.pem}}\n"
+            + "endpoints: [{id: d, url: \"http://127.0.0.1:1\"}]\n");
+    assertThat(run("gateway", "--config", cfg.toString())).isEqualTo(2);
+    assertOneLine(
+        "kvroute gateway: "
+            + cfg
+            + ": listen.tls.certificate: no such file: "
+            + dir.resolve("cert.pem"));
+    err.getBuffer().setLength(0);
+    Path cert = dir.resolve("cert.pem");
+    Files.writeString(cert, "x");
+    assertThat(
+            run(
+                "proxy",
+                "--decode",
+                "http://127.0.0.1:1",
+                "--tls-certificate",
+                cert.toString(),
+                "--tls-key",
+                dir.resolve("key.pem").toString()))
+        .isEqualTo(2);
+    assertOneLine("kvroute proxy: --tls-key: no such file: " + dir.resolve("key.pem"));
+  }
+
+  @Test
+  void anUnknownOptionIsReportedBeforeAMissingOne() {
+    assertThat(run("proxy", "--bogus")).isEqualTo(2);
+    assertOneLine("kvroute proxy: Unknown option: '--bogus' (see kvroute proxy --help)");
+    err.getBuffer().setLength(0);
+    assertThat(run("proxy", "--port", "1", "--bogus=2")).isEqualTo(2);
+    assertOneLine("kvroute proxy: Unknown option: '--bogus");
+    err.getBuffer().setLength(0);
+    assertThat(run("proxy", "--port", "1")).isEqualTo(2);
+    assertOneLine("kvroute proxy: --decode: is required (or --registry");
+  }
+
+  @Test
+  void everyCommandPrintsItsVersion() {
+    for (String command : java.util.List.of("gateway", "proxy", "serve", "sim", "epp", "hash")) {
+      out.getBuffer().setLength(0);
+      assertThat(run(command, "-V")).as(command).isZero();
+      assertThat(out.toString()).as(command).startsWith("kvroute ");
+    }
+  }
+
+  /**
+   * Every help screen ends with examples, and every option either shows its default, says it in
+   * words, or is required, a flag, or one of a group.
+   */
+  @Test
+  void everyHelpScreenHasExamplesAndEveryOptionItsDefault() {
+    java.util.List<CommandLine> all = new java.util.ArrayList<>();
+    java.util.ArrayDeque<CommandLine> todo = new java.util.ArrayDeque<>();
+    todo.add(Main.commandLine());
+    while (!todo.isEmpty()) {
+      CommandLine c = todo.pop();
+      all.add(c);
+      todo.addAll(c.getSubcommands().values());
+    }
+    for (CommandLine c : all) {
+      String name = c.getCommandSpec().qualifiedName();
+      java.io.StringWriter usage = new java.io.StringWriter();
+      c.usage(new PrintWriter(usage));
+      assertThat(usage.toString()).as("%s --help has examples", name).contains("Examples:");
+      for (CommandLine.Model.OptionSpec o : c.getCommandSpec().options()) {
+        boolean flag = o.arity().max() == 0;
+        boolean shown =
+            o.defaultValue() != null && o.showDefaultValue() != CommandLine.Help.Visibility.NEVER;
+        String text = String.join(" ", o.description()).toLowerCase(java.util.Locale.ROOT);
+        assertThat(flag || o.required() || o.group() != null || shown || text.contains("default"))
+            .as("%s %s shows or states its default", name, o.longestName())
+            .isTrue();
+      }
+    }
+  }
+
+  @Test
+  void simAndHashAgreeOnTheDefaultHashSeed() {
+    CommandLine.Model.OptionSpec sim =
+        Main.commandLine().getSubcommands().get("sim").getCommandSpec().findOption("--hash-seed");
+    CommandLine.Model.OptionSpec hash =
+        Main.commandLine().getSubcommands().get("hash").getCommandSpec().findOption("--hash-seed");
+    assertThat(sim.defaultValue()).as("sim: unset, as a default vLLM").isNull();
+    assertThat(hash.defaultValue()).isNull();
+    assertThat(run("sim", "--hash-algo", "xxhash")).isEqualTo(2);
+    assertOneLine("kvroute sim: --hash-seed: required with --hash-algo xxhash");
+  }
 }

@@ -34,7 +34,7 @@ class EventsCommandTest {
   private final StringWriter err = new StringWriter();
 
   private CommandLine cli() {
-    CommandLine cl = new CommandLine(new Main());
+    CommandLine cl = Main.commandLine();
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
     return cl;
@@ -65,8 +65,12 @@ class EventsCommandTest {
 
     Path bad = dir.resolve("bad.hex");
     Files.writeString(bad, "93cb41da");
-    assertThat(cli().execute("events", "decode", bad.toString())).isEqualTo(1);
-    assertThat(err.toString()).contains("malformed payload").contains("byte offset");
+    assertThat(cli().execute("events", "decode", bad.toString()))
+        .as("a malformed payload is the user's input: exit code 2, as docs/cli.md says")
+        .isEqualTo(2);
+    assertThat(err.toString())
+        .startsWith("kvroute events decode: malformed payload")
+        .contains("byte offset");
 
     Path notHex = dir.resolve("nothex.txt");
     Files.writeString(notHex, "zz");
@@ -124,6 +128,46 @@ class EventsCommandTest {
     }
   }
 
+  /**
+   * After a burst, the empty lines that release a reader that waits on select() and reads lines
+   * through a buffer (the vLLM harness's adapter does: the burst's last lines stayed in its buffer
+   * and were never read): at 0.1, 0.3, 1 and 3 s of quiet after the last batch line, not more.
+   */
+  @Test
+  void tailWritesKeepAliveEmptyLinesWhenTheStreamGoesQuiet() {
+    long ms = 1_000_000L;
+    java.io.StringWriter sw = new java.io.StringWriter();
+    java.io.PrintWriter pw = new java.io.PrintWriter(sw);
+    EventsCommand.KeepAlive k = new EventsCommand.KeepAlive(pw, true);
+    k.tick(5_000 * ms);
+    assertThat(sw.toString()).as("nothing before a batch line").isEmpty();
+    synchronized (pw) {
+      k.printed(10_000 * ms);
+    }
+    k.tick(10_099 * ms);
+    assertThat(sw.toString()).isEmpty();
+    long[] at = {10_100, 10_200, 10_300, 10_999, 11_000, 12_000, 13_000, 60_000};
+    int[] lines = {1, 1, 2, 2, 3, 3, 4, 4};
+    for (int i = 0; i < at.length; i++) {
+      k.tick(at[i] * ms);
+      assertThat(sw.toString().split("\n", -1).length - 1).as("at " + at[i]).isEqualTo(lines[i]);
+    }
+    synchronized (pw) {
+      k.printed(70_000 * ms); // another batch: the series starts again
+    }
+    k.tick(70_100 * ms);
+    assertThat(sw.toString().split("\n", -1).length - 1).isEqualTo(5);
+
+    java.io.StringWriter off = new java.io.StringWriter();
+    java.io.PrintWriter offOut = new java.io.PrintWriter(off);
+    EventsCommand.KeepAlive none = new EventsCommand.KeepAlive(offOut, false);
+    synchronized (offOut) {
+      none.printed(0);
+    }
+    none.tick(10_000 * ms);
+    assertThat(off.toString()).as("--no-keep-alive").isEmpty();
+  }
+
   private static KvEventBatch stored(long h) {
     return KvEventBatch.of(
         1.5,
@@ -144,5 +188,15 @@ class EventsCommandTest {
       b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
     }
     return b;
+  }
+
+  /** A wrong endpoint is named by its option, not by an internal field. */
+  @Test
+  void tailNamesABadEndpointByItsOption() {
+    assertThat(cli().execute("events", "tail", "--endpoint", "http://x")).isEqualTo(2);
+    assertThat(err.toString().strip())
+        .isEqualTo(
+            "kvroute events tail: --endpoint: must be a tcp:// or ipc:// endpoint such as"
+                + " \"tcp://10.0.0.5:5557\", was \"http://x\"");
   }
 }

@@ -2,9 +2,6 @@ package io.kvroute.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvroute.connector.ConnectorException;
-import io.kvroute.connector.Leg;
-import io.kvroute.connector.UpstreamException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -222,57 +219,5 @@ class FrontRegressionTest {
         .startsWith("HTTP/1.1 200")
         .contains("kvroute_connector_prefill_seconds_count")
         .contains("kvroute_front_inflight");
-  }
-
-  /** The one table: whatever connector raised it, a failure is answered the same way. */
-  @Test
-  void everyConnectorsFailuresMapThroughOneTable() {
-    UpstreamException prefill503 =
-        new UpstreamException(
-            Leg.PREFILL, "p", UpstreamException.Kind.STATUS, 503, null, null, "busy", null);
-    UpstreamException decode503 =
-        new UpstreamException(
-            Leg.DECODE, "d", UpstreamException.Kind.STATUS, 503, null, null, "busy", null);
-    assertThat(OpenAiFront.map(prefill503).status()).isEqualTo(503);
-    assertThat(OpenAiFront.map(decode503).status()).isEqualTo(503);
-    assertThat(
-            OpenAiFront.map(
-                    new UpstreamException(
-                        Leg.PREFILL,
-                        "p",
-                        UpstreamException.Kind.STATUS,
-                        500,
-                        null,
-                        null,
-                        "x",
-                        null))
-                .status())
-        .isEqualTo(502);
-    assertThat(
-            OpenAiFront.map(
-                    new UpstreamException(
-                        Leg.DECODE,
-                        "d",
-                        UpstreamException.Kind.TIMEOUT,
-                        0,
-                        null,
-                        null,
-                        "slow",
-                        null))
-                .status())
-        .isEqualTo(504);
-    assertThat(
-            OpenAiFront.map(
-                    new UpstreamException(
-                        Leg.DECODE, "d", UpstreamException.Kind.IO, 0, null, null, "reset", null))
-                .status())
-        .isEqualTo(502);
-    OpenAiFront.Mapped client =
-        OpenAiFront.map(new ConnectorException.InvalidRequestException("bad json"));
-    assertThat(client.status()).isEqualTo(400);
-    assertThat(client.type()).isEqualTo("invalid_request_error");
-    assertThat(
-            OpenAiFront.map(new ConnectorException.NoAvailableEndpointException("none")).status())
-        .isEqualTo(503);
   }
 }

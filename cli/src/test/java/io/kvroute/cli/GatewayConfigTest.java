@@ -2,6 +2,7 @@ package io.kvroute.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvroute.assembly.RouterSettings;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
@@ -45,7 +46,7 @@ class GatewayConfigTest {
       delimiter = '|',
       textBlock =
           """
-          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
+          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, drainTimeout, endpoints, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
           duplicate YAML keys | 'listen: {port: 1}\\nlisten: {port: 2}\\nendpoints: [D0]' | listen: duplicate key (line 2)
           duplicate nested keys | 'listen: {port: 1, port: 2}\\nendpoints: [D0]' | listen.port: duplicate key (line 1)
           duplicate endpoint ids | 'endpoints: [D0, {id: d0, url: "http://127.0.0.1:8003"}]' | endpoints[1].id: duplicate id "d0" (also endpoints[0])
@@ -75,7 +76,10 @@ class GatewayConfigTest {
           admin token sources | 'admin: {tokenFile: a, tokenEnv: B}\\nendpoints: [D0]' | admin.tokenEnv: set only one of tokenFile and tokenEnv
           inline scheduler | 'scheduler: {plugins: [{type: queue-scorer}, {type: foo}]}\\nendpoints: [D0]' | scheduler.plugins[1].type: unknown plugin "foo"; known:
           scheduler as a list | 'scheduler: [a]\\nendpoints: [D0]' | scheduler: must be a file name or an EndpointPickerConfig mapping
-          discovery without a section | 'discovery: {}' | discovery.kubernetes: is required (the kubernetes section)
+          discovery without a section | 'discovery: {}' | discovery.kubernetes: is required (the kubernetes section), unless p2pnccl is given
+          p2pnccl without a registry | 'discovery: {p2pnccl: {ttl: 5s}}' | discovery.p2pnccl.registry: is required (a tcp:// or ipc:// endpoint)
+          p2pnccl registry not ZMQ | 'discovery: {p2pnccl: {registry: "127.0.0.1:30001"}}' | discovery.p2pnccl.registry: must be a tcp:// or ipc:// endpoint such as "tcp://10.0.0.5:5557", was "127.0.0.1:30001"
+          p2pnccl zero ttl | 'discovery: {p2pnccl: {registry: "tcp://127.0.0.1:30001", ttl: 0s}}' | discovery.p2pnccl.ttl: must be > 0, was PT0S
           discovery with neither | 'discovery: {kubernetes: {namespace: llm}}' | discovery.kubernetes.selector: give exactly one of selector (pod labels) and inferencePool
           discovery with both | 'discovery: {kubernetes: {selector: {app: vllm}, inferencePool: p}}' | discovery.kubernetes.inferencePool: give exactly one of selector (pod labels) and inferencePool
           discovery key typo | 'discovery: {kubernetes: {inferencepool: p}}' | discovery.kubernetes.inferencepool: unknown key; did you mean "inferencePool"?
@@ -131,19 +135,20 @@ class GatewayConfigTest {
             labels: { zone: a }
             kvEvents: { publisher: "tcp://127.0.0.1:5557", replay: "tcp://127.0.0.1:5558" }
         """);
-    GatewayConfig c = GatewayConfig.load(cfg);
-    assertThat(c.listen().port()).isEqualTo(8080);
+    GatewayConfig g = GatewayConfig.load(cfg);
+    assertThat(g.listen().port()).isEqualTo(8080);
+    RouterSettings c = g.settings();
     assertThat(c.tracing().enabled()).isTrue();
     assertThat(c.scrapeMetrics()).isEqualTo(Duration.ofSeconds(2));
     assertThat(c.modelConnectors().get("llama").type()).isEqualTo("nixl");
-    assertThat(c.schedulerFile(cfg)).isEqualTo(dir.resolve("picker.yaml"));
+    assertThat(c.scheduler()).isEqualTo("picker.yaml");
     assertThat(c.endpoints().get(1).endpoint().labels()).containsEntry("zone", "a");
     assertThat(c.endpoints().get(1).events().replay()).isEqualTo("tcp://127.0.0.1:5558");
     assertThat(c.index().blockSize()).isEqualTo(16);
     // JSON when the file says so.
     Path json = dir.resolve("gateway.json");
     Files.writeString(json, "{\"endpoints\": [{\"url\": \"http://127.0.0.1:1\"}]}");
-    assertThat(GatewayConfig.load(json).endpoints().get(0).endpoint().id())
+    assertThat(GatewayConfig.load(json).settings().endpoints().get(0).endpoint().id())
         .isEqualTo("127.0.0.1:1");
   }
 }

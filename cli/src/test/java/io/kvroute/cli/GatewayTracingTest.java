@@ -2,9 +2,9 @@ package io.kvroute.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvroute.assembly.RouterAssembly;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.router.KvRouter;
-import io.kvroute.scoring.Scheduler;
 import io.kvroute.testkit.VllmSimulator;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -48,15 +48,11 @@ class GatewayTracingTest {
           "tracing: { enabled: true }\nendpoints: [{ id: d0, url: \"" + pod.baseUrl() + "\" }]\n",
           StandardCharsets.UTF_8);
       GatewayConfig c = GatewayConfig.load(cfg);
-      Scheduler.Builder sb = Scheduler.builder();
-      Scheduler.defaultProfiles(false).forEach(sb::profile);
-      try (KvRouter router =
-          GatewayCommand.router(
-              c,
-              sb,
-              cfg,
-              new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
-              new java.util.ArrayList<>())) {
+      try (RouterAssembly assembly =
+          RouterAssembly.builder(c.settings())
+              .meterRegistry(new PrometheusMeterRegistry(PrometheusConfig.DEFAULT))
+              .build()) {
+        KvRouter router = assembly.router();
         InferenceRequest request =
             InferenceRequest.of(
                 InferenceRequest.Api.COMPLETIONS,

@@ -29,7 +29,11 @@ class RepositoryHygieneTest {
   private static final Pattern ARTIFACT = Pattern.compile("<artifactId>([^<]+)</artifactId>");
   private static final Set<String> UNPUBLISHED =
       Set.of(
-          "examples", "examples/spring-cloud-gateway-sample", "benchmarks", "architecture-tests");
+          "examples",
+          "examples/spring-cloud-gateway-sample",
+          "examples/custom-connector",
+          "benchmarks",
+          "architecture-tests");
 
   private static String read(Path p) {
     try {
@@ -98,5 +102,22 @@ class RepositoryHygieneTest {
       listed.add(d.group(2) == null ? d.group(1) : d.group(1) + ":" + d.group(2));
     }
     assertThat(listed).as("kvroute-bom/pom.xml").isEqualTo(produced);
+  }
+
+  /**
+   * The README's clone command uses the repository URL of the poms' {@code <scm>}, an explicit
+   * placeholder (a reserved example domain) until kvroute has a public repository, and the parent
+   * pom and the BOM agree on it.
+   */
+  @Test
+  void theCloneCommandUsesThePomsRepositoryUrl() {
+    Pattern connection = Pattern.compile("<connection>scm:git:([^<]+)</connection>");
+    Matcher parent = connection.matcher(read(ROOT.resolve("pom.xml")));
+    Matcher bom = connection.matcher(read(ROOT.resolve("kvroute-bom/pom.xml")));
+    assertThat(parent.find()).isTrue();
+    assertThat(bom.find()).isTrue();
+    assertThat(bom.group(1)).isEqualTo(parent.group(1));
+    assertThat(read(ROOT.resolve("README.md"))).contains("git clone " + parent.group(1) + " ");
+    assertThat(parent.group(1)).as("an explicit placeholder").contains("example.");
   }
 }

@@ -1,6 +1,7 @@
 package io.kvroute.config;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonUnwrapped;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -29,6 +30,10 @@ import java.util.function.Predicate;
  * for a host name), a second document or an empty one is a {@link ConfigException} naming the
  * field's path ({@code endpoints[1].url}) and the problem. {@link java.time.Duration}s are read as
  * Go/Kubernetes durations ({@link Durations}) and {@link Quantity}s as Kubernetes quantities.
+ *
+ * <p>A record component annotated {@link JsonUnwrapped} whose type is a record contributes that
+ * record's keys at its own level (the gateway's file is its listener sections and, beside them, the
+ * keys of the composition root's settings record).
  *
  * <p>Records validate themselves in their compact constructors, throwing {@link ConfigException}
  * with a path relative to the record (or {@link IllegalArgumentException}, which is reported at the
@@ -126,6 +131,93 @@ public final class ConfigBinder {
   }
 
   /**
+   * Reads command-line {@code KEY=VALUE} options as the tree a document would hold for the record
+   * {@code type}, ready for {@link #convert}: a value whose key is a component of {@code type} is
+   * read as that component's type ({@code 8998} as a number for an {@code Integer}, {@code true} as
+   * a boolean, {@code nixl,http} as a list for a {@code List}); text that does not parse as that
+   * type stays text, so that {@link #convert} reports it ({@code must be an integer, was "x"}).
+   * Other keys are read as YAML reads a plain scalar (an integer, a decimal, {@code true}/{@code
+   * false}, else text), so that {@link #convert} can name them as unknown.
+   *
+   * <pre>{@code
+   * Map<String, Object> tree = binder.fromText(Map.of("bootstrapPort", "8998"), Params.class);
+   * Params p = binder.convert(tree, Params.class, "--param");
+   * }</pre>
+   */
+  public Map<String, Object> fromText(Map<String, String> options, Class<?> type) {
+    Objects.requireNonNull(options, "options");
+    Map<String, Type> components = new java.util.HashMap<>();
+    if (type.isRecord()) {
+      for (RecordComponent c : type.getRecordComponents()) {
+        components.put(name(c), c.getGenericType());
+      }
+    }
+    Map<String, Object> out = new java.util.LinkedHashMap<>();
+    options.forEach((k, v) -> out.put(k, v == null ? null : textAs(v, components.get(k))));
+    return out;
+  }
+
+  /** {@code text} as a value of {@code t} when it reads as one, else as a plain YAML scalar. */
+  private static Object textAs(String text, Type t) {
+    if (t instanceof ParameterizedType p
+        && p.getRawType() instanceof Class<?> raw
+        && Collection.class.isAssignableFrom(raw)) {
+      List<Object> items = new ArrayList<>();
+      for (String part : text.split(",", -1)) {
+        items.add(textAs(part.trim(), p.getActualTypeArguments()[0]));
+      }
+      return items;
+    }
+    if (t == Integer.class || t == int.class) {
+      return integer(text, Integer.MIN_VALUE, Integer.MAX_VALUE, text);
+    }
+    if (t == Long.class || t == long.class) {
+      return integer(text, Long.MIN_VALUE, Long.MAX_VALUE, text);
+    }
+    if (t == Double.class || t == double.class || t == Float.class || t == float.class) {
+      try {
+        return new java.math.BigDecimal(text.trim());
+      } catch (NumberFormatException e) {
+        return text;
+      }
+    }
+    if (t == Boolean.class || t == boolean.class) {
+      String b = text.trim().toLowerCase(Locale.ROOT);
+      return b.equals("true") ? Boolean.TRUE : b.equals("false") ? Boolean.FALSE : text;
+    }
+    if (t != null) {
+      return text; // strings, enums, durations, quantities: the binder reads them from text
+    }
+    if (text.equals("true") || text.equals("false")) {
+      return Boolean.valueOf(text);
+    }
+    Object n = integer(text, Long.MIN_VALUE, Long.MAX_VALUE, null);
+    if (n != null) {
+      return ((Long) n) == ((Long) n).intValue() ? (Object) ((Long) n).intValue() : n;
+    }
+    if (text.matches("-?[0-9]+\\.[0-9]+")) {
+      return new java.math.BigDecimal(text);
+    }
+    return text;
+  }
+
+  private static Object integer(String text, long min, long max, Object otherwise) {
+    String s = text.trim();
+    if (!s.matches("-?[0-9]{1,19}")) {
+      return otherwise;
+    }
+    try {
+      long v = Long.parseLong(s);
+      if (v < min || v > max) {
+        return otherwise;
+      }
+      return max == Integer.MAX_VALUE ? (Object) (int) v : (Object) v;
+    } catch (NumberFormatException e) {
+      return otherwise;
+    }
+  }
+
+  /**
    * Every key a record type accepts, as paths: nested records are followed ({@code listen.host}),
    * list elements are written {@code []} ({@code endpoints[].url}) and mapping keys {@code *}
    * ({@code models.*.kvConnector}). Used to check a configuration reference against the records.
@@ -148,10 +240,27 @@ public final class ConfigBinder {
   }
 
   private void collect(Class<?> type, String prefix, Predicate<Class<?>> apart, List<String> out) {
-    for (RecordComponent c : type.getRecordComponents()) {
+    for (RecordComponent c : components(type).values()) {
       String key = prefix + name(c);
       walk(c.getGenericType(), key, apart, out);
     }
+  }
+
+  /**
+   * A record's keys and their components, in order: a component marked {@link JsonUnwrapped} whose
+   * type is a record brings its own keys to this level instead of a key of its own (a command's
+   * file shares its top level with the settings record of the composition root, say).
+   */
+  private Map<String, RecordComponent> components(Class<?> record) {
+    Map<String, RecordComponent> out = new java.util.LinkedHashMap<>();
+    for (RecordComponent rc : record.getRecordComponents()) {
+      if (rc.getAccessor().isAnnotationPresent(JsonUnwrapped.class) && rc.getType().isRecord()) {
+        components(rc.getType()).forEach((k, v) -> put(out, record, k, v));
+      } else {
+        put(out, record, name(rc), rc);
+      }
+    }
+    return out;
   }
 
   private void walk(Type t, String key, Predicate<Class<?>> apart, List<String> out) {
@@ -189,6 +298,14 @@ public final class ConfigBinder {
         : c.getName();
   }
 
+  private static void put(
+      Map<String, RecordComponent> out, Class<?> record, String key, RecordComponent rc) {
+    if (out.putIfAbsent(key, rc) != null) {
+      throw new IllegalArgumentException(
+          record.getName() + " has the key \"" + key + "\" twice (an unwrapped record repeats it)");
+    }
+  }
+
   /**
    * Reads the document as a tree first (syntax errors and duplicate keys are found there, with
    * their line), then binds the tree.
@@ -198,7 +315,7 @@ public final class ConfigBinder {
     Objects.requireNonNull(type, "type");
     JsonNode tree;
     try {
-      tree = parse(mapper, mapper.createParser(document), JsonNode.class, "");
+      tree = parse(mapper, mapper.createParser(document), JsonNode.class, "", null);
     } catch (IOException e) {
       throw new ConfigException("", "cannot read the document: " + e.getMessage(), e);
     }
@@ -215,16 +332,21 @@ public final class ConfigBinder {
    */
   private <T> T bindTree(ObjectMapper mapper, JsonNode tree, Class<T> type, String path) {
     checkKeys(tree, type, path);
-    return parse(mapper, mapper.treeAsTokens(tree), type, path);
+    return parse(mapper, mapper.treeAsTokens(tree), type, path, tree);
   }
 
-  /** Binds from {@code p} and translates errors while the parser still shows the bad value. */
-  private static <T> T parse(ObjectMapper mapper, JsonParser p, Class<T> type, String path) {
+  /**
+   * Binds from {@code p} and translates errors while the parser still shows the bad value ({@code
+   * tree}, when the parser reads one, names the value where the parser cannot: inside an unwrapped
+   * record, which Jackson reads from a buffer).
+   */
+  private static <T> T parse(
+      ObjectMapper mapper, JsonParser p, Class<T> type, String path, JsonNode tree) {
     try {
       try {
         return mapper.readValue(p, type);
       } catch (JsonProcessingException e) {
-        throw Errors.translate(e, path);
+        throw Errors.translate(e, path, tree);
       } finally {
         p.close();
       }
@@ -236,10 +358,7 @@ public final class ConfigBinder {
   /** Reports the first key of {@code node} that the record types under {@code t} do not have. */
   private void checkKeys(JsonNode node, Type t, String path) {
     if (t instanceof Class<?> c && c.isRecord() && node.isObject()) {
-      Map<String, RecordComponent> components = new java.util.LinkedHashMap<>();
-      for (RecordComponent rc : c.getRecordComponents()) {
-        components.put(name(rc), rc);
-      }
+      Map<String, RecordComponent> components = components(c);
       for (Map.Entry<String, JsonNode> e : node.properties()) {
         RecordComponent rc = components.get(e.getKey());
         String at = Errors.child(path, e.getKey());

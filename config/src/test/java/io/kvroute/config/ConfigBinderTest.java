@@ -231,4 +231,73 @@ class ConfigBinderTest {
     assertThat(binder.keys(Root.class, t -> t == Listen.class))
         .startsWith("listen", "endpoints[].id");
   }
+
+  record Options(Integer port, Boolean flag, Double weight, Duration timeout, List<String> chain) {}
+
+  /** Command-line KEY=VALUE options read as the record's types, unknown keys as YAML scalars. */
+  @Test
+  void textOptionsAreReadAsTheRecordsTypes() {
+    Map<String, String> text = new java.util.LinkedHashMap<>();
+    text.put("port", "8998");
+    text.put("flag", "true");
+    text.put("weight", "0.75");
+    text.put("timeout", "2s");
+    text.put("chain", "nixl, http");
+    text.put("other", "12");
+    Map<String, Object> tree = binder.fromText(text, Options.class);
+    assertThat(tree)
+        .containsEntry("port", 8998)
+        .containsEntry("flag", true)
+        .containsEntry("timeout", "2s")
+        .containsEntry("chain", List.of("nixl", "http"))
+        .containsEntry("other", 12);
+    tree.remove("other");
+    Options o = binder.convert(tree, Options.class, "--param");
+    assertThat(o.weight()).isEqualTo(0.75);
+    assertThat(o.timeout()).isEqualTo(Duration.ofSeconds(2));
+    assertThatThrownBy(
+            () ->
+                binder.convert(
+                    binder.fromText(Map.of("port", "x"), Options.class), Options.class, "--param"))
+        .hasMessage("--param.port: must be an integer, was \"x\"");
+    assertThatThrownBy(
+            () ->
+                binder.convert(
+                    binder.fromText(Map.of("prot", "1"), Options.class), Options.class, "--param"))
+        .hasMessageContaining("did you mean \"port\"");
+  }
+
+  /** A command's file: its own section and, at the same level, a shared record's keys. */
+  record Command(Listen admin, @com.fasterxml.jackson.annotation.JsonUnwrapped Root settings) {}
+
+  @Test
+  void anUnwrappedRecordsKeysSitBesideItsOwner() {
+    Command c =
+        binder.readYaml(
+            "admin: { port: 9000 }\nendpoints: [{ id: a, url: \"http://h:1\" }]\nflag: true",
+            Command.class);
+    assertThat(c.admin().port()).isEqualTo(9000);
+    assertThat(c.settings().endpoints()).hasSize(1);
+    assertThat(c.settings().flag()).isTrue();
+    assertThat(binder.keys(Command.class))
+        .startsWith("admin.host", "admin.port", "listen.host", "listen.port", "endpoints[].id");
+    assertThatThrownBy(() -> binder.readYaml("endpoint: []", Command.class))
+        .hasMessageContaining("endpoint: unknown key; did you mean \"endpoints\"?")
+        .hasMessageContaining("admin");
+    assertThatThrownBy(
+            () ->
+                binder.readYaml(
+                    "endpoints: [{ id: a, url: \"http://h:1\" }, { id: a, url: \"http://h:2\" }]",
+                    Command.class))
+        .hasMessage("endpoints[1].id: duplicate id \"a\" (also endpoints[0])");
+    assertThatThrownBy(
+            () -> binder.readYaml("endpoints: [{ id: a, url: \"ftp://h\" }]", Command.class))
+        .hasMessage("endpoints[0].url: not an http(s) URL: \"ftp://h\"");
+    assertThatThrownBy(() -> binder.readYaml("flag: maybe", Command.class))
+        .hasMessageStartingWith("flag: ");
+    assertThatThrownBy(() -> binder.readYaml("listen: { port: 70000 }", Command.class))
+        .hasMessageStartingWith("listen.port: must be in [0, 65535]");
+    assertThatThrownBy(() -> binder.readYaml("admin: { port: 70000 }", Command.class))
+        .hasMessageStartingWith("admin.port: must be in [0, 65535]");
+  }
 }

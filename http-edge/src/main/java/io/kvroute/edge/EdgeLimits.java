@@ -31,6 +31,21 @@ import java.util.Objects;
 public final class EdgeLimits {
   private static final long SMALL_BODY_DEFAULT_BUDGET = 256L << 20;
 
+  /** The most {@code maxConnections} may be: 2^24. */
+  public static final int MAX_CONNECTIONS_LIMIT = 1 << 24;
+
+  /** The least {@code maxHeaderBytes} may be: 256 (a request line and a few headers). */
+  public static final int MIN_HEADER_BYTES = 256;
+
+  /** The most {@code maxHeaderBytes} may be: 1 MiB. */
+  public static final int MAX_HEADER_BYTES_LIMIT = 1 << 20;
+
+  /** The most {@code maxHeaderCount} may be: 10,000. */
+  public static final int MAX_HEADER_COUNT_LIMIT = 10_000;
+
+  /** The most {@code maxBodyBytes} may be: 1 GiB. */
+  public static final int MAX_BODY_BYTES_LIMIT = 1 << 30;
+
   private final int maxConnections;
   private final int maxHeaderBytes;
   private final int maxHeaderCount;
@@ -271,10 +286,10 @@ public final class EdgeLimits {
      * @throws EdgeConfigException naming the first field out of range
      */
     public EdgeLimits build() {
-      range("maxConnections", maxConnections, 1, 1 << 24);
-      range("maxHeaderBytes", maxHeaderBytes, 256, 1 << 20);
-      range("maxHeaderCount", maxHeaderCount, 1, 10_000);
-      range("maxBodyBytes", maxBodyBytes, 0, 1 << 30);
+      range("maxConnections", maxConnections, 1, MAX_CONNECTIONS_LIMIT);
+      range("maxHeaderBytes", maxHeaderBytes, MIN_HEADER_BYTES, MAX_HEADER_BYTES_LIMIT);
+      range("maxHeaderCount", maxHeaderCount, 1, MAX_HEADER_COUNT_LIMIT);
+      range("maxBodyBytes", maxBodyBytes, 0, MAX_BODY_BYTES_LIMIT);
       if (maxBufferedBodyBytes != 0 && maxBufferedBodyBytes < maxBodyBytes) {
         throw new EdgeConfigException(
             "maxBufferedBodyBytes must be 0 (default) or at least maxBodyBytes ("

@@ -14,6 +14,8 @@ package io.kvroute.edge;
  *     being received or handled)
  * @param peakBufferedBodyBytes the most {@code bufferedBodyBytes} has been since the server started
  * @param pausedForMemory connections whose reading is paused until buffered body memory is freed
+ * @param halfClosed connections whose client shut its sending side down (a TCP half-close) and that
+ *     are still answering what it sent
  */
 public record EdgeStats(
     int connections,
@@ -24,4 +26,5 @@ public record EdgeStats(
     int stalledWrites,
     long bufferedBodyBytes,
     long peakBufferedBodyBytes,
-    int pausedForMemory) {}
+    int pausedForMemory,
+    int halfClosed) {}

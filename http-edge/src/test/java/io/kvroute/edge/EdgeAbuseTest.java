@@ -1,11 +1,12 @@
 package io.kvroute.edge;
 
-import static io.kvroute.edge.Raw.await;
-import static io.kvroute.edge.Raw.read;
-import static io.kvroute.edge.Raw.send;
+import static io.kvroute.edge.testing.Raw.await;
+import static io.kvroute.edge.testing.Raw.read;
+import static io.kvroute.edge.testing.Raw.send;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvroute.edge.testing.Raw;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;

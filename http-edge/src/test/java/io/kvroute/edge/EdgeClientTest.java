@@ -8,6 +8,7 @@ import io.kvroute.connector.HttpTransport.Outbound;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.edge.testing.Raw;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,15 +1,16 @@
 package io.kvroute.edge;
 
-import static io.kvroute.edge.Raw.await;
-import static io.kvroute.edge.Raw.closedByServer;
-import static io.kvroute.edge.Raw.read;
-import static io.kvroute.edge.Raw.send;
+import static io.kvroute.edge.testing.Raw.await;
+import static io.kvroute.edge.testing.Raw.closedByServer;
+import static io.kvroute.edge.testing.Raw.read;
+import static io.kvroute.edge.testing.Raw.send;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;
 import static org.quicktheories.generators.SourceDSL.lists;
 
+import io.kvroute.edge.testing.Raw;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.Socket;

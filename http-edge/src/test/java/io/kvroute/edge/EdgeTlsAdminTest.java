@@ -1,10 +1,11 @@
 package io.kvroute.edge;
 
-import static io.kvroute.edge.Raw.read;
-import static io.kvroute.edge.Raw.send;
+import static io.kvroute.edge.testing.Raw.read;
+import static io.kvroute.edge.testing.Raw.send;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.kvroute.edge.testing.Raw;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.Socket;
@@ -225,7 +226,7 @@ class EdgeTlsAdminTest {
             .build();
     assertThatThrownBy(s::start)
         .isInstanceOf(EdgeConfigException.class)
-        .hasMessageContaining("listen.tls.certificateChain")
+        .hasMessageContaining("listen.tls.certificate")
         .hasMessageContaining("missing.pem");
   }
 }

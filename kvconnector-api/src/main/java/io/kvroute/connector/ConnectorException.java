@@ -68,13 +68,33 @@ public class ConnectorException extends RuntimeException {
     }
   }
 
-  /** Every endpoint that could serve the request is ejected or none was given. Answer 503. */
+  /**
+   * No endpoint can take the request now: none serves it, every one is ejected, or (when {@link
+   * #saturated()}) endpoints serve it but the scheduler's filters refused them all. Answer 503, or
+   * 429 when saturated.
+   */
   public static final class NoAvailableEndpointException extends ConnectorException {
     private static final long serialVersionUID = 1L;
 
-    /** Status 503. */
+    private final boolean saturated;
+
+    /** Status 503: no endpoint serves the request, or every one is ejected. */
     public NoAvailableEndpointException(String message) {
-      super(message, 503, null);
+      this(message, false);
+    }
+
+    /**
+     * Status 429 when {@code saturated} (endpoints serve the request but the scheduler's filters
+     * refused them all, for example because every one is over its queue limit), else 503.
+     */
+    public NoAvailableEndpointException(String message, boolean saturated) {
+      super(message, saturated ? 429 : 503, null);
+      this.saturated = saturated;
+    }
+
+    /** True when endpoints serve the request but the scheduler refused them all for now. */
+    public boolean saturated() {
+      return saturated;
     }
 
     @Override

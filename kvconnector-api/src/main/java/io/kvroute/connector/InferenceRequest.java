@@ -14,11 +14,46 @@ import java.util.TreeMap;
  * body and the headers.
  *
  * <p>Immutable and thread-safe: the body array is copied in and out. The body is kept as bytes so
- * that connectors can rewrite it without losing number precision or key order; it is parsed and
- * validated by the connector that runs it ({@link ConnectorException.InvalidRequestException} for
- * bad JSON).
+ * that connectors can rewrite it without losing number precision or key order. It is parsed once
+ * per request, by whoever needs it first ({@link #parsedBody}): the router to schedule it, or the
+ * connector that runs it when no router did; every later reader, each retry attempt included, gets
+ * that same parse ({@link ConnectorException.InvalidRequestException} for bad JSON).
  */
 public final class InferenceRequest {
+
+  /**
+   * Parses a request body into the form its readers share (a JSON tree, say). One instance per
+   * form: {@link #parsedBody} remembers the value by the parser's identity, so keep the parser in a
+   * constant.
+   *
+   * @param <T> the parsed form; its readers treat it as immutable
+   */
+  @FunctionalInterface
+  public interface BodyParser<T> {
+    /**
+     * Parses {@code body}, which it must not modify.
+     *
+     * @throws ConnectorException.InvalidRequestException when the body is not a usable request
+     */
+    T parse(byte[] body);
+  }
+
+  /**
+   * The body and its one remembered parse, shared by the copies that keep the body ({@link
+   * #withRequestId}, {@link #withHeaders}). The first parser to finish takes the slot; a second
+   * parser of the same request is served but not remembered.
+   */
+  private static final class Body {
+    final byte[] bytes;
+    volatile Parsed parsed;
+
+    Body(byte[] bytes) {
+      this.bytes = bytes;
+    }
+  }
+
+  /** A parser and what it made of the body. */
+  private record Parsed(BodyParser<?> parser, Object value) {}
 
   /** The OpenAI API a request targets. */
   public enum Api {
@@ -61,11 +96,11 @@ public final class InferenceRequest {
   public static final String REQUEST_ID_HEADER = "X-Request-Id";
 
   private final Api api;
-  private final byte[] body;
+  private final Body body;
   private final Map<String, List<String>> headers;
   private final String requestId;
 
-  private InferenceRequest(Api api, byte[] body, Map<String, List<String>> headers, String id) {
+  private InferenceRequest(Api api, Body body, Map<String, List<String>> headers, String id) {
     this.api = api;
     this.body = body;
     this.headers = headers;
@@ -95,7 +130,8 @@ public final class InferenceRequest {
     if (ids != null && !ids.isEmpty() && isValidRequestId(ids.get(0))) {
       id = ids.get(0);
     }
-    return new InferenceRequest(api, body.clone(), java.util.Collections.unmodifiableMap(h), id);
+    return new InferenceRequest(
+        api, new Body(body.clone()), java.util.Collections.unmodifiableMap(h), id);
   }
 
   /** A request with a JSON string body and no headers; convenient in tests. */
@@ -150,17 +186,42 @@ public final class InferenceRequest {
 
   /** A copy of the raw JSON body. */
   public byte[] body() {
-    return body.clone();
+    return body.bytes.clone();
   }
 
   /** The body length in bytes. */
   public int bodyLength() {
-    return body.length;
+    return body.bytes.length;
   }
 
   /** The body as UTF-8 text (for debugging; never logged at INFO or above). */
   public String bodyAsString() {
-    return new String(body, StandardCharsets.UTF_8);
+    return new String(body.bytes, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * The body as {@code parser} parses it, parsed at most once for this request: the first call
+   * parses and remembers the value, later calls with the same parser (on this request or on a copy
+   * made by {@link #withRequestId} or {@link #withHeaders}, such as a retry attempt's) return that
+   * same value. A failed parse is not remembered: its exception reaches every caller. The value is
+   * shared, so callers must not modify it (copy it to rewrite it).
+   *
+   * <p>Thread-safe: two threads asking at once may both parse; one value is kept.
+   *
+   * @throws ConnectorException.InvalidRequestException when the body is not a usable request
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T parsedBody(BodyParser<T> parser) {
+    Objects.requireNonNull(parser, "parser");
+    Parsed p = body.parsed;
+    if (p != null && p.parser() == parser) {
+      return (T) p.value();
+    }
+    T value = parser.parse(body.bytes);
+    if (p == null) {
+      body.parsed = new Parsed(parser, value);
+    }
+    return value;
   }
 
   /** The client's headers, case-insensitive and unmodifiable. */
@@ -205,9 +266,9 @@ public final class InferenceRequest {
     return new InferenceRequest(api, body, java.util.Collections.unmodifiableMap(h), requestId);
   }
 
-  /** A copy with another body. */
+  /** A copy with another body (parsed afresh when asked). */
   public InferenceRequest withBody(byte[] newBody) {
-    return new InferenceRequest(api, newBody.clone(), headers, requestId);
+    return new InferenceRequest(api, new Body(newBody.clone()), headers, requestId);
   }
 
   @Override
@@ -215,13 +276,13 @@ public final class InferenceRequest {
     return o instanceof InferenceRequest r
         && r.api == api
         && r.requestId.equals(requestId)
-        && Arrays.equals(r.body, body)
+        && Arrays.equals(r.body.bytes, body.bytes)
         && r.headers.equals(headers);
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(api, requestId, Arrays.hashCode(body));
+    return Objects.hash(api, requestId, Arrays.hashCode(body.bytes));
   }
 
   @Override
@@ -231,7 +292,7 @@ public final class InferenceRequest {
         + ", id="
         + requestId
         + ", bodyBytes="
-        + body.length
+        + body.bytes.length
         + "}";
   }
 }

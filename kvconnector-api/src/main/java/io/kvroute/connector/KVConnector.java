@@ -83,13 +83,25 @@ public interface KVConnector extends AutoCloseable {
     private final Map<String, List<String>> headers;
     private final byte[] body;
     private final Map<String, String> attributes;
+    private final EngineUsage prefillUsage;
 
     private DecodeRequest(Builder b) {
-      this.endpoint = b.endpoint;
-      this.path = b.path;
-      this.headers = b.headers;
-      this.body = b.body;
-      this.attributes = b.attributes;
+      this(b.endpoint, b.path, b.headers, b.body, b.attributes, b.prefillUsage);
+    }
+
+    private DecodeRequest(
+        Endpoint endpoint,
+        String path,
+        Map<String, List<String>> headers,
+        byte[] body,
+        Map<String, String> attributes,
+        EngineUsage prefillUsage) {
+      this.endpoint = endpoint;
+      this.path = path;
+      this.headers = headers;
+      this.body = body;
+      this.attributes = attributes;
+      this.prefillUsage = prefillUsage;
     }
 
     /**
@@ -104,7 +116,18 @@ public interface KVConnector extends AutoCloseable {
 
     /** A builder starting from this request. */
     public Builder toBuilder() {
-      return new Builder(endpoint, path, body).headers(headers).attributes(attributes);
+      return new Builder(endpoint, path, body)
+          .headers(headers)
+          .attributes(attributes)
+          .prefillUsage(prefillUsage);
+    }
+
+    /**
+     * This request reporting {@code usage} as its {@link #prefillUsage()} (the body is shared, not
+     * copied).
+     */
+    public DecodeRequest withPrefillUsage(EngineUsage usage) {
+      return new DecodeRequest(endpoint, path, headers, body, attributes, usage);
     }
 
     /** The decode endpoint. */
@@ -132,6 +155,14 @@ public interface KVConnector extends AutoCloseable {
       return attributes;
     }
 
+    /**
+     * The usage block of the prefill leg's answer, when a prefill ran before this decode request
+     * was made and its answer carried one (see {@link StreamingResponse#prefillUsage()}).
+     */
+    public java.util.Optional<EngineUsage> prefillUsage() {
+      return java.util.Optional.ofNullable(prefillUsage);
+    }
+
     /** The full URL to send the decode request to. */
     public String url() {
       return endpoint.baseUrl() + path;
@@ -149,6 +180,7 @@ public interface KVConnector extends AutoCloseable {
       private final byte[] body;
       private Map<String, List<String>> headers = Map.of();
       private Map<String, String> attributes = Map.of();
+      private EngineUsage prefillUsage;
 
       private Builder(Endpoint endpoint, String path, byte[] body) {
         this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
@@ -165,6 +197,12 @@ public interface KVConnector extends AutoCloseable {
       /** Facts about the prefill (default none). */
       public Builder attributes(Map<String, String> attributes) {
         this.attributes = Map.copyOf(Objects.requireNonNull(attributes, "attributes"));
+        return this;
+      }
+
+      /** The prefill leg's usage, when one ran and reported it (default none; null: none). */
+      public Builder prefillUsage(EngineUsage usage) {
+        this.prefillUsage = usage;
         return this;
       }
 

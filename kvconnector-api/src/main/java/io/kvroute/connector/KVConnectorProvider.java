@@ -2,6 +2,7 @@ package io.kvroute.connector;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.function.LongSupplier;
 
@@ -22,6 +23,29 @@ public interface KVConnectorProvider {
   default String description() {
     return type();
   }
+
+  /**
+   * The record the {@code config:} block of this connector's configuration binds to: one component
+   * per parameter, named as the key ({@code remoteHostRewrite}), boxed and {@code null} when the
+   * key is absent, defaults and checks in the compact constructor. Hosts use it to document the
+   * parameters and to read command-line {@code KEY=VALUE} parameters as the right types; {@link
+   * #checkParameters} and {@link #create} bind it. Empty (the default) when the provider does not
+   * declare its parameters: its {@code config:} block is then passed as written, unchecked.
+   */
+  default Optional<Class<? extends Record>> parameters() {
+    return Optional.empty();
+  }
+
+  /**
+   * Checks the {@code config:} block ({@code config.params()}) as {@link #create} would, without
+   * creating a connector, so that a host can refuse a configuration when it loads it rather than
+   * when the first connector is built: an unknown key (with the closest known one), a value of the
+   * wrong type, a value out of range. The default checks nothing (a provider that declares no
+   * {@link #parameters()}).
+   *
+   * @throws ConnectorConfigException naming the parameter ({@code kvConnector.config.<key>})
+   */
+  default void checkParameters(ConnectorConfig config) {}
 
   /**
    * Creates a connector.

@@ -77,6 +77,11 @@ final class RelayedResponse implements StreamingResponse {
   }
 
   @Override
+  public java.util.Optional<EngineUsage> prefillUsage() {
+    return head == null ? java.util.Optional.empty() : head.prefillUsage();
+  }
+
+  @Override
   public void subscribe(Flow.Subscriber<? super ByteBuffer> subscriber) {
     body.subscribe(subscriber);
     // A relay cancelled already would cancel the head's subscription at once: do not start it.

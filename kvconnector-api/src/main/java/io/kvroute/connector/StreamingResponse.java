@@ -45,6 +45,27 @@ public interface StreamingResponse extends Flow.Publisher<ByteBuffer> {
   void cancel();
 
   /**
+   * For the response a connector's {@link KVConnector#proxy} returns: the usage block of its
+   * prefill leg's answer, when the request was disaggregated and the connector read one; empty
+   * otherwise (and for plain upstream responses). It travels up with the response so that the
+   * orchestrator and the router learn what the prefill engine reported without reading its answer
+   * again. Responses made by {@link #relayed} and {@link #tap} report their head's.
+   */
+  default java.util.Optional<EngineUsage> prefillUsage() {
+    return java.util.Optional.empty();
+  }
+
+  /**
+   * {@code response}, reporting {@code usage} as its {@link #prefillUsage()}: what a connector
+   * returns once its prefill leg's answer was read. Everything else is {@code response}'s; {@code
+   * null} usage returns {@code response} itself.
+   */
+  static StreamingResponse withPrefillUsage(StreamingResponse response, EngineUsage usage) {
+    java.util.Objects.requireNonNull(response, "response");
+    return usage == null ? response : new PrefillReported(response, usage);
+  }
+
+  /**
    * Subscribes and collects the whole body, failing with a {@link ConnectorException} if it exceeds
    * {@code maxBytes} (the call is then cancelled). Cancelling the returned future cancels the
    * upstream call too.

@@ -29,7 +29,7 @@ class ConnectorConfigTest {
       assertThatThrownBy(() -> ConnectorConfig.parseDuration("kvConnector.timeouts.prefill", bad))
           .as(String.valueOf(bad))
           .isInstanceOf(ConnectorConfigException.class)
-          .hasMessageStartingWith("kvConnector.timeouts.prefill ");
+          .hasMessageStartingWith("kvConnector.timeouts.prefill: ");
     }
   }
 
@@ -39,7 +39,7 @@ class ConnectorConfigTest {
             () ->
                 new ConnectorConfig.Timeouts(
                     null, Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1)))
-        .hasMessageContaining("kvConnector.timeouts.prefill must be set");
+        .hasMessageContaining("kvConnector.timeouts.prefill: must be set");
   }
 
   @Test
@@ -50,7 +50,7 @@ class ConnectorConfigTest {
     assertThat(ConnectorConfig.parseQuantity("q", "1.5Ki")).isEqualTo(1536);
     assertThatThrownBy(
             () -> ConnectorConfig.parseQuantity("kvConnector.resources.maxMemory", "lots"))
-        .hasMessageStartingWith("kvConnector.resources.maxMemory is not a valid quantity");
+        .hasMessageStartingWith("kvConnector.resources.maxMemory: is not a valid quantity");
   }
 
   @Test
@@ -73,6 +73,6 @@ class ConnectorConfigTest {
     assertThatThrownBy(() -> c.params().put("c", 3))
         .isInstanceOf(UnsupportedOperationException.class);
     assertThatThrownBy(() -> c.booleanParam("a", false))
-        .hasMessageContaining("kvConnector.config.a must be true or false");
+        .hasMessageContaining("kvConnector.config.a: must be true or false");
   }
 }

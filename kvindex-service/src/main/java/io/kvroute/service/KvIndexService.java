@@ -169,7 +169,7 @@ public final class KvIndexService implements AutoCloseable {
       if (config.podsFile().isPresent()) {
         checkPodsFile(true);
       }
-      applyPods();
+      applyPods(true);
     }
     try {
       server.start();
@@ -279,7 +279,7 @@ public final class KvIndexService implements AutoCloseable {
   public Optional<String> reloadPodsFile() {
     synchronized (podsLock) {
       checkPodsFile(false);
-      applyPods();
+      applyPods(false);
       return Optional.ofNullable(podsFileError);
     }
   }
@@ -331,11 +331,18 @@ public final class KvIndexService implements AutoCloseable {
   public void updatePods(List<PodSpec> pods) {
     synchronized (podsLock) {
       filePods = List.copyOf(pods);
-      applyPods();
+      applyPods(false);
     }
   }
 
-  private void applyPods() {
+  /**
+   * Follows the pods of the configuration and the pods file.
+   *
+   * @param starting at start-up the pods followed are logged at debug only: the one line that
+   *     follows is "listening" or the error that stops the service (a port in use), not a line per
+   *     pod before it
+   */
+  private void applyPods(boolean starting) {
     Map<String, PodSpec> next = new LinkedHashMap<>();
     for (PodSpec p : config.pods()) {
       next.put(p.id(), p);
@@ -361,7 +368,11 @@ public final class KvIndexService implements AutoCloseable {
       if (old == null || !old.equals(p)) {
         tracker.add(p);
         feed.addPod(p);
-        log.info("pod {} followed at {}", p.id(), p.events());
+        if (starting) {
+          log.debug("pod {} followed at {}", p.id(), p.events());
+        } else {
+          log.info("pod {} followed at {}", p.id(), p.events());
+        }
       }
     }
     currentPods = next;

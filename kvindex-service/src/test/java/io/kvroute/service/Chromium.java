@@ -27,10 +27,13 @@ import java.util.stream.Stream;
 
 /**
  * A headless Chromium driven over the Chrome DevTools Protocol on the JDK's WebSocket (no
- * Selenium): navigate, evaluate JavaScript, type text and click with real input events.
+ * Selenium): navigate, evaluate JavaScript, type text and click with real input events. Shipped in
+ * this module's test-jar for other modules' page tests.
  */
-final class Chromium implements AutoCloseable {
-  static final Path BINARY = Path.of("/usr/bin/chromium");
+public final class Chromium implements AutoCloseable {
+  /** Where the browser is expected. */
+  public static final Path BINARY = Path.of("/usr/bin/chromium");
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final Process process;
@@ -46,12 +49,13 @@ final class Chromium implements AutoCloseable {
     this.socket = socket;
   }
 
-  static boolean available() {
+  /** Whether {@link #BINARY} is installed. */
+  public static boolean available() {
     return Files.isExecutable(BINARY);
   }
 
   /** Starts Chromium on about:blank and attaches to its page. */
-  static Chromium launch(Duration timeout) throws Exception {
+  public static Chromium launch(Duration timeout) throws Exception {
     Path profile = Files.createTempDirectory("kvservice-chromium");
     List<String> cmd =
         new ArrayList<>(
@@ -156,7 +160,7 @@ final class Chromium implements AutoCloseable {
   }
 
   /** Sends a CDP command and waits for its result. */
-  JsonNode call(String method, Map<String, ?> params) throws Exception {
+  public JsonNode call(String method, Map<String, ?> params) throws Exception {
     int id = ids.incrementAndGet();
     CompletableFuture<JsonNode> f = new CompletableFuture<>();
     pending.put(id, f);
@@ -173,13 +177,13 @@ final class Chromium implements AutoCloseable {
   }
 
   /** Navigates and waits until the document has loaded. */
-  void navigate(String url) throws Exception {
+  public void navigate(String url) throws Exception {
     call("Page.navigate", Map.of("url", url));
     waitFor("document.readyState === 'complete' && location.href === " + quote(url), 15);
   }
 
   /** Evaluates an expression (awaiting promises) and returns its JSON value. */
-  JsonNode eval(String expression) throws Exception {
+  public JsonNode eval(String expression) throws Exception {
     JsonNode r =
         call(
             "Runtime.evaluate",
@@ -195,7 +199,7 @@ final class Chromium implements AutoCloseable {
    * Waits inside the page (a promise polling every 50 ms) until {@code condition} is truthy;
    * returns the condition's value.
    */
-  JsonNode waitFor(String condition, int seconds) throws Exception {
+  public JsonNode waitFor(String condition, int seconds) throws Exception {
     String js =
         "new Promise((resolve, reject) => { const end = Date.now() + "
             + seconds * 1000
@@ -209,13 +213,13 @@ final class Chromium implements AutoCloseable {
   }
 
   /** Focuses an element and types text into it with input events. */
-  void type(String selector, String text) throws Exception {
+  public void type(String selector, String text) throws Exception {
     eval("document.querySelector(" + quote(selector) + ").focus()");
     call("Input.insertText", Map.of("text", text));
   }
 
   /** Clicks the centre of an element with real mouse events. */
-  void click(String selector) throws Exception {
+  public void click(String selector) throws Exception {
     JsonNode r =
         eval(
             "(() => { const e = document.querySelector("
@@ -231,7 +235,8 @@ final class Chromium implements AutoCloseable {
     }
   }
 
-  static String quote(String s) {
+  /** {@code s} as a JavaScript string literal. */
+  public static String quote(String s) {
     try {
       return JSON.writeValueAsString(s);
     } catch (IOException e) {
@@ -239,7 +244,8 @@ final class Chromium implements AutoCloseable {
     }
   }
 
-  String log() {
+  /** The browser's log. */
+  public String log() {
     try {
       return Files.readString(profile.resolve("chromium.log"), StandardCharsets.UTF_8);
     } catch (IOException e) {

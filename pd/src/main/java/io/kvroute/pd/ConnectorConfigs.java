@@ -3,6 +3,9 @@ package io.kvroute.pd;
 import io.kvroute.config.ConfigBinder;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorConfig;
+import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.KVConnectors;
 import io.kvroute.pd.internal.ConnectorSection;
 import java.util.Map;
 import java.util.Objects;
@@ -22,7 +25,11 @@ import java.util.Objects;
  *
  * <p>Unknown and duplicate keys, wrong types and invalid values are {@link ConfigException}s naming
  * the field's path; durations are Go/Kubernetes durations, quantities Kubernetes quantities;
- * missing fields take {@link ConnectorConfig}'s defaults. Thread-safe.
+ * missing fields take {@link ConnectorConfig}'s defaults. Given the connectors a router will use
+ * ({@link #bind(Map, String, KVConnectors)}), the type must be one of theirs and the {@code config}
+ * block must be what that connector takes ({@link KVConnectorProvider#checkParameters}): {@code
+ * models.qwen.kvConnector.config.remoteHostRewrit: unknown nixl parameter "remoteHostRewrit"; did
+ * you mean "remoteHostRewrite"? ...}. Thread-safe.
  */
 public final class ConnectorConfigs {
   private static final ConfigBinder BINDER = ConfigBinder.create();
@@ -51,6 +58,47 @@ public final class ConnectorConfigs {
   }
 
   /**
+   * Binds a {@code kvConnector} section as {@link #bind(Map, String)} does, and checks it against
+   * {@code connectors}: the type is one of theirs (else the error names {@code <path>.type}, the
+   * closest type and the known ones) and its connector accepts the {@code config} block (else the
+   * error names {@code <path>.config.<key>}).
+   *
+   * @param section the section itself (its {@code type}, {@code config}, ... keys)
+   * @param path the section's path, for messages (e.g. {@code models.qwen.kvConnector})
+   * @param connectors the connectors the configuration is for
+   * @throws ConfigException naming the field's path
+   */
+  public static ConnectorConfig bind(Map<String, ?> section, String path, KVConnectors connectors) {
+    return check(bind(section, path), path, connectors);
+  }
+
+  /**
+   * Checks a connector configuration against {@code connectors}: its type is one of theirs and its
+   * connector accepts its parameters.
+   *
+   * @param config the configuration
+   * @param path the {@code kvConnector} section's path, for messages
+   * @param connectors the connectors the configuration is for
+   * @return {@code config}
+   * @throws ConfigException naming {@code <path>.type} or {@code <path>.config.<key>}
+   */
+  public static ConnectorConfig check(
+      ConnectorConfig config, String path, KVConnectors connectors) {
+    Objects.requireNonNull(connectors, "connectors");
+    if (!connectors.types().contains(config.type())) {
+      throw ConfigException.unknown(
+          ConfigException.join(path, "type"), "connector type", config.type(), connectors.types());
+    }
+    try {
+      connectors.provider(config.type()).checkParameters(config);
+    } catch (ConnectorConfigException e) {
+      String field = e.field().startsWith("kvConnector.") ? e.field().substring(12) : e.field();
+      throw new ConfigException(ConfigException.join(path, field), e.problem(), e);
+    }
+    return config;
+  }
+
+  /**
    * Reads a YAML document holding a {@code kvConnector} section.
    *
    * @throws ConfigException naming the field's path
@@ -62,5 +110,15 @@ public final class ConnectorConfigs {
     } catch (ConfigException e) {
       throw e.under("kvConnector");
     }
+  }
+
+  /**
+   * Reads a YAML document holding a {@code kvConnector} section and checks it against {@code
+   * connectors} ({@link #check}).
+   *
+   * @throws ConfigException naming the field's path
+   */
+  public static ConnectorConfig readYaml(String yaml, KVConnectors connectors) {
+    return check(readYaml(yaml), "kvConnector", connectors);
   }
 }

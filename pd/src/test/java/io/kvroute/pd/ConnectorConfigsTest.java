@@ -123,4 +123,38 @@ class ConnectorConfigsTest {
             () -> ConnectorConfigs.readYaml("kvConnector: {type: nixl}\nkvConnector: {}"))
         .isInstanceOf(ConfigException.class);
   }
+
+  /** Checked against the connectors: the type must exist and its connector take the block. */
+  @Test
+  void theTypeAndTheParametersAreCheckedAgainstTheConnectors() {
+    io.kvroute.connector.KVConnectors connectors =
+        io.kvroute.connector.KVConnectors.discover(getClass().getClassLoader());
+    assertThatThrownBy(
+            () -> ConnectorConfigs.bind(Map.of("type", "htp"), "models.m.kvConnector", connectors))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith(
+            "models.m.kvConnector.type: unknown connector type \"htp\"; did you mean \"http\"?");
+    assertThatThrownBy(
+            () ->
+                ConnectorConfigs.bind(
+                    Map.of("type", "http", "config", Map.of("maxPrefillResponseByte", 1024)),
+                    "models.m.kvConnector",
+                    connectors))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageStartingWith(
+            "models.m.kvConnector.config.maxPrefillResponseByte: unknown http parameter"
+                + " \"maxPrefillResponseByte\"; did you mean \"maxPrefillResponseBytes\"?");
+    assertThatThrownBy(
+            () ->
+                ConnectorConfigs.readYaml(
+                    "kvConnector: {type: http, config: {maxPrefillResponseBytes: 0}}", connectors))
+        .hasMessage("kvConnector.config.maxPrefillResponseBytes: must be >= 1, was 0");
+    assertThat(
+            ConnectorConfigs.bind(
+                    Map.of("type", "shared-storage", "config", Map.of("cacheHitThreshold", 0.5)),
+                    "m",
+                    connectors)
+                .params())
+        .containsEntry("cacheHitThreshold", 0.5);
+  }
 }

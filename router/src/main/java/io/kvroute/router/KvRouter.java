@@ -79,7 +79,6 @@ public final class KvRouter implements AutoCloseable {
   private final MetricsScraper scraper;
   private final boolean observabilityHeaders;
   private final Duration drainTimeout;
-  private final int maxRequestBytes;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Timer routeTimer;
@@ -102,10 +101,8 @@ public final class KvRouter implements AutoCloseable {
     this.eventFeed = b.eventFeed;
     this.observabilityHeaders = b.observabilityHeaders;
     this.drainTimeout = b.drainTimeout;
-    this.maxRequestBytes = b.maxRequestBytes;
 
     Deque<Runnable> undo = new ArrayDeque<>();
-    PrefillUsageTap connectorTransport;
     try {
       this.ownsTransport = b.transport == null;
       HttpTransport base =
@@ -126,7 +123,6 @@ public final class KvRouter implements AutoCloseable {
       if (ownsTransport) {
         undo.push(transport::close);
       }
-      connectorTransport = new PrefillUsageTap(transport);
       this.executor =
           Executors.newSingleThreadScheduledExecutor(
               r -> {
@@ -139,7 +135,7 @@ public final class KvRouter implements AutoCloseable {
           new Pipelines(
               connectors,
               b.modelConnectors,
-              KVConnectorProvider.Context.builder(b.defaultConnector, connectorTransport, executor)
+              KVConnectorProvider.Context.builder(b.defaultConnector, transport, executor)
                   .listener(b.listener)
                   .nanoClock(nanoClock)
                   .build());
@@ -166,8 +162,7 @@ public final class KvRouter implements AutoCloseable {
     MeterRegistry registry = b.meterRegistry;
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
-    this.routeRunner =
-        new RouteRunner(this, b.routeListener, connectorTransport, registry, nanoClock);
+    this.routeRunner = new RouteRunner(this, b.routeListener, registry, nanoClock);
     Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
     Gauge.builder("kvroute.endpoints", endpoints, EndpointRegistry::size).register(registry);
   }
@@ -287,6 +282,8 @@ public final class KvRouter implements AutoCloseable {
   private RouteDecision accept(SchedulingRequest sr, Decision d, long nanos) {
     if (!d.routed()) {
       routeErrors.increment();
+      // Endpoints serve the model but the filters refused them all: saturated, not absent.
+      boolean saturated = d.result() == Decision.Result.ALL_FILTERED && !sr.candidates().isEmpty();
       throw new ConnectorException.NoAvailableEndpointException(
           "no endpoint can serve model \""
               + sr.model()
@@ -294,10 +291,16 @@ public final class KvRouter implements AutoCloseable {
               + d.result()
               + "; "
               + sr.candidates().size()
-              + " candidates)");
+              + " candidates)",
+          saturated);
     }
     inFlight.incrementAndGet();
     return new RouteDecision(this, sr.model(), d, nanos);
+  }
+
+  /** The orchestrator that runs {@code model}'s requests (its connector's). */
+  PdOrchestrator orchestrator(String model) {
+    return pipelines.orchestrator(model);
   }
 
   void completeDecision(
@@ -348,22 +351,18 @@ public final class KvRouter implements AutoCloseable {
   }
 
   /**
-   * Ends the router-level accounting of a routed request once (breakers and per-pair in-flight
-   * counts were kept by the orchestrator's observer); {@code failed} when no leg delivered.
+   * Ends the router-level accounting of a request {@link #route} ran, once (its breakers and
+   * per-pair in-flight counts were kept by the orchestrator's observer): called by {@link
+   * RouteDecision#finishRouted}; {@code failed} when no leg delivered.
    */
-  void finishRoute(RouteDecision rd, long start, boolean failed) {
+  void finishRoute(long startNanos, boolean failed, boolean first) {
     if (failed) {
       routeErrors.increment();
     }
-    if (rd.markCompletedByRouter()) {
-      routeTimer.record(nanoClock.getAsLong() - start, TimeUnit.NANOSECONDS);
+    if (first) {
+      routeTimer.record(nanoClock.getAsLong() - startNanos, TimeUnit.NANOSECONDS);
       inFlight.decrementAndGet();
     }
-  }
-
-  /** The orchestrator of {@code model}'s connector. */
-  PdOrchestrator orchestrator(String model) {
-    return pipelines.orchestrator(model);
   }
 
   // ---------------------------------------------------------------- request parsing
@@ -375,7 +374,7 @@ public final class KvRouter implements AutoCloseable {
   private SchedulingRequest toSchedulingRequest(
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     return OpenAiRequests.toSchedulingRequest(
-        request, maxRequestBytes, model -> endpoints.candidates(model, candidateFilter));
+        request, model -> endpoints.candidates(model, candidateFilter));
   }
 
   private void checkOpen() {
@@ -459,7 +458,6 @@ public final class KvRouter implements AutoCloseable {
     private Duration metricsInterval;
     private boolean observabilityHeaders;
     private Duration drainTimeout = Duration.ofSeconds(30);
-    private int maxRequestBytes = 16 * 1024 * 1024;
     private MeterRegistry meterRegistry = new SimpleMeterRegistry();
     private RouteListener routeListener = RouteListener.NONE;
     private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
@@ -555,15 +553,6 @@ public final class KvRouter implements AutoCloseable {
         throw new IllegalArgumentException("drainTimeout must be >= 0, was " + timeout);
       }
       this.drainTimeout = timeout;
-      return this;
-    }
-
-    /** The largest request body accepted (default 16 MiB). */
-    public Builder maxRequestBytes(int bytes) {
-      if (bytes < 1) {
-        throw new IllegalArgumentException("maxRequestBytes must be >= 1, was " + bytes);
-      }
-      this.maxRequestBytes = bytes;
       return this;
     }
 

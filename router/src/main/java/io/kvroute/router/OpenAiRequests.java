@@ -1,43 +1,23 @@
 package io.kvroute.router;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.StreamReadConstraints;
-import com.fasterxml.jackson.core.StreamReadFeature;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectReader;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.kvroute.connector.ConnectorException.InvalidRequestException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.http.OpenAiJson;
 import io.kvroute.scoring.SchedulingRequest;
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * Reads what the scheduler needs from an OpenAI request body (model, prompt or messages, token ids,
- * cache salt). Bodies that are not one JSON object, repeat a key or carry trailing data are
- * rejected with {@link InvalidRequestException} (413 when too large), as the connectors reject
- * them.
+ * cache salt). The body is the request's one parse ({@link OpenAiJson#clientBody}), which the
+ * connector running the request reads again without parsing; bodies that are not one JSON object,
+ * repeat a key or carry trailing data are rejected with {@link InvalidRequestException}.
  *
  * <p>Stateless and thread-safe.
  */
 final class OpenAiRequests {
-  private static final ObjectReader READER;
-
-  static {
-    JsonMapper mapper =
-        JsonMapper.builder()
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-            .build();
-    mapper
-        .getFactory()
-        .setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(200).build());
-    READER = mapper.reader();
-  }
-
   private OpenAiRequests() {}
 
   /**
@@ -46,10 +26,8 @@ final class OpenAiRequests {
    * @throws InvalidRequestException naming the field that is missing or malformed
    */
   static SchedulingRequest toSchedulingRequest(
-      InferenceRequest request,
-      int maxBytes,
-      java.util.function.Function<String, List<Endpoint>> candidates) {
-    JsonNode body = parseObject(request.body(), maxBytes);
+      InferenceRequest request, java.util.function.Function<String, List<Endpoint>> candidates) {
+    JsonNode body = OpenAiJson.clientBody(request);
     JsonNode model = body.get("model");
     if (model == null || !model.isTextual() || model.asText().isBlank()) {
       throw new InvalidRequestException("request body field \"model\" must be a non-empty string");
@@ -72,30 +50,6 @@ final class OpenAiRequests {
     } catch (IllegalArgumentException e) {
       throw new InvalidRequestException(e.getMessage());
     }
-  }
-
-  private static JsonNode parseObject(byte[] body, int maxBytes) {
-    if (body.length > maxBytes) {
-      throw new InvalidRequestException(
-          "request body is " + body.length + " bytes; the limit is " + maxBytes, 413);
-    }
-    JsonNode node;
-    try {
-      node = body.length == 0 ? null : READER.readTree(body);
-    } catch (JsonProcessingException e) {
-      throw new InvalidRequestException(
-          "request body is not valid JSON: " + e.getOriginalMessage());
-    } catch (IOException e) {
-      throw new InvalidRequestException("request body could not be read: " + e.getMessage());
-    }
-    if (node == null || node.isMissingNode()) {
-      throw new InvalidRequestException("request body is empty; expected a JSON object");
-    }
-    if (!node.isObject()) {
-      throw new InvalidRequestException(
-          "request body must be a JSON object, was " + node.getNodeType().name().toLowerCase());
-    }
-    return node;
   }
 
   private static List<SchedulingRequest.ChatMessage> messages(JsonNode messages) {

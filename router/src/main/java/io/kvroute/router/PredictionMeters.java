@@ -10,10 +10,11 @@ import io.micrometer.core.instrument.MeterRegistry;
  * request whose computing engine reported {@code usage.prompt_tokens_details.cached_tokens},
  * compares the tokens the index said that engine holds ({@link
  * RouteDecision#predictedCachedTokens}) with the tokens the engine says it did not compute. The
- * computing engine is the prefill endpoint of a disaggregated request (its answer is scanned by
- * {@link PrefillUsageTap}; the decode engine would count the transferred KV as cached) and the
- * decode endpoint otherwise. The prediction is capped at what vLLM can report (it never counts the
- * prompt's last token as cached: at most the full blocks before it). Thread-safe.
+ * computing engine is the prefill endpoint of a disaggregated request (its usage comes up with the
+ * response, {@link io.kvroute.connector.StreamingResponse#prefillUsage()}, read by the connector
+ * from the answer it parses anyway; the decode engine would count the transferred KV as cached) and
+ * the decode endpoint otherwise. The prediction is capped at what vLLM can report (it never counts
+ * the prompt's last token as cached: at most the full blocks before it). Thread-safe.
  */
 final class PredictionMeters {
   private final DistributionSummary predicted;

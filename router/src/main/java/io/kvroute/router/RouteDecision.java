@@ -182,9 +182,19 @@ public final class RouteDecision {
     }
   }
 
-  /** Marks the decision complete for {@link KvRouter#route}; true for the first caller only. */
-  boolean markCompletedByRouter() {
-    return completed.compareAndSet(false, true);
+  /**
+   * The orchestrator that runs this request with its model's connector ({@link KvRouter#route}).
+   */
+  PdOrchestrator orchestrator() {
+    return router.orchestrator(model);
+  }
+
+  /**
+   * Ends the router's accounting of a request {@link KvRouter#route} ran, the first time only;
+   * {@code failed} when no leg delivered.
+   */
+  void finishRouted(long startNanos, boolean failed) {
+    router.finishRoute(startNanos, failed, completed.compareAndSet(false, true));
   }
 
   /** True once {@link #complete} was called. */

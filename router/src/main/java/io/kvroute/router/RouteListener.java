@@ -1,8 +1,10 @@
 package io.kvroute.router;
 
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.pd.PdOrchestrator;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Observes the requests {@link KvRouter#route} runs, from arrival to the end of the response
@@ -30,8 +32,8 @@ public interface RouteListener {
   /**
    * The listener of one routed request. Every method has a no-op default. Calls arrive in this
    * order: {@link #upstreamHeaders} once, {@link #decided} (unless scheduling failed), {@link
-   * #attemptStarted} and {@link #attemptEnded} per (prefill, decode) attempt, {@link #usage} when
-   * the response reported it, and {@link #ended} exactly once.
+   * #attemptStarted} and {@link #attemptEnded} per (prefill, decode) attempt, {@link #engineUsage}
+   * and {@link #usage} when the engines reported it, and {@link #ended} exactly once.
    */
   interface RequestListener {
     /** A request listener that ignores everything. */
@@ -68,6 +70,16 @@ public interface RouteListener {
      * --enable-prompt-tokens-details}) or when the request failed.
      */
     default void usage(long promptTokens, long cachedTokens) {}
+
+    /**
+     * What each leg's engine reported in its answer's usage block, once the response completed: the
+     * prefill engine's (a disaggregated request whose connector read the prefill answer; it came up
+     * with the response, {@link RoutedResponse#prefillUsage()}) and the decode engine's (read from
+     * the end of the response). A decode engine of a disaggregated request counts the KV it
+     * received as cached. Called before {@link #usage} when either is present; never for a failed
+     * or cancelled request.
+     */
+    default void engineUsage(Optional<EngineUsage> prefill, Optional<EngineUsage> decode) {}
 
     /**
      * The request ended: its response stream completed ({@code failure} null), failed or was

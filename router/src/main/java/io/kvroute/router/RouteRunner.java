@@ -1,12 +1,14 @@
 package io.kvroute.router;
 
 import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.scoring.Scheduler;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -16,10 +18,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What {@link KvRouter#route} does with a request: decide, run the decision's (prefill, decode)
- * pairs through the model's orchestrator, and end the request once, when its decode stream ends or
- * it fails or is cancelled: the router's accounting, the {@link RouteListener}'s {@code ended}, and
- * the routing-accuracy measurement from the usage the engines report.
+ * What {@link KvRouter#route} does with a request: decide (the one call into the router), run the
+ * decision's (prefill, decode) pairs through the decision's orchestrator, and end the request once,
+ * when its decode stream ends or it fails or is cancelled: the decision's accounting, the {@link
+ * RouteListener}'s {@code ended}, and the routing-accuracy measurement from the usage the engines
+ * reported. What a leg learnt comes up with the response: the prefill engine's usage, read by the
+ * connector from the answer it parsed ({@link StreamingResponse#prefillUsage()}), and the decode
+ * engine's, read from the end of the stream ({@link RoutedResponse}).
  *
  * <p>Thread-safe: each request's state lives in its own futures and callbacks; futures complete on
  * transport threads.
@@ -30,20 +35,17 @@ final class RouteRunner {
   private final KvRouter router;
   private final Scheduler scheduler;
   private final RouteListener routeListener;
-  private final PrefillUsageTap prefillUsage;
   private final PredictionMeters predictionMeters;
   private final LongSupplier nanoClock;
 
   RouteRunner(
       KvRouter router,
       RouteListener routeListener,
-      PrefillUsageTap prefillUsage,
       MeterRegistry registry,
       LongSupplier nanoClock) {
     this.router = router;
     this.scheduler = router.scheduler();
     this.routeListener = routeListener;
-    this.prefillUsage = prefillUsage;
     this.predictionMeters = new PredictionMeters(registry);
     this.nanoClock = nanoClock;
   }
@@ -75,9 +77,8 @@ final class RouteRunner {
         decided.thenCompose(
             rd -> {
               listen(() -> rl.decided(rd));
-              Attempts attempts = new Attempts(rd, rl, upstream.requestId());
               CompletableFuture<StreamingResponse> f =
-                  router.orchestrator(rd.model()).execute(upstream, rd.pairs(), attempts);
+                  rd.orchestrator().execute(upstream, rd.pairs(), new Attempts(rd, rl));
               CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
               out.whenComplete(
                   (r, t) -> {
@@ -92,20 +93,21 @@ final class RouteRunner {
               f.whenComplete(
                   (resp, t) -> {
                     if (t != null) {
-                      router.finishRoute(rd, start, true);
+                      rd.finishRouted(start, true);
                       end.accept(rd, CancellableFutures.unwrap(t));
                       out.completeExceptionally(t);
                       return;
                     }
+                    Optional<EngineUsage> prefill = resp.prefillUsage();
                     RoutedResponse routed =
                         new RoutedResponse(
                             resp,
                             rd,
                             (failure, decodeUsage) -> {
-                              if (decodeUsage != null) {
-                                measure(rd, rl, decodeUsage, attempts.prefillWatch.get());
+                              if (failure == null) {
+                                reportUsage(rd, rl, prefill, Optional.ofNullable(decodeUsage));
                               }
-                              router.finishRoute(rd, start, false);
+                              rd.finishRouted(start, false);
                               end.accept(rd, failure);
                             });
                     if (!out.complete(routed)) {
@@ -138,74 +140,52 @@ final class RouteRunner {
     return result;
   }
 
-  /** The prefill usage being watched for one attempt. */
-  private record PrefillWatch(String attemptRequestId, PrefillUsageTap.Usage usage) {}
-
   /**
    * Follows the attempts of one request: the scheduler's per-pair accounting, the endpoints that
-   * served it, the prefill usage watched for each disaggregated attempt, and the listener.
+   * served it, and the listener.
    */
   private final class Attempts implements PdOrchestrator.AttemptObserver {
     private final RouteDecision rd;
     private final RouteListener.RequestListener rl;
-    private final String requestId;
-    final AtomicReference<PrefillWatch> prefillWatch = new AtomicReference<>();
 
-    Attempts(RouteDecision rd, RouteListener.RequestListener rl, String requestId) {
+    Attempts(RouteDecision rd, RouteListener.RequestListener rl) {
       this.rd = rd;
       this.rl = rl;
-      this.requestId = requestId;
     }
 
     @Override
     public void started(int attempt, PdOrchestrator.Pair pair) {
       scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
       rd.served(pair.decode(), pair.prefill());
-      if (pair.prefill() != null) {
-        String id = PdOrchestrator.attemptRequestId(requestId, attempt);
-        prefillWatch.set(new PrefillWatch(id, prefillUsage.watch(id)));
-      } else {
-        prefillWatch.set(null);
-      }
       listen(() -> rl.attemptStarted(attempt, pair));
     }
 
     @Override
     public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
       scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
-      PrefillWatch w = prefillWatch.get();
-      if (w != null) {
-        prefillUsage.unwatch(w.attemptRequestId(), w.usage());
-      }
       listen(() -> rl.attemptEnded(attempt, pair, failure));
     }
   }
 
   /**
-   * Routing accuracy of a completed request: the usage of the engine that computed the prompt (the
-   * prefill engine's answer when disaggregated, else the decode response's) against the index's
-   * prediction; also reported to the route listener.
+   * What the engines reported for a completed request: both legs' usage to the listener, and the
+   * routing accuracy from the engine that computed the prompt (the prefill engine when the request
+   * was disaggregated, else the decode engine) against the index's prediction.
    */
-  private void measure(
+  private void reportUsage(
       RouteDecision rd,
       RouteListener.RequestListener rl,
-      UsageScanner decodeUsage,
-      PrefillWatch prefill) {
-    long prompt;
-    long cached;
-    if (rd.servedPrefill().isPresent()) {
-      if (prefill == null || prefill.usage() == null) {
-        return;
-      }
-      prompt = prefill.usage().promptTokens;
-      cached = prefill.usage().cachedTokens;
-    } else {
-      prompt = decodeUsage.promptTokens();
-      cached = decodeUsage.cachedTokens();
+      Optional<EngineUsage> prefill,
+      Optional<EngineUsage> decode) {
+    if (prefill.isPresent() || decode.isPresent()) {
+      listen(() -> rl.engineUsage(prefill, decode));
     }
-    if (prompt <= 0 || cached < 0) {
+    Optional<EngineUsage> computing = rd.servedPrefill().isPresent() ? prefill : decode;
+    if (computing.isEmpty() || !computing.get().complete() || computing.get().promptTokens() == 0) {
       return;
     }
+    long prompt = computing.get().promptTokens();
+    long cached = computing.get().cachedTokens();
     predictionMeters.record(rd, prompt, cached);
     listen(() -> rl.usage(prompt, cached));
   }

@@ -1,16 +1,19 @@
 package io.kvroute.router;
 
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.StreamingResponse;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Flow;
 import java.util.function.BiConsumer;
 
 /**
- * The decode stream of a routed request together with its {@link RouteDecision}. Subscribe to it
- * (one subscriber) or cancel it; the router's accounting ends when the stream does (completed,
- * failed or cancelled).
+ * The decode stream of a routed request together with its {@link RouteDecision} and what the
+ * prefill engine reported ({@link #prefillUsage()}). Subscribe to it (one subscriber) or cancel it;
+ * the router's accounting ends when the stream does (completed, failed or cancelled), and the
+ * decode engine's usage, read from the end of the stream, goes to the {@link RouteListener}.
  *
  * <p>Thread-safe; the body is a {@link StreamingResponse#tap} of the decode stream.
  */
@@ -20,17 +23,19 @@ public final class RoutedResponse implements StreamingResponse {
 
   /**
    * @param onEnd called once when the stream ends, with the failure (null on completion) and, on
-   *     completion, the scan of the body's usage block
+   *     completion, the usage block of the body (null when it had none)
    */
   RoutedResponse(
       StreamingResponse delegate,
       RouteDecision decision,
-      BiConsumer<Throwable, UsageScanner> onEnd) {
+      BiConsumer<Throwable, EngineUsage> onEnd) {
     this.decision = decision;
     UsageScanner scanner = new UsageScanner();
     this.body =
         StreamingResponse.tap(
-            delegate, scanner::keep, t -> onEnd.accept(t, t == null ? scanner.finish() : null));
+            delegate,
+            scanner::keep,
+            t -> onEnd.accept(t, t == null ? scanner.finish().usage() : null));
   }
 
   /** The routing decision, with the endpoints that actually served the request. */
@@ -51,6 +56,15 @@ public final class RoutedResponse implements StreamingResponse {
   @Override
   public void cancel() {
     body.cancel();
+  }
+
+  /**
+   * The prefill engine's usage block, when the request was disaggregated and its connector read one
+   * from the prefill answer.
+   */
+  @Override
+  public Optional<EngineUsage> prefillUsage() {
+    return body.prefillUsage();
   }
 
   @Override

@@ -199,4 +199,11 @@ final class UsageScanner {
   long cachedTokens() {
     return values[CACHED];
   }
+
+  /** What was found, or null when neither value was. */
+  io.kvroute.connector.EngineUsage usage() {
+    return values[PROMPT] < 0 && values[CACHED] < 0
+        ? null
+        : new io.kvroute.connector.EngineUsage(values[PROMPT], values[CACHED]);
+  }
 }

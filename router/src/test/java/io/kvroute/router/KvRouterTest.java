@@ -231,6 +231,99 @@ class KvRouterTest {
         .isEqualTo(0.25);
   }
 
+  /**
+   * A pod answering {@code body} (200, JSON) to every request, except 503 to the first attempt of
+   * request {@code r-1} (whose later attempts carry {@code r-1-r2}, ...).
+   */
+  private static mockwebserver3.Dispatcher failingFirstAttempt(String body) {
+    return new mockwebserver3.Dispatcher() {
+      @Override
+      public MockResponse dispatch(mockwebserver3.RecordedRequest request) {
+        return "r-1".equals(request.getHeaders().get("X-Request-Id"))
+            ? new MockResponse.Builder().code(503).body("busy").build()
+            : ok(body);
+      }
+    };
+  }
+
+  @Test
+  void aRetriedDisaggregatedRequestIsParsedOnceAndReportsBothEnginesUsage() throws Exception {
+    List<Endpoint> prefills =
+        List.of(
+            pod("p0", Endpoint.Role.PREFILL, Map.of()), pod("p1", Endpoint.Role.PREFILL, Map.of()));
+    List<Endpoint> decodes = List.of(decodePod("d0"), decodePod("d1"));
+    for (Endpoint p : prefills) {
+      server(p)
+          .setDispatcher(
+              failingFirstAttempt(
+                  "{\"choices\":[{\"text\":\"a\"}],\"usage\":{\"prompt_tokens\":64,"
+                      + "\"prompt_tokens_details\":{\"cached_tokens\":16}}}"));
+    }
+    for (Endpoint d : decodes) {
+      server(d)
+          .setDispatcher(
+              failingFirstAttempt(
+                  "{\"choices\":[{\"text\":\"hi\"}],\"usage\":{\"prompt_tokens\":64,"
+                      + "\"prompt_tokens_details\":{\"cached_tokens\":63}}}"));
+    }
+    List<String> usage = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<Endpoint> all = new ArrayList<>(prefills);
+    all.addAll(decodes);
+    router =
+        KvRouter.builder()
+            .scheduler(
+                Scheduler.builder()
+                    .profile(
+                        Profile.builder(Scheduler.DECODE_PROFILE)
+                            .filter(Filters.decode())
+                            .picker(Pickers.topN(2))
+                            .build())
+                    .profile(
+                        Profile.builder(Scheduler.PREFILL_PROFILE)
+                            .filter(Filters.prefill())
+                            .picker(Pickers.topN(2))
+                            .build())
+                    .pdEnabled(true)
+                    .pdDecider(io.kvroute.scoring.PdDecider.always())
+                    .prefillProfile(Scheduler.PREFILL_PROFILE)
+                    .build())
+            .endpoints(all)
+            .defaultConnector(
+                ConnectorConfig.of("http")
+                    .withRetry(new ConnectorConfig.Retry(3, Duration.ZERO, Duration.ZERO)))
+            .routeListener(
+                request ->
+                    new RouteListener.RequestListener() {
+                      @Override
+                      public void attemptEnded(
+                          int attempt, io.kvroute.pd.PdOrchestrator.Pair pair, Throwable failure) {
+                        usage.add("attempt " + attempt + (failure == null ? " ok" : " failed"));
+                      }
+
+                      @Override
+                      public void engineUsage(
+                          java.util.Optional<io.kvroute.connector.EngineUsage> prefill,
+                          java.util.Optional<io.kvroute.connector.EngineUsage> decode) {
+                        usage.add(
+                            "prefill " + prefill.orElseThrow() + " decode " + decode.orElseThrow());
+                      }
+                    })
+            .build();
+    long parsedBefore = io.kvroute.connector.http.OpenAiJson.clientBodiesParsed();
+    RoutedResponse r = routeHello();
+    read(r);
+    // Scheduled, then run twice (the first attempt's prefill answered 503): one parse in all.
+    assertThat(io.kvroute.connector.http.OpenAiJson.clientBodiesParsed() - parsedBefore)
+        .isEqualTo(1);
+    assertThat(r.prefillUsage()).contains(new io.kvroute.connector.EngineUsage(64, 16));
+    assertThat(usage)
+        .containsExactly(
+            "attempt 1 failed",
+            "attempt 2 ok",
+            "prefill EngineUsage[promptTokens=64, cachedTokens=16]"
+                + " decode EngineUsage[promptTokens=64, cachedTokens=63]");
+  }
+
   @Test
   void aRouteListenerHearsOfAFailedScheduling() throws Exception {
     List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());

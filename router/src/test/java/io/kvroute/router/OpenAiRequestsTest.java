@@ -22,7 +22,6 @@ class OpenAiRequestsTest {
             body.getBytes(StandardCharsets.UTF_8),
             Map.of(),
             "r"),
-        1 << 20,
         model -> PODS);
   }
 

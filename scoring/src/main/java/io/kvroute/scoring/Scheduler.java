@@ -209,10 +209,13 @@ public final class Scheduler {
 
   /**
    * The default profiles: {@code decode} (decode role, health and LoRA filters; precise prefix ×3
-   * when an index is set, else approximate prefix ×3; queue ×2, KV utilization ×2, load-aware,
-   * active requests, LoRA affinity, session affinity and no-hit LRU ×1; top-3 picker) and {@code
-   * prefill} (prefill role, health, PD pairing on {@code kvroute.io/pd-group}; prefix ×3, queue ×2,
-   * KV utilization ×2, load-aware and active requests ×1; top-2 picker).
+   * and approximate prefix ×1 when an index is set, else approximate prefix ×3; queue ×2, KV
+   * utilization ×2, load-aware, active requests, LoRA affinity, session affinity and no-hit LRU ×1;
+   * top-3 picker) and {@code prefill} (prefill role, health, PD pairing on {@code
+   * kvroute.io/pd-group}; the same prefix scorers, queue ×2, KV utilization ×2, load-aware and
+   * active requests ×1; top-2 picker). The approximate scorer beside the precise one keeps a prefix
+   * on the engines it was sent to when the index shows no holder (evicted, or still in flight); see
+   * {@code docs/routing-quality.md} for the replay that measured it.
    */
   public static List<Profile> defaultProfiles(boolean precise) {
     return defaultProfiles(precise, id -> false);

@@ -9,6 +9,7 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.HttpTransports;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -18,7 +19,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Built-in {@link Tokenizer}s: caller-supplied ids, and vLLM's {@code POST /tokenize} over HTTP.
+ * Built-in {@link Tokenizer}s: caller-supplied ids, and vLLM over HTTP: {@code POST /tokenize}
+ * ({@link #vllm()}) or the render endpoints {@code POST /v1/chat/completions/render} and {@code
+ * POST /v1/completions/render} ({@link #vllmRender()}), which {@code vllm serve} exposes and {@code
+ * vllm launch render} serves without a GPU.
  */
 public final class Tokenizers {
   private Tokenizers() {}
@@ -40,6 +44,51 @@ public final class Tokenizers {
     return new VllmBuilder();
   }
 
+  /**
+   * A builder of the vLLM render client: {@code POST /v1/chat/completions/render} for chats and
+   * {@code POST /v1/completions/render} for prompts ({@link #vllm()} with {@link VllmApi#RENDER}).
+   */
+  public static VllmBuilder vllmRender() {
+    return new VllmBuilder().api(VllmApi.RENDER);
+  }
+
+  /** Which vLLM endpoints a {@link VllmTokenizer} calls. */
+  public enum VllmApi {
+    /**
+     * {@code POST /tokenize}, with {@code {"model", "prompt"}} or {@code {"model", "messages",
+     * "add_generation_prompt", ...}}; the answer's {@code tokens} array holds the ids.
+     */
+    TOKENIZE("/tokenize", "/tokenize", "tokens"),
+    /**
+     * vLLM's render endpoints ({@code vllm/entrypoints/serve/render/api_router.py}): {@code POST
+     * /v1/chat/completions/render} takes a chat completion request and answers one {@code
+     * GenerateRequest} ({@code {"token_ids": [...], "features": ..., "sampling_params": ...}});
+     * {@code POST /v1/completions/render} takes a completion request and answers a list of them,
+     * one per prompt (kvroute sends one). The same bodies as {@link #TOKENIZE}.
+     */
+    RENDER("/v1/chat/completions/render", "/v1/completions/render", "token_ids");
+
+    private final String chatPath;
+    private final String promptPath;
+    private final String field;
+
+    VllmApi(String chatPath, String promptPath, String field) {
+      this.chatPath = chatPath;
+      this.promptPath = promptPath;
+      this.field = field;
+    }
+
+    /** The path a chat request is sent to. */
+    public String chatPath() {
+      return chatPath;
+    }
+
+    /** The path a completion prompt is sent to. */
+    public String promptPath() {
+      return promptPath;
+    }
+  }
+
   /** A tokenization failure (HTTP error, bad response, timeout). */
   public static final class TokenizationException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -51,13 +100,15 @@ public final class Tokenizers {
   }
 
   /**
-   * Configures the vLLM {@code /tokenize} client. Completion prompts are sent as {@code {"model",
-   * "prompt"}}; chat requests as {@code {"model", "messages", "add_generation_prompt": true}} so
-   * the engine applies its own chat template and the ids match what it will cache. Results are kept
-   * in a bounded LRU keyed by the exact model and prompt (entries and total tokens are both
-   * bounded), so repeated prompts and retries cost no round trip.
+   * Configures the vLLM tokenization client ({@code /tokenize}, or the render endpoints with {@link
+   * #api(VllmApi)}). Completion prompts are sent as {@code {"model", "prompt"}}; chat requests as
+   * {@code {"model", "messages", "add_generation_prompt": true}} (plus the request's template
+   * inputs) so the engine applies its own chat template and the ids match what it will cache.
+   * Results are kept in a bounded LRU keyed by the exact model and prompt (entries and total tokens
+   * are both bounded), so repeated prompts and retries cost no round trip.
    */
   public static final class VllmBuilder {
+    private VllmApi api = VllmApi.TOKENIZE;
     private URI baseUrl;
     private HttpTransport transport;
     private Duration timeout = Duration.ofSeconds(2);
@@ -66,6 +117,12 @@ public final class Tokenizers {
     private io.micrometer.core.instrument.MeterRegistry registry;
 
     private VllmBuilder() {}
+
+    /** The endpoints called (default {@link VllmApi#TOKENIZE}). */
+    public VllmBuilder api(VllmApi api) {
+      this.api = Objects.requireNonNull(api, "api");
+      return this;
+    }
 
     /**
      * Binds {@code kvroute.tokenizer.cache.size} (gauge), {@code kvroute.tokenizer.cache.hits},
@@ -124,7 +181,7 @@ public final class Tokenizers {
         server = Endpoint.of(baseUrl.toString(), Endpoint.Role.BOTH);
       }
       HttpTransport t0 = transport != null ? transport : HttpTransports.shared();
-      VllmTokenizer t = new VllmTokenizer(server, t0, timeout, cacheEntries, cacheMaxTokens);
+      VllmTokenizer t = new VllmTokenizer(api, server, t0, timeout, cacheEntries, cacheMaxTokens);
       if (registry != null) {
         t.cache.bindTo(
             registry,
@@ -141,13 +198,17 @@ public final class Tokenizers {
   }
 
   /**
-   * vLLM's {@code /tokenize} client. Thread-safe; the cache is guarded by a lock held only for map
-   * operations. Futures complete on the transport's threads.
+   * vLLM's {@code /tokenize} or render client. A non-200 answer fails the stage with a {@link
+   * TokenizationException} naming the path, the status and vLLM's error message; so does an answer
+   * that is not JSON or lacks the ids. Thread-safe; the cache is guarded by a lock held only for
+   * map operations. Futures complete on the transport's threads.
    */
   public static final class VllmTokenizer implements Tokenizer {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int MAX_RESPONSE_BYTES = 64 << 20;
+    private static final int MAX_ERROR_BYTES = 4096;
 
+    private final VllmApi api;
     private final Endpoint server;
     private final HttpTransport transport;
     private final Duration timeout;
@@ -156,7 +217,13 @@ public final class Tokenizers {
     private final LongAdder failures = new LongAdder();
 
     private VllmTokenizer(
-        Endpoint server, HttpTransport transport, Duration timeout, int entries, long maxTokens) {
+        VllmApi api,
+        Endpoint server,
+        HttpTransport transport,
+        Duration timeout,
+        int entries,
+        long maxTokens) {
+      this.api = api;
       this.server = server;
       this.transport = transport;
       this.timeout = timeout;
@@ -189,22 +256,32 @@ public final class Tokenizers {
       byte[] body;
       try {
         body = JSON.writeValueAsBytes(requestBody(r));
-      } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      } catch (com.fasterxml.jackson.core.JsonProcessingException | TokenizationException e) {
         return CompletableFuture.failedFuture(e);
       }
+      boolean chat = r.chatTemplateInputs().isPresent() || r.messages().isPresent();
+      String path = chat ? api.chatPath : api.promptPath;
       CompletableFuture<int[]> f =
           CancellableFutures.compose(
               transport.send(
-                  HttpTransport.Outbound.post(target, "/tokenize", body).timeout(timeout).build()),
+                  HttpTransport.Outbound.post(target, path, body).timeout(timeout).build()),
               resp -> {
                 if (resp.status() != 200) {
-                  resp.cancel();
-                  throw new TokenizationException("/tokenize answered HTTP " + resp.status());
+                  int status = resp.status();
+                  return resp.readAll(MAX_ERROR_BYTES)
+                      .handle(
+                          (bytes, err) -> {
+                            throw new TokenizationException(
+                                path
+                                    + " answered HTTP "
+                                    + status
+                                    + (err == null ? errorDetail(bytes) : ""));
+                          });
                 }
                 return resp.readAll(MAX_RESPONSE_BYTES)
                     .thenApply(
                         bytes -> {
-                          int[] tokens = parseTokens(bytes);
+                          int[] tokens = parse(api, path, bytes);
                           cache.put(key, tokens);
                           return tokens;
                         });
@@ -216,6 +293,11 @@ public final class Tokenizers {
             }
           });
       return f;
+    }
+
+    /** The endpoints this client calls. */
+    public VllmApi api() {
+      return api;
     }
 
     /** Failed remote calls so far. */
@@ -268,25 +350,64 @@ public final class Tokenizers {
     }
 
     static int[] parseTokens(byte[] body) {
+      return parse(VllmApi.TOKENIZE, "/tokenize", body);
+    }
+
+    /** The ids of an answer of {@code api} from {@code path}. */
+    static int[] parse(VllmApi api, String path, byte[] body) {
       JsonNode root;
       try {
         root = JSON.readTree(body);
       } catch (java.io.IOException e) {
-        throw new TokenizationException("/tokenize returned invalid JSON");
+        throw new TokenizationException(path + " returned invalid JSON");
       }
-      JsonNode t = root == null ? null : root.get("tokens");
+      if (api == VllmApi.RENDER && root != null && root.isArray()) {
+        // /v1/completions/render: one GenerateRequest per prompt; kvroute sends one prompt
+        if (root.size() != 1) {
+          throw new TokenizationException(
+              path + " rendered " + root.size() + " prompts, expected exactly 1");
+        }
+        root = root.get(0);
+      }
+      JsonNode t = root == null ? null : root.get(api.field);
       if (t == null || !t.isArray()) {
-        throw new TokenizationException("/tokenize response has no \"tokens\" array");
+        throw new TokenizationException(path + " response has no \"" + api.field + "\" array");
       }
       int[] out = new int[t.size()];
       for (int i = 0; i < out.length; i++) {
         JsonNode v = t.get(i);
         if (!v.canConvertToInt()) {
-          throw new TokenizationException("/tokenize token " + i + " is not an int");
+          throw new TokenizationException(path + " token " + i + " is not an int");
         }
         out[i] = v.intValue();
       }
       return out;
+    }
+
+    /** vLLM's error message ({@code {"error": {"message"}}} or {@code {"message"}}), if any. */
+    private static String errorDetail(byte[] body) {
+      if (body == null || body.length == 0) {
+        return "";
+      }
+      String text;
+      try {
+        JsonNode root = JSON.readTree(body);
+        JsonNode m = root == null ? null : root.path("error").path("message");
+        if (m == null || !m.isTextual()) {
+          m = root == null ? null : root.path("message");
+        }
+        if (m == null || !m.isTextual()) {
+          m = root == null ? null : root.path("detail");
+        }
+        text = m != null && m.isTextual() ? m.asText() : new String(body, StandardCharsets.UTF_8);
+      } catch (java.io.IOException notJson) {
+        text = new String(body, StandardCharsets.UTF_8);
+      }
+      text = text.strip().replaceAll("\\s+", " ");
+      if (text.length() > 300) {
+        text = text.substring(0, 300) + "...";
+      }
+      return text.isEmpty() ? "" : ": " + text;
     }
 
     private static String cacheKey(SchedulingRequest r) {
@@ -306,7 +427,11 @@ public final class Tokenizers {
 
     @Override
     public String toString() {
-      return "VllmTokenizer{" + (server == null ? "candidates" : server.baseUrl()) + "}";
+      return "VllmTokenizer{"
+          + api.name().toLowerCase(java.util.Locale.ROOT)
+          + ", "
+          + (server == null ? "candidates" : server.baseUrl())
+          + "}";
     }
   }
 

@@ -357,4 +357,33 @@ class SchedulerTest {
         .hasMessage("request.model must be set");
     assertThat(Set.of(Scheduler.defaultProfiles(true).get(0).name())).containsExactly("decode");
   }
+
+  /**
+   * The default precise profile breaks a tie of the precise index with the router's memory of where
+   * it sent the prompt (kvroute replay found the tie-break worth it: docs/routing-quality.md): both
+   * endpoints hold the shared half of the prompt, the one that last served the whole prompt wins,
+   * whatever the random tie-break.
+   */
+  @Test
+  void defaultPreciseProfileBreaksIndexTiesWithWhereThePromptWent() {
+    TestSupport.FakeLookup index = new TestSupport.FakeLookup(16);
+    int[] prompt = tokens(128, 5);
+    List<Endpoint> two = eps("a", "b");
+    index.store("a", prompt, "m", 4, 1.0);
+    index.store("b", prompt, "m", 4, 1.0);
+    for (int seed = 0; seed < 20; seed++) {
+      Scheduler s =
+          Scheduler.builder()
+              .prefixCacheLookup(index)
+              .speculative(Duration.ZERO, 1)
+              .random(new java.util.SplittableRandom(seed))
+              .build();
+      SchedulingRequest r =
+          SchedulingRequest.builder().model("m").tokenIds(prompt).candidates(two).build();
+      Decision first = s.pick(r);
+      s.onRouted(first, two.get(1), null);
+      s.onComplete(first, two.get(1), null);
+      assertThat(s.pick(r).primary()).as("seed %d", seed).contains(two.get(1));
+    }
+  }
 }

@@ -126,7 +126,7 @@ final class Generation {
     BlockPool.Hit hit;
     try {
       try {
-        plan = transfers.plan(g.body());
+        plan = transfers.plan(g.body(), g.id());
       } catch (BadRequest e) {
         fail(ex, e);
         return;
@@ -180,7 +180,11 @@ final class Generation {
         r.finish("", "cache_threshold", usage(promptLen, 0, cached), null);
         return;
       }
-      b.sleeper.sleep(b.latency.prefillNanos(uncached) + fault.extraNanos());
+      long prefill =
+          b.costModel != null
+              ? b.costModel.prefillNanos(promptLen, cached, b.maxNumBatchedTokens)
+              : b.latency.prefillNanos(uncached);
+      b.sleeper.sleep(prefill + fault.extraNanos());
       pool.cacheFullBlocks(seq, promptLen);
       transfers.saveToSharedStore(seq, promptLen);
       long ttftNanos = b.nanoClock.getAsLong() - arrival;
@@ -228,7 +232,10 @@ final class Generation {
     StringBuilder text = new StringBuilder();
     for (int i = 0; i < outTokens; i++) {
       if (i > 0) {
-        b.sleeper.sleep(b.latency.perOutputToken().toNanos());
+        b.sleeper.sleep(
+            b.costModel != null
+                ? b.costModel.decodeStepNanos(1, seq.numTokens())
+                : b.latency.perOutputToken().toNanos());
       }
       String piece = SimTokenizer.outputPiece(seed, i);
       for (int id : tokenizer.encodeText(piece)) {

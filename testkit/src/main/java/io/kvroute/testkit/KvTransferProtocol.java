@@ -29,5 +29,14 @@ public enum KvTransferProtocol {
    * bootstrap_room}; the decode waits for the prefill of the same room on the prefill simulator at
    * that bootstrap address.
    */
-  SGLANG
+  SGLANG,
+  /**
+   * vLLM {@code P2pNcclConnector} (xPyD): the pod binds a KV socket ({@code zmq_address}) and, with
+   * {@link VllmSimulator.Builder#p2pNcclProxy}, registers with the proxy every ping; every request
+   * must carry {@code X-Request-Id: ___prefill_addr_<P>___decode_addr_<D>_<uuid>} (500 otherwise,
+   * where vLLM's {@code parse_request_id} raises). A prefill holds its KV for the decode address
+   * the id names; a decode waits for the KV the prefill at the named address holds for its own
+   * address and request id (no KV within {@code transferTimeout}: the load-failure policy).
+   */
+  P2P_NCCL
 }

@@ -40,6 +40,12 @@ final class KvTransfers {
 
   private static final Map<String, KvTransfers> BY_BOOTSTRAP = new ConcurrentHashMap<>();
 
+  /** Simulators by P2pNccl KV address ({@code zmq_address} host:port). */
+  private static final Map<String, KvTransfers> BY_P2P = new ConcurrentHashMap<>();
+
+  /** This pod's P2pNccl KV address, once its socket is bound. */
+  private volatile String p2pAddress;
+
   private final VllmSimulator.Builder b;
   private final BlockPool pool;
   private final Map<String, Transfer> held = new LinkedHashMap<>();
@@ -102,6 +108,16 @@ final class KvTransfers {
     BY_BOOTSTRAP.remove(hostPort, this);
   }
 
+  /** Makes this pod findable by its P2pNccl KV address. */
+  void registerP2p(String kvAddress) {
+    p2pAddress = kvAddress;
+    BY_P2P.put(kvAddress, this);
+  }
+
+  void unregisterP2p(String kvAddress) {
+    BY_P2P.remove(kvAddress, this);
+  }
+
   /** Releases every KV still held for a decode (the pod closes). */
   void releaseHeld() {
     synchronized (held) {
@@ -115,11 +131,12 @@ final class KvTransfers {
   // ---------------------------------------------------------------- decisions
 
   /**
-   * Reads the request's transfer fields and, on a decode, waits for or takes the prefill's KV.
+   * Reads the request's transfer fields (and, for P2pNccl, its id: {@code cmpl-<X-Request-Id>})
+   * and, on a decode, waits for or takes the prefill's KV.
    *
    * @throws BadRequest if the transfer failed and the request must fail
    */
-  Plan plan(JsonNode body) throws BadRequest, InterruptedException {
+  Plan plan(JsonNode body, String requestId) throws BadRequest, InterruptedException {
     Plan p = new Plan();
     JsonNode ktp = body.get("kv_transfer_params");
     boolean hasKtp = ktp != null && ktp.isObject();
@@ -153,10 +170,45 @@ final class KvTransfers {
           }
         }
         break;
+      case P2P_NCCL:
+        p2pPlan(p, requestId);
+        break;
       default:
         break;
     }
     return p;
+  }
+
+  /**
+   * P2pNccl: a producer holds its KV for the decode address the id names, keyed by that address and
+   * the id; a consumer waits for what the producer at the named prefill address holds for its own
+   * address and the id. An id without the addresses fails as vLLM's {@code parse_request_id} does
+   * (the engine raises {@code ValueError}).
+   */
+  private void p2pPlan(Plan p, String requestId) throws BadRequest, InterruptedException {
+    boolean producer = b.role.producer();
+    String peer =
+        P2pNcclAgent.peer(requestId, producer)
+            .orElseThrow(
+                () ->
+                    new BadRequest(
+                        500, "Request id " + requestId + " does not contain hostname and port"));
+    if (producer) {
+      p.holdKey = "p2p:" + peer + "|" + requestId;
+      return;
+    }
+    KvTransfers src = BY_P2P.get(peer);
+    Transfer t =
+        src == null ? null : src.await("p2p:" + p2pAddress + "|" + requestId, b.transferTimeout);
+    if (t == null) {
+      loadFailed(
+          "no KV from "
+              + peer
+              + " for "
+              + requestId
+              + (src == null ? " (no pod has that KV address)" : ""));
+    }
+    p.incoming = t;
   }
 
   private Transfer nixlPull(JsonNode ktp) throws BadRequest {

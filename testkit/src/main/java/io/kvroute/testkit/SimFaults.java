@@ -38,6 +38,7 @@ public final class SimFaults {
   private int stopCount;
   private int dropBatches;
   private int corruptBatches;
+  private volatile boolean registrationSilenced;
 
   SimFaults(DoubleSupplier random, Runnable restartPublisher, Runnable clearAllBlocks) {
     this.random = random;
@@ -166,8 +167,23 @@ public final class SimFaults {
     return this;
   }
 
+  /**
+   * Stops ({@code true}) or resumes the P2pNccl registration heartbeat (a pod whose proxy should
+   * see it expire; {@link KvTransferProtocol#P2P_NCCL} pods with a proxy only).
+   */
+  public SimFaults silenceRegistration(boolean silenced) {
+    registrationSilenced = silenced;
+    return this;
+  }
+
+  /** Whether the P2pNccl registration heartbeat is silenced. */
+  boolean registrationSilenced() {
+    return registrationSilenced;
+  }
+
   /** Clears every fault and releases hung requests. */
   public synchronized SimFaults reset() {
+    registrationSilenced = false;
     failNext = 0;
     failNth = -1;
     errorRate = 0;

@@ -27,8 +27,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The simulator's HTTP front end and lifecycle: binds the servers and the event publisher, routes
  * each endpoint, and serves the simple ones ({@code /v1/models}, {@code /health}, {@code
- * /tokenize}, {@code /metrics}, {@code /reset_prefix_cache}, the bootstrap query). Generation is
- * {@link Generation}'s, PD transfers {@link KvTransfers}', accounting {@link SimMetrics}'.
+ * /tokenize}, the render endpoints, {@code /metrics}, {@code /reset_prefix_cache}, the bootstrap
+ * query). Generation is {@link Generation}'s, PD transfers {@link KvTransfers}', accounting {@link
+ * SimMetrics}'.
  *
  * <p>Thread-safe; see {@link VllmSimulator}.
  */
@@ -38,7 +39,7 @@ final class SimServer {
   final VllmSimulator.Builder b;
   final BlockPool pool;
   final SimFaults faults;
-  private final EngineTokenizer tokenizer;
+  private final EngineTokenizer endpointTokenizer;
   private final SimMetrics metrics;
   private final KvTransfers transfers;
   private final RequestLog log;
@@ -47,13 +48,14 @@ final class SimServer {
   private volatile EventChannel events;
   private HttpServer http;
   private HttpServer bootstrap;
+  private P2pNcclAgent p2p;
   private ExecutorService executor;
   private volatile String topic;
   private volatile boolean started;
 
   SimServer(VllmSimulator.Builder b) {
     this.b = b;
-    this.tokenizer = b.tokenizer;
+    this.endpointTokenizer = b.endpointTokenizer;
     VllmBlockHasher hasher =
         VllmBlockHasher.builder()
             .algorithm(b.hashAlgorithm)
@@ -107,6 +109,8 @@ final class SimServer {
     http.createContext(
         "/health", ex -> serve(ex, () -> SimHttp.send(ex, 200, "text/plain", new byte[0])));
     http.createContext("/tokenize", ex -> serve(ex, () -> tokenize(ex)));
+    http.createContext("/v1/chat/completions/render", ex -> serve(ex, () -> render(ex, true)));
+    http.createContext("/v1/completions/render", ex -> serve(ex, () -> render(ex, false)));
     http.createContext("/metrics", ex -> serve(ex, () -> metrics(ex)));
     http.createContext("/reset_prefix_cache", ex -> serve(ex, () -> resetEndpoint(ex)));
     http.createContext("/", ex -> serve(ex, () -> notFound(ex)));
@@ -129,6 +133,16 @@ final class SimServer {
       bootstrap.start();
       transfers.registerBootstrap(b.host + ":" + bootstrap.getAddress().getPort());
     }
+    if (b.protocol == KvTransferProtocol.P2P_NCCL) {
+      try {
+        p2p = new P2pNcclAgent(b, faults, hostPort());
+      } catch (IllegalStateException e) {
+        close();
+        throw e;
+      }
+      transfers.registerP2p(p2p.kvAddress());
+      p2p.start();
+    }
     transfers.registerEngine();
     started = true;
     LOG.debug("simulator {} started on {}", b.name, hostPort());
@@ -144,6 +158,10 @@ final class SimServer {
     }
     faults.releaseHung();
     transfers.unregisterEngine();
+    if (p2p != null) {
+      transfers.unregisterP2p(p2p.kvAddress());
+      p2p.close();
+    }
     if (bootstrap != null) {
       transfers.unregisterBootstrap(b.host + ":" + bootstrap.getAddress().getPort());
       bootstrap.stop(0);
@@ -192,6 +210,10 @@ final class SimServer {
 
   URI bootstrapUrl() {
     return bootstrap == null ? null : URI.create("http://" + b.host + ":" + bootstrapPort());
+  }
+
+  String p2pNcclKvAddress() {
+    return p2p == null ? null : p2p.kvAddress();
   }
 
   int bootstrapPort() {
@@ -339,9 +361,9 @@ final class SimServer {
     int[] tokens;
     try {
       if (req.has("messages")) {
-        tokens = tokenizer.encodeChat(req);
+        tokens = endpointTokenizer.encodeChat(req);
       } else if (req.path("prompt").isTextual()) {
-        tokens = tokenizer.encodePrompt(req.get("prompt").asText());
+        tokens = endpointTokenizer.encodePrompt(req.get("prompt").asText());
       } else {
         SimHttp.sendError(ex, 400, "either prompt (string) or messages is required");
         return;
@@ -359,6 +381,133 @@ final class SimServer {
     }
     root.putNull("token_strs");
     SimHttp.sendJson(ex, 200, root);
+  }
+
+  /**
+   * vLLM's {@code POST /v1/chat/completions/render} ({@code chat}) and {@code POST
+   * /v1/completions/render}: the request rendered to token ids, answered as vLLM's {@code
+   * GenerateRequest} (one object for a chat, a list with one per prompt for completions), with
+   * vLLM's 404 for an unknown model and 400 for a malformed or too long request.
+   */
+  private void render(HttpExchange ex, boolean chat) throws IOException {
+    if (!SimHttp.requireMethod(ex, "POST")) {
+      return;
+    }
+    JsonNode req = log.record(ex, SimHttp.readBody(ex));
+    if (req == null || !req.isObject()) {
+      SimHttp.sendError(ex, 400, "request body must be a JSON object");
+      return;
+    }
+    if (req.path("model").isTextual()) {
+      String model = req.get("model").asText();
+      if (!model.equals(b.model) && !b.loras.contains(model)) {
+        SimHttp.sendError(ex, 404, "The model `" + model + "` does not exist.");
+        return;
+      }
+    }
+    java.util.List<int[]> prompts = new java.util.ArrayList<>();
+    try {
+      if (chat) {
+        if (!req.path("messages").isArray()) {
+          SimHttp.sendError(ex, 400, "messages must be an array");
+          return;
+        }
+        prompts.add(endpointTokenizer.encodeChat(req));
+      } else {
+        JsonNode p = req.get("prompt");
+        if (p != null && p.isTextual()) {
+          prompts.add(endpointTokenizer.encodePrompt(p.asText()));
+        } else if (p != null && p.isArray() && p.size() > 0 && p.get(0).isIntegralNumber()) {
+          prompts.add(ids(p));
+        } else if (p != null && p.isArray() && p.size() > 0) {
+          for (JsonNode one : p) {
+            if (one.isTextual()) {
+              prompts.add(endpointTokenizer.encodePrompt(one.asText()));
+            } else if (one.isArray()) {
+              prompts.add(ids(one));
+            } else {
+              throw new IllegalArgumentException(
+                  "prompt must be a string, a list of strings, token ids or lists of token ids");
+            }
+          }
+        } else {
+          throw new IllegalArgumentException(
+              "prompt must be a string, a list of strings, token ids or lists of token ids");
+        }
+      }
+    } catch (IllegalArgumentException e) {
+      SimHttp.sendError(ex, 400, e.getMessage());
+      return;
+    }
+    ArrayNode list = SimHttp.NODES.arrayNode();
+    for (int[] tokens : prompts) {
+      if (tokens.length == 0) {
+        SimHttp.sendError(ex, 400, "No token_ids rendered");
+        return;
+      }
+      if (tokens.length >= b.maxModelLen) {
+        SimHttp.sendError(
+            ex,
+            400,
+            "This model's maximum context length is "
+                + b.maxModelLen
+                + " tokens. However, your request has "
+                + tokens.length
+                + " input tokens.");
+        return;
+      }
+      list.add(generateRequest(req, chat, tokens));
+    }
+    SimHttp.sendJson(ex, 200, chat ? list.get(0) : list);
+  }
+
+  private static int[] ids(JsonNode arr) {
+    int[] ids = new int[arr.size()];
+    for (int i = 0; i < ids.length; i++) {
+      JsonNode v = arr.get(i);
+      if (!v.canConvertToInt() || v.asInt() < 0) {
+        throw new IllegalArgumentException("prompt token ids must be non-negative ints");
+      }
+      ids[i] = v.asInt();
+    }
+    return ids;
+  }
+
+  /** vLLM's {@code GenerateRequest} for one rendered prompt (features null: no multimodal). */
+  private ObjectNode generateRequest(JsonNode req, boolean chat, int[] tokens) {
+    ObjectNode g = SimHttp.NODES.objectNode();
+    g.put(
+        "request_id",
+        (chat ? "chatcmpl-" : "cmpl-") + java.util.UUID.randomUUID().toString().replace("-", ""));
+    ArrayNode ids = g.putArray("token_ids");
+    for (int t : tokens) {
+      ids.add(t);
+    }
+    g.putNull("features");
+    ObjectNode sampling = g.putObject("sampling_params");
+    JsonNode mt =
+        chat && req.hasNonNull("max_completion_tokens")
+            ? req.get("max_completion_tokens")
+            : req.get("max_tokens");
+    int room = b.maxModelLen - tokens.length;
+    sampling.put(
+        "max_tokens", mt != null && mt.canConvertToInt() ? Math.min(mt.asInt(), room) : room);
+    sampling.put("temperature", req.path("temperature").asDouble(1.0));
+    if (req.path("model").isTextual()) {
+      g.put("model", req.get("model").asText());
+    } else {
+      g.putNull("model");
+    }
+    g.put("stream", req.path("stream").asBoolean(false));
+    g.putNull("stream_options");
+    if (req.path("cache_salt").isTextual()) {
+      g.put("cache_salt", req.get("cache_salt").asText());
+    } else {
+      g.putNull("cache_salt");
+    }
+    g.put("priority", req.path("priority").asInt(0));
+    g.putNull("kv_transfer_params");
+    return g;
   }
 
   private void metrics(HttpExchange ex) throws IOException {

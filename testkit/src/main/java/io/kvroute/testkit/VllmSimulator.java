@@ -17,9 +17,9 @@ import java.util.function.LongSupplier;
  * An in-process simulator that behaves toward a gateway like one vLLM server with prefix caching
  * on: OpenAI completions and chat (streaming in vLLM's SSE framing, with {@code
  * usage.prompt_tokens_details.cached_tokens}), {@code /v1/models}, {@code /health}, {@code
- * /tokenize}, Prometheus {@code /metrics} with vLLM's names, a vLLM-exact block pool (hashing, LRU
- * eviction, optional CPU tier), a real JeroMQ KV-event publisher with replay, PD roles per
- * connector family, and fault injection.
+ * /tokenize}, the render endpoints, Prometheus {@code /metrics} with vLLM's names, a vLLM-exact
+ * block pool (hashing, LRU eviction, optional CPU tier), a real JeroMQ KV-event publisher with
+ * replay, PD roles per connector family, and fault injection.
  *
  * <pre>{@code
  * try (VllmSimulator sim = VllmSimulator.builder().model("m").latency(LatencyModel.ZERO).build().start()) {
@@ -30,9 +30,11 @@ import java.util.function.LongSupplier;
  * }</pre>
  *
  * <p>Endpoints: {@code POST /v1/completions}, {@code POST /v1/chat/completions}, {@code GET
- * /v1/models}, {@code GET /health}, {@code POST /tokenize}, {@code GET /metrics}, {@code POST
- * /reset_prefix_cache}; a separate bootstrap server ({@code GET /query}) for Mooncake and SGLang
- * producers.
+ * /v1/models}, {@code GET /health}, {@code POST /tokenize}, {@code POST
+ * /v1/chat/completions/render} and {@code POST /v1/completions/render} (vLLM's render endpoints: a
+ * {@code GenerateRequest} with the prompt's {@code token_ids}, a list of them for completions),
+ * {@code GET /metrics}, {@code POST /reset_prefix_cache}; a separate bootstrap server ({@code GET
+ * /query}) for Mooncake and SGLang producers.
  *
  * <p>Thread-safe: requests are served concurrently on the simulator's own threads; all accessors
  * and fault methods may be called from any thread.
@@ -125,6 +127,14 @@ public final class VllmSimulator implements AutoCloseable {
   /** The bootstrap server's base URL (Mooncake/SGLang producers), or null. */
   public java.net.URI bootstrapUrl() {
     return server.bootstrapUrl();
+  }
+
+  /**
+   * The P2pNccl KV address ({@code zmq_address}, {@code host:port}) of a {@link
+   * KvTransferProtocol#P2P_NCCL} pod, or null.
+   */
+  public String p2pNcclKvAddress() {
+    return server.p2pNcclKvAddress();
   }
 
   /** The bootstrap server's port, or -1. */
@@ -230,6 +240,8 @@ public final class VllmSimulator implements AutoCloseable {
     EventSchema eventSchema = EventSchema.values()[EventSchema.values().length - 1];
     int replayBufferSteps = 10_000;
     LatencyModel latency = LatencyModel.DEFAULT;
+    io.kvroute.testkit.engine.CostModel costModel;
+    int maxNumBatchedTokens = 8192;
     Sleeper sleeper = Sleeper.SYSTEM;
     LongSupplier nanoClock = System::nanoTime;
     Clock clock = Clock.systemUTC();
@@ -239,14 +251,29 @@ public final class VllmSimulator implements AutoCloseable {
     String sideChannelHost = "localhost";
     int sideChannelPort = 5600;
     int bootstrapPort;
+    String p2pNcclProxy;
+    Duration p2pNcclPing = Duration.ofSeconds(3);
+    int p2pNcclKvPort;
     Duration transferTimeout = Duration.ofSeconds(30);
     KvLoadFailurePolicy kvLoadFailurePolicy = KvLoadFailurePolicy.FAIL;
     int maxRecordedRequests = 1000;
     int maxPendingTransfers = 1024;
     Map<String, String> labels = new LinkedHashMap<>();
     EngineTokenizer tokenizer = EngineTokenizer.simulated();
+    EngineTokenizer endpointTokenizer;
 
     private Builder() {}
+
+    /**
+     * A tokenizer for {@code /tokenize} and the render endpoints other than the one generation (and
+     * so the KV events) uses: an engine whose tokenization endpoints disagree with what it caches,
+     * as when a server-side chat template or default template options reach chat requests but not
+     * those endpoints; for testing parity checks (default: {@link #tokenizer(EngineTokenizer)}'s).
+     */
+    public Builder endpointTokenizer(EngineTokenizer tokenizer) {
+      this.endpointTokenizer = Objects.requireNonNull(tokenizer, "endpointTokenizer");
+      return this;
+    }
 
     /**
      * How prompts become token ids (default {@link EngineTokenizer#simulated()}); a real model's
@@ -317,9 +344,13 @@ public final class VllmSimulator implements AutoCloseable {
       return this;
     }
 
-    /** {@code PYTHONHASHSEED} (default {@code "0"}). */
+    /**
+     * {@code PYTHONHASHSEED} (default {@code "0"}); {@code null} runs the pod as a vLLM without
+     * {@code PYTHONHASHSEED} (its {@code NONE_HASH} from {@code "vllm-none-hash"}, which needs
+     * {@code sha256} or {@code sha256_cbor}: vLLM draws the others at random).
+     */
     public Builder hashSeed(String pythonHashSeed) {
-      this.hashSeed = Objects.requireNonNull(pythonHashSeed, "hashSeed");
+      this.hashSeed = pythonHashSeed;
       return this;
     }
 
@@ -401,6 +432,33 @@ public final class VllmSimulator implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Times prefill and decode with an engine {@link io.kvroute.testkit.engine.CostModel} instead
+     * of the {@link LatencyModel}: a request's prefill sleeps what its uncached prompt costs in
+     * steps of {@code maxNumBatchedTokens} (default 8192), each output token what a one-sequence
+     * decode step at its context costs. The virtual-time {@link
+     * io.kvroute.testkit.engine.EngineModel} uses the same model (with batching).
+     */
+    public Builder costModel(io.kvroute.testkit.engine.CostModel costModel) {
+      this.costModel = Objects.requireNonNull(costModel, "costModel");
+      return this;
+    }
+
+    /**
+     * Takes an engine profile's block size, KV blocks, {@code max_num_seqs} (as {@link
+     * #maxRunning}), {@code max_model_len}, token budget and cost model.
+     */
+    public Builder engineProfile(io.kvroute.testkit.engine.EngineProfile profile) {
+      Objects.requireNonNull(profile, "engineProfile");
+      this.blockSize = profile.blockSize();
+      this.gpuBlocks = profile.kvBlocks();
+      this.maxRunning = profile.maxNumSeqs();
+      this.maxModelLen = profile.maxModelLen();
+      this.maxNumBatchedTokens = profile.maxNumBatchedTokens();
+      this.costModel = profile.costModel();
+      return this;
+    }
+
     /** How simulated time is waited (default {@link Sleeper#SYSTEM}). */
     public Builder sleeper(Sleeper sleeper) {
       this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
@@ -452,6 +510,28 @@ public final class VllmSimulator implements AutoCloseable {
     /** Bootstrap server port for Mooncake/SGLang producers (default 0: a free port). */
     public Builder bootstrapPort(int port) {
       this.bootstrapPort = port;
+      return this;
+    }
+
+    /**
+     * Where a {@link KvTransferProtocol#P2P_NCCL} pod registers: the proxy's registration socket,
+     * {@code host:port} ({@code kv_connector_extra_config.proxy_ip}/{@code proxy_port}) or {@code
+     * tcp://host:port} (default: none, the pod does not register).
+     */
+    public Builder p2pNcclProxy(String proxy) {
+      this.p2pNcclProxy = Objects.requireNonNull(proxy, "p2pNcclProxy");
+      return this;
+    }
+
+    /** How often a P2pNccl pod sends its registration (default 3 s, as vLLM). */
+    public Builder p2pNcclPing(Duration interval) {
+      this.p2pNcclPing = Objects.requireNonNull(interval, "p2pNcclPing");
+      return this;
+    }
+
+    /** The P2pNccl KV port ({@code kv_port}; default 0: a free port). */
+    public Builder p2pNcclKvPort(int port) {
+      this.p2pNcclKvPort = port;
       return this;
     }
 
@@ -522,12 +602,27 @@ public final class VllmSimulator implements AutoCloseable {
         throw new IllegalArgumentException(
             "bootstrapPort must be in 0..65535, was " + bootstrapPort);
       }
+      if (p2pNcclKvPort < 0 || p2pNcclKvPort > 65535) {
+        throw new IllegalArgumentException(
+            "p2pNcclKvPort must be in 0..65535, was " + p2pNcclKvPort);
+      }
+      if (p2pNcclPing.isNegative() || p2pNcclPing.isZero()) {
+        throw new IllegalArgumentException("p2pNcclPing must be > 0, was " + p2pNcclPing);
+      }
       if (transferTimeout.isNegative() || transferTimeout.isZero()) {
         throw new IllegalArgumentException("transferTimeout must be > 0, was " + transferTimeout);
       }
       if (protocol == KvTransferProtocol.SHARED_STORAGE && sharedStore == null) {
         throw new IllegalArgumentException(
             "sharedStore must be set when protocol is SHARED_STORAGE (SharedKvStore.create(n))");
+      }
+      if (hashSeed == null
+          && hashAlgorithm != HashAlgorithm.SHA256
+          && hashAlgorithm != HashAlgorithm.SHA256_CBOR) {
+        throw new IllegalArgumentException(
+            "hashSeed must be set for "
+                + hashAlgorithm.vllmName()
+                + " (vLLM draws its NONE_HASH at random without PYTHONHASHSEED)");
       }
       if (loras.contains(model)) {
         throw new IllegalArgumentException("loras must not contain the base model name " + model);
@@ -562,6 +657,8 @@ public final class VllmSimulator implements AutoCloseable {
       c.eventSchema = eventSchema;
       c.replayBufferSteps = replayBufferSteps;
       c.latency = latency;
+      c.costModel = costModel;
+      c.maxNumBatchedTokens = maxNumBatchedTokens;
       c.sleeper = sleeper;
       c.nanoClock = nanoClock;
       c.clock = clock;
@@ -569,10 +666,14 @@ public final class VllmSimulator implements AutoCloseable {
       c.random = random != null ? random : r::nextDouble;
       c.maxRunning = maxRunning;
       c.tokenizer = tokenizer;
+      c.endpointTokenizer = endpointTokenizer != null ? endpointTokenizer : tokenizer;
       c.engineId = engineId != null ? engineId : UUID.randomUUID().toString();
       c.sideChannelHost = sideChannelHost;
       c.sideChannelPort = sideChannelPort;
       c.bootstrapPort = bootstrapPort;
+      c.p2pNcclProxy = p2pNcclProxy;
+      c.p2pNcclPing = p2pNcclPing;
+      c.p2pNcclKvPort = p2pNcclKvPort;
       c.transferTimeout = transferTimeout;
       c.kvLoadFailurePolicy = kvLoadFailurePolicy;
       c.maxRecordedRequests = maxRecordedRequests;

@@ -41,6 +41,15 @@ public final class Errors {
 
   /** The {@link ConfigException} for a failure while binding at {@code prefix}. */
   public static ConfigException translate(JsonProcessingException e, String prefix) {
+    return translate(e, prefix, null);
+  }
+
+  /**
+   * The {@link ConfigException} for a failure while binding {@code tree} (null when the parser
+   * reads text) at {@code prefix}.
+   */
+  public static ConfigException translate(
+      JsonProcessingException e, String prefix, com.fasterxml.jackson.databind.JsonNode tree) {
     String path = prefix;
     if (e instanceof JsonMappingException m) {
       path = ConfigException.join(prefix, path(m.getPath()));
@@ -105,6 +114,9 @@ public final class Errors {
       }
       String actual =
           mi.getProcessor() instanceof JsonParser p ? describe(p) : "a value of another type";
+      if (actual.equals("a value of another type") && tree != null) {
+        actual = describe(nodeAt(tree, mi.getPath()), actual);
+      }
       Class<?> target = mi.getTargetType();
       String hint =
           target == String.class && !actual.startsWith("\"") && !actual.startsWith("a ")
@@ -141,6 +153,42 @@ public final class Errors {
     } catch (java.io.IOException e) {
       return "a value of another type";
     }
+  }
+
+  /** The node of {@code tree} that {@code refs} leads to, or null. */
+  private static com.fasterxml.jackson.databind.JsonNode nodeAt(
+      com.fasterxml.jackson.databind.JsonNode tree, List<JsonMappingException.Reference> refs) {
+    com.fasterxml.jackson.databind.JsonNode n = tree;
+    for (JsonMappingException.Reference r : refs) {
+      if (n == null) {
+        return null;
+      }
+      n = r.getFieldName() != null ? n.get(r.getFieldName()) : n.get(r.getIndex());
+    }
+    return n;
+  }
+
+  /** The user's words for a node of the tree, as {@link #describe(JsonParser)} for a parser. */
+  private static String describe(com.fasterxml.jackson.databind.JsonNode n, String otherwise) {
+    if (n == null) {
+      return otherwise;
+    }
+    if (n.isObject()) {
+      return "a mapping";
+    }
+    if (n.isArray()) {
+      return "a list";
+    }
+    if (n.isTextual()) {
+      return value(n.asText());
+    }
+    if (n.isNull()) {
+      return "null";
+    }
+    if (n.isBoolean() || n.isNumber()) {
+      return n.asText();
+    }
+    return otherwise;
   }
 
   /** The path of Jackson's reference chain, in the document's terms. */

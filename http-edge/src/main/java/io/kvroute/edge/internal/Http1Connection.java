@@ -6,6 +6,11 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.epoll.EpollTcpInfo;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import java.io.IOException;
@@ -22,6 +27,13 @@ import org.slf4j.LoggerFactory;
  * reading pauses when that buffer grows), writes answers in order, and refuses bad input with a
  * status line, a JSON body and a counter, then lingers so the client reads the refusal.
  *
+ * <p>A client that shuts its sending side down (a TCP half-close) has said it sends no more
+ * requests, not that it is gone: what it sent in full is served, in order, and the connection is
+ * closed once the last answer is written; a request it left incomplete is refused (400). A client
+ * that is gone (a reset, a failed write, or on epoll a connection the kernel reports closed while a
+ * half-closed client's request is handled) closes the connection and runs the exchange's
+ * client-gone actions at once.
+ *
  * <p>Confined to the channel's event loop, except {@link #resumeAfterMemory()} (any thread).
  */
 final class Http1Connection extends ChannelInboundHandlerAdapter {
@@ -33,6 +45,12 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   static final int HANDLING = 3;
   static final int LINGER = 4;
   static final int CLOSED = 5;
+
+  /** The last answer is being written; the connection closes once it is flushed. */
+  static final int CLOSING = 6;
+
+  /** {@code tcp_info.tcpi_state} of a socket the peer reset (Linux {@code TCP_CLOSE}). */
+  private static final int TCP_CLOSE = 7;
 
   private static final long LINGER_NANOS = 2_000_000_000L;
   private static final long LINGER_MAX_BYTES = 4L << 20;
@@ -61,6 +79,8 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   private boolean pausedMemory;
   private long unwritableSince = -1;
   private long lingerBytes;
+  private boolean inputShut;
+  private long closingPending = -1;
   private final RequestHead.Scanner scanner = new RequestHead.Scanner();
 
   Http1Connection(Listener listener, LoopTimers timers) {
@@ -93,7 +113,7 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
     ByteBuf in = (ByteBuf) msg;
-    if (state == LINGER || state == CLOSED) {
+    if (state == LINGER || state == CLOSED || state == CLOSING) {
       lingerBytes += in.readableBytes();
       in.release();
       if (lingerBytes > LINGER_MAX_BYTES) {
@@ -117,6 +137,105 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
       ctx.flush();
     }
     ctx.fireChannelReadComplete();
+  }
+
+  @Override
+  public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt instanceof ChannelInputShutdownEvent) {
+      inputShut = true;
+      if (needFlush) {
+        needFlush = false;
+        ctx.flush();
+      }
+      afterInput();
+    } else if (!(evt instanceof ChannelInputShutdownReadComplete)) {
+      ctx.fireUserEventTriggered(evt);
+    }
+  }
+
+  /**
+   * On a half-closed connection, once what was read is processed (not while a body waits for
+   * memory: its bytes are read but not yet taken): serve what the client sent in full, refuse what
+   * it left incomplete, close when nothing is left. Run on the event and whenever an exchange ends
+   * or memory frees up.
+   */
+  private void afterInput() {
+    if (inputShut && !processing && !pausedMemory) {
+      inputEnded();
+    }
+  }
+
+  private void inputEnded() {
+    switch (state) {
+      case IDLE:
+        // nothing (or only empty lines) was sent after the last answer: close once it is written
+        closeAfterWrites();
+        break;
+      case HEAD:
+        refuse(
+            new Refusal(
+                400,
+                "headers",
+                "incomplete_head",
+                "the client ended its input before the request headers were complete"));
+        break;
+      case BODY:
+        refuse(
+            new Refusal(
+                400,
+                "body",
+                "incomplete_body",
+                head.chunked
+                    ? "the client ended its input after "
+                        + bodyLen
+                        + " body bytes, before the last chunk"
+                    : "the client ended its input after "
+                        + bodyLen
+                        + " of "
+                        + head.contentLength
+                        + " body bytes"));
+        break;
+      case LINGER:
+        // the refusal was written (or is being written); the client has read what it wanted
+        closeAfterWrites();
+        break;
+      default:
+        // HANDLING: finishExchange comes back here; CLOSING and CLOSED: closing already
+        break;
+    }
+  }
+
+  /** Flushes what is written and closes the connection once that is done. */
+  private void closeAfterWrites() {
+    closing();
+    releaseCum();
+    needFlush = false;
+    ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+  }
+
+  /**
+   * Enters {@link #CLOSING}: the write under way closes the connection when it is done, and a write
+   * that makes no progress for the write timeout closes it anyway (a client that stops reading
+   * while the rest of the answer is below the high-water mark would never be noticed otherwise).
+   */
+  private void closing() {
+    state = CLOSING;
+    closingPending = -1;
+    deadline = timers.now() + listener.writeTimeoutNanos;
+  }
+
+  /** True if the input holds bytes of a further request (not just empty lines). */
+  private boolean requestBytesPending() {
+    if (cum == null) {
+      return false;
+    }
+    for (int i = cum.readerIndex(); i < cum.writerIndex(); i++) {
+      byte c = cum.getByte(i);
+      if (c != '\r' && c != '\n') {
+        return true;
+      }
+    }
+    return false;
   }
 
   @Override
@@ -398,6 +517,7 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
               if (state == BODY) {
                 process();
               }
+              afterInput();
             });
   }
 
@@ -459,7 +579,11 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     if (exchange != ex || state != HANDLING) {
       return;
     }
-    boolean close = ex.closeAfter || !head.keepAlive || listener.edge.draining();
+    boolean close =
+        ex.closeAfter
+            || !head.keepAlive
+            || listener.edge.draining()
+            || (inputShut && !requestBytesPending());
     int status = r.statusCode();
     byte[] b = r.body();
     boolean noBody = head.isHead || status == 204 || status == 304;
@@ -552,8 +676,8 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     releaseBody();
     head = null;
     if (close) {
-      state = LINGER;
-      deadline = timers.now() + LINGER_NANOS;
+      // the answer's write closes the connection when done: a slow reader gets all of it
+      closing();
       releaseCum();
       return;
     }
@@ -574,6 +698,7 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
         ctx.flush();
       }
     }
+    afterInput();
   }
 
   // ------------------------------------------------------------------ refusing and timeouts
@@ -610,7 +735,11 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
       pausedPipeline = false;
       ctx.channel().config().setAutoRead(true);
     }
-    if (listener.tls || !(ctx.channel() instanceof DuplexChannel)) {
+    if (inputShut || listener.tls || !(ctx.channel() instanceof DuplexChannel)) {
+      // (a client that ended its input sends nothing more: there is nothing to linger for)
+      if (inputShut) {
+        closing();
+      }
       ctx.writeAndFlush(out).addListener(ChannelFutureListener.CLOSE);
       return;
     }
@@ -642,6 +771,10 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
       listener.metrics.timeout("write");
       state = CLOSED;
       ctx.close();
+      return;
+    }
+    if (inputShut && state == HANDLING && resetWhileHalfClosed()) {
+      ctx.close(); // the client is gone: channelInactive runs its exchange's client-gone actions
       return;
     }
     switch (state) {
@@ -683,12 +816,48 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
           ctx.close();
         }
         break;
+      case CLOSING:
+        {
+          // the write timeout counts from the last progress of the last answer's write
+          ChannelOutboundBuffer ob = ctx.channel().unsafe().outboundBuffer();
+          long pending = ob == null ? 0 : ob.totalPendingWriteBytes();
+          if (pending != closingPending) {
+            closingPending = pending;
+            deadline = now + listener.writeTimeoutNanos;
+          } else if (now - deadline >= 0) {
+            listener.metrics.timeout("write");
+            state = CLOSED;
+            ctx.close();
+          }
+          break;
+        }
       default:
         break;
     }
   }
 
-  /** Adds this connection to reading, handling, waiting, stalled (traffic listener only). */
+  /**
+   * True if the kernel reports that the peer of a half-closed connection reset it. Reads no longer
+   * report anything once the input is shut down, so without this a client that half-closed and then
+   * reset would be noticed only by the first failed write of its answer. Epoll only (one {@code
+   * getsockopt(TCP_INFO)}); on NIO the failed write is what tells.
+   */
+  private boolean resetWhileHalfClosed() {
+    if (!(ctx.channel() instanceof EpollSocketChannel ch) || !ch.isActive()) {
+      return false;
+    }
+    try {
+      EpollTcpInfo info = timers.tcpInfo();
+      return ch.tcpInfo(info).state() == TCP_CLOSE;
+    } catch (RuntimeException e) {
+      return false; // the socket is closing already
+    }
+  }
+
+  /**
+   * Adds this connection to reading, handling, waiting, stalled, half-closed (traffic listener
+   * only).
+   */
   void count(int[] counts) {
     if (!listener.name.equals("traffic")) {
       return;
@@ -702,6 +871,9 @@ final class Http1Connection extends ChannelInboundHandlerAdapter {
     }
     if (unwritableSince >= 0) {
       counts[3]++;
+    }
+    if (inputShut && state != CLOSED) {
+      counts[4]++;
     }
   }
 

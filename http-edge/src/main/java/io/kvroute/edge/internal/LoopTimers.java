@@ -1,6 +1,7 @@
 package io.kvroute.edge.internal;
 
 import io.netty.channel.EventLoop;
+import io.netty.channel.epoll.EpollTcpInfo;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.concurrent.TimeUnit;
@@ -22,6 +23,7 @@ final class LoopTimers {
   private boolean scheduled;
   private long dateSecond = Long.MIN_VALUE;
   private byte[] dateLine;
+  private EpollTcpInfo tcpInfo;
 
   LoopTimers(EventLoop loop, LongSupplier nanoClock, Clock wallClock, long tickNanos) {
     this.loop = loop;
@@ -41,6 +43,14 @@ final class LoopTimers {
       dateLine = Wire.dateLine(s);
     }
     return dateLine;
+  }
+
+  /** A {@code TCP_INFO} holder reused by this loop's connections. */
+  EpollTcpInfo tcpInfo() {
+    if (tcpInfo == null) {
+      tcpInfo = new EpollTcpInfo();
+    }
+    return tcpInfo;
   }
 
   void add(Http1Connection c) {

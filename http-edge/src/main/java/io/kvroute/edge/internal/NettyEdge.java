@@ -201,6 +201,8 @@ public final class NettyEdge implements AutoCloseable {
             .option(ChannelOption.SO_BACKLOG, 4096)
             .option(ChannelOption.SO_REUSEADDR, true)
             .childOption(ChannelOption.TCP_NODELAY, true)
+            // a client's half-close ends its requests, not its connection: see Http1Connection
+            .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
             .childOption(
                 ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 << 10, 64 << 10))
             .childHandler(
@@ -282,6 +284,7 @@ public final class NettyEdge implements AutoCloseable {
   static String readToken(AdminConfig admin) {
     String token;
     String source;
+    boolean readableByOthers = false;
     if (admin.tokenFile().isPresent()) {
       var file = admin.tokenFile().get();
       source = "admin.tokenFile " + file;
@@ -292,10 +295,9 @@ public final class NettyEdge implements AutoCloseable {
       }
       try {
         Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
-        if (perms.contains(PosixFilePermission.OTHERS_READ)
-            || perms.contains(PosixFilePermission.GROUP_READ)) {
-          log.warn("{} is readable by other users; chmod 600 it", source);
-        }
+        readableByOthers =
+            perms.contains(PosixFilePermission.OTHERS_READ)
+                || perms.contains(PosixFilePermission.GROUP_READ);
       } catch (IOException | UnsupportedOperationException e) {
         // not a POSIX file system: nothing to check
       }
@@ -315,6 +317,10 @@ public final class NettyEdge implements AutoCloseable {
               + ": the token is shorter than "
               + AdminConfig.MIN_TOKEN_LENGTH
               + " characters; use a random one (e.g. openssl rand -hex 32)");
+    }
+    if (readableByOthers) {
+      // Only once the token is usable: a refused token is one error line, not a warning first.
+      log.warn("{} is readable by other users; chmod 600 it", source);
     }
     return token;
   }
@@ -339,7 +345,7 @@ public final class NettyEdge implements AutoCloseable {
 
   /** A snapshot of the counters. */
   public EdgeStats stats() {
-    int[] counts = new int[4];
+    int[] counts = new int[5];
     for (Map.Entry<EventLoop, LoopTimers> e : timers.entrySet()) {
       EventLoop loop = e.getKey();
       LoopTimers t = e.getValue();
@@ -354,12 +360,12 @@ public final class NettyEdge implements AutoCloseable {
         int[] c =
             loop.submit(
                     () -> {
-                      int[] part = new int[4];
+                      int[] part = new int[5];
                       t.count(part);
                       return part;
                     })
                 .get(10, TimeUnit.SECONDS);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < counts.length; i++) {
           counts[i] += c[i];
         }
       } catch (InterruptedException ex) {
@@ -380,7 +386,8 @@ public final class NettyEdge implements AutoCloseable {
         counts[3],
         budget.used(),
         budget.peak(),
-        budget.paused());
+        budget.paused(),
+        counts[4]);
   }
 
   boolean draining() {

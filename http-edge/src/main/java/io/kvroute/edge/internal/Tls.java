@@ -14,8 +14,8 @@ final class Tls {
   private Tls() {}
 
   static SslContext serverContext(TlsConfig tls, String listener) {
-    check(tls.certificateChain(), listener + ".tls.certificateChain");
-    check(tls.privateKey(), listener + ".tls.privateKey");
+    check(tls.certificateChain(), listener + ".tls.certificate");
+    check(tls.privateKey(), listener + ".tls.key");
     try {
       SslContextBuilder b =
           SslContextBuilder.forServer(

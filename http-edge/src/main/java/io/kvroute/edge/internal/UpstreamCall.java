@@ -10,6 +10,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.HttpContent;
@@ -324,6 +325,15 @@ final class UpstreamCall implements Flow.Subscription {
 
   /** Leaves the connection: back to the pool when it can carry the next request, else closed. */
   private void detach(boolean reusable) {
+    detach(reusable, false);
+  }
+
+  /**
+   * Leaves the connection; {@code reset} closes it with a TCP reset ({@code SO_LINGER} 0) instead
+   * of a FIN, so that an engine that serves half-closed clients (a FIN may be only that) stops
+   * working for a caller that is gone.
+   */
+  private void detach(boolean reusable, boolean reset) {
     Channel c = channel;
     if (c == null) {
       return;
@@ -334,6 +344,13 @@ final class UpstreamCall implements Flow.Subscription {
     if (reusable) {
       pool.offer(target, c, handler);
     } else {
+      if (reset && c.isActive()) {
+        try {
+          c.config().setOption(ChannelOption.SO_LINGER, 0);
+        } catch (RuntimeException e) {
+          // the socket is closing already: a FIN or nothing, either way the call is over
+        }
+      }
       c.close();
     }
   }
@@ -345,7 +362,7 @@ final class UpstreamCall implements Flow.Subscription {
     boolean hadHead = state == State.BODY;
     state = State.DONE;
     cancelTimer();
-    detach(false);
+    detach(false, kind == UpstreamException.Kind.TIMEOUT);
     UpstreamException e = UpstreamException.transport(out, kind, what, cause);
     if (hadHead) {
       relay.onError(e);
@@ -354,14 +371,14 @@ final class UpstreamCall implements Flow.Subscription {
     }
   }
 
-  /** The caller cancelled (the future or the body): close the connection, nothing more. */
+  /** The caller cancelled (the future or the body): reset the connection, nothing more. */
   private void abort() {
     if (state == State.DONE) {
       return;
     }
     state = State.DONE;
     cancelTimer();
-    detach(false);
+    detach(false, true);
     future.completeExceptionally(
         UpstreamException.transport(
             out, UpstreamException.Kind.CANCELLED, "cancelled", new CancellationException()));

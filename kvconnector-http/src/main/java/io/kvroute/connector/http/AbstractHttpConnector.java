@@ -5,6 +5,7 @@ import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
@@ -28,14 +29,16 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 
 /**
- * The base of every connector that speaks HTTP to vLLM or SGLang: it parses and validates the
- * client body, builds leg headers (the client's, minus hop-by-hop and routing headers, plus {@code
- * X-Request-Id}), sends legs through the shared {@link HttpTransport}, maps failures to {@link
- * UpstreamException}, and implements {@link #proxy} on top of {@link #prepareDecode}.
+ * The base of every connector that speaks HTTP to vLLM or SGLang: it reads the client body (parsed
+ * once per request, {@link OpenAiJson#clientBody}), builds leg headers (the client's, minus
+ * hop-by-hop and routing headers, plus {@code X-Request-Id}), sends legs through the shared {@link
+ * HttpTransport}, maps failures to {@link UpstreamException}, reports the prefill answer's usage
+ * upward ({@link StreamingResponse#prefillUsage()}), and implements {@link #proxy} on top of {@link
+ * #prepareDecode}.
  *
  * <p>Subclasses implement {@link #prepareDecode}. Connector parameters understood here (in the
- * {@code config:} block): {@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes}
- * (default 4 MiB).
+ * {@code config:} block): {@link HttpParameters} ({@code maxPrefillResponseBytes}, default 4 MiB).
+ * The client body's size is bounded where the body is read, before a connector sees it.
  *
  * <p>Thread-safe when subclasses keep no per-request state in fields.
  */
@@ -60,20 +63,38 @@ public abstract class AbstractHttpConnector implements KVConnector {
   /** The listener. */
   protected final ConnectorListener listener;
 
-  private final int maxRequestBytes;
   private final int maxPrefillResponseBytes;
 
-  /** Reads the common parameters from {@code context.config()}. */
-  protected AbstractHttpConnector(KVConnectorProvider.Context context) {
+  /**
+   * A connector whose common parameters are {@code parameters} (bound by the connector's own
+   * parameter record; see {@link TypedConnectorProvider}).
+   */
+  protected AbstractHttpConnector(KVConnectorProvider.Context context, HttpParameters parameters) {
     this.context = context;
     this.transport = context.transport();
     this.listener = context.listener();
-    this.maxRequestBytes = context.config().intParam("maxRequestBytes", 16 * 1024 * 1024);
-    this.maxPrefillResponseBytes =
-        context.config().intParam("maxPrefillResponseBytes", 4 * 1024 * 1024);
-    if (maxRequestBytes < 1) {
+    this.maxPrefillResponseBytes = parameters.maxPrefillResponseBytes();
+  }
+
+  /**
+   * Reads the common parameters from {@code context.config()} without checking the other keys: for
+   * connectors that do not declare their parameters. Connectors that do use {@link
+   * #AbstractHttpConnector(KVConnectorProvider.Context, HttpParameters)}.
+   */
+  protected AbstractHttpConnector(KVConnectorProvider.Context context) {
+    this(context, lenient(context));
+  }
+
+  private static HttpParameters lenient(KVConnectorProvider.Context context) {
+    try {
+      return HttpParameters.of(
+          context
+              .config()
+              .intParam(
+                  "maxPrefillResponseBytes", HttpParameters.DEFAULT_MAX_PREFILL_RESPONSE_BYTES));
+    } catch (io.kvroute.config.ConfigException e) {
       throw new io.kvroute.connector.ConnectorConfigException(
-          "kvConnector.config.maxRequestBytes", "must be >= 1, was " + maxRequestBytes);
+          ConnectorParameters.PATH + "." + e.path(), e.problem());
     }
   }
 
@@ -82,14 +103,13 @@ public abstract class AbstractHttpConnector implements KVConnector {
     return maxPrefillResponseBytes;
   }
 
-  /** The largest client body accepted, in bytes. */
-  protected int maxRequestBytes() {
-    return maxRequestBytes;
-  }
-
-  /** Parses the client's body: one JSON object within {@code maxRequestBytes}. */
+  /**
+   * The client's body, one JSON object, as every reader of the request shares it ({@link
+   * OpenAiJson#clientBody}: parsed once per request, not per attempt). Do not modify it; {@link
+   * #withClientBody} hands out a copy to rewrite.
+   */
   protected ObjectNode parseBody(InferenceRequest request) {
-    return OpenAiJson.parseObject(request.body(), maxRequestBytes);
+    return OpenAiJson.clientBody(request);
   }
 
   /**
@@ -112,14 +132,15 @@ public abstract class AbstractHttpConnector implements KVConnector {
   }
 
   /**
-   * Parses the client's body ({@link #parseBody}), removes any client-sent KV-transfer fields
-   * ({@link OpenAiJson#stripTransferFields}) and continues with {@code then}. A body that does not
-   * parse, or a {@link ConnectorException} that {@code then} throws, fails the future instead.
+   * Continues with {@code then} on a copy of the client's body ({@link OpenAiJson#clientBodyCopy}:
+   * the request's one parse, copied so the connector may rewrite it, without client-sent
+   * KV-transfer fields). A body that does not parse, or a {@link ConnectorException} that {@code
+   * then} throws, fails the future instead.
    */
   protected <T> CompletableFuture<T> withClientBody(
       PdRequest pd, Function<ObjectNode, CompletableFuture<T>> then) {
     try {
-      return then.apply(OpenAiJson.stripTransferFields(parseBody(pd.request())));
+      return then.apply(OpenAiJson.clientBodyCopy(pd.request()));
     } catch (ConnectorException e) {
       return failed(e);
     }
@@ -141,13 +162,22 @@ public abstract class AbstractHttpConnector implements KVConnector {
    * unparsable body fails with {@link UpstreamException}.
    */
   protected CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, ObjectNode body) {
+    return sendPrefill(pd, body, legHeaders(pd.request()));
+  }
+
+  /**
+   * {@link #sendPrefill(PdRequest, ObjectNode)} with the leg's headers given (for connectors whose
+   * legs carry something other than the request's own id, such as p2pnccl's addressed id).
+   */
+  protected CompletableFuture<ObjectNode> sendPrefill(
+      PdRequest pd, ObjectNode body, Map<String, List<String>> headers) {
     long start = context.nanoClock().getAsLong();
     return reported(
         requestJson(
             Leg.PREFILL,
             pd.prefill(),
             pd.request().api().path(),
-            legHeaders(pd.request()),
+            headers,
             body,
             context.prefillTimeout()),
         listener::prefillEnded,
@@ -181,13 +211,25 @@ public abstract class AbstractHttpConnector implements KVConnector {
 
   /**
    * The two-step flow: {@link #sendPrefill} of {@code prefillBody}, then the decode request that
-   * {@code decode} makes of the prefill's answer. Cancelling the future cancels the prefill.
+   * {@code decode} makes of the prefill's answer, carrying that answer's usage ({@link
+   * DecodeRequest#prefillUsage()}). Cancelling the future cancels the prefill.
    */
   protected CompletableFuture<DecodeRequest> afterPrefill(
       PdRequest pd, ObjectNode prefillBody, Function<ObjectNode, DecodeRequest> decode) {
     return cancellable(
         sendPrefill(pd, prefillBody),
-        answer -> CompletableFuture.completedFuture(decode.apply(answer)));
+        answer -> CompletableFuture.completedFuture(withUsage(decode.apply(answer), answer)));
+  }
+
+  /**
+   * {@code decode}, reporting the usage of the prefill answer {@code answer} when it has one: what
+   * {@link #afterPrefill} does, for connectors that send their prefill themselves.
+   */
+  protected static DecodeRequest withUsage(DecodeRequest decode, ObjectNode answer) {
+    EngineUsage usage = OpenAiJson.usage(answer);
+    return usage == null || decode.prefillUsage().isPresent()
+        ? decode
+        : decode.withPrefillUsage(usage);
   }
 
   /**
@@ -321,10 +363,28 @@ public abstract class AbstractHttpConnector implements KVConnector {
             });
   }
 
-  /** Runs {@link #prepareDecode} and then the decode leg; cancelling cancels whichever runs. */
+  /**
+   * Runs {@link #prepareDecode} and then the decode leg; cancelling cancels whichever runs. The
+   * response reports the prefill's usage that the decode request carried ({@link
+   * StreamingResponse#prefillUsage()}).
+   */
   @Override
   public CompletableFuture<StreamingResponse> proxy(PdRequest request) {
-    return cancellable(prepareDecode(request), this::sendDecode);
+    return cancellable(prepareDecode(request), this::sendDecodeReporting);
+  }
+
+  /**
+   * {@link #sendDecode}, the response reporting the prefill usage {@code decode} carries (when it
+   * carries one).
+   */
+  protected CompletableFuture<StreamingResponse> sendDecodeReporting(DecodeRequest decode) {
+    EngineUsage usage = decode.prefillUsage().orElse(null);
+    if (usage == null) {
+      return sendDecode(decode);
+    }
+    return cancellable(
+        sendDecode(decode),
+        resp -> CompletableFuture.completedFuture(StreamingResponse.withPrefillUsage(resp, usage)));
   }
 
   /**
@@ -361,7 +421,9 @@ public abstract class AbstractHttpConnector implements KVConnector {
       clean &= !body.has(f);
     }
     byte[] bytes =
-        clean ? pd.request().body() : OpenAiJson.toBytes(OpenAiJson.stripTransferFields(body));
+        clean
+            ? pd.request().body()
+            : OpenAiJson.toBytes(OpenAiJson.stripTransferFields(body.deepCopy()));
     return CompletableFuture.completedFuture(
         DecodeRequest.builder(pd.decode(), pd.request().api().path(), bytes)
             .headers(legHeaders(pd.request()))

@@ -45,9 +45,15 @@ public abstract class ConcurrentHttpConnector extends AbstractHttpConnector {
       DecodeRequest decode,
       Consumer<Throwable> prefillSettled) {}
 
-  /** Reads the common parameters from {@code context.config()}. */
+  /** Reads the common parameters from {@code context.config()}, leaving other keys unchecked. */
   protected ConcurrentHttpConnector(KVConnectorProvider.Context context) {
     super(context);
+  }
+
+  /** A connector whose common parameters are {@code parameters}. */
+  protected ConcurrentHttpConnector(
+      KVConnectorProvider.Context context, HttpParameters parameters) {
+    super(context, parameters);
   }
 
   /**

@@ -1,7 +1,6 @@
 package io.kvroute.connector.http;
 
 import io.kvroute.connector.KVConnectorProvider;
-import io.kvroute.connector.SimpleConnectorProvider;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
@@ -17,6 +16,8 @@ import java.util.concurrent.CompletableFuture;
  *   <li>Decode leg: the client's original body, streamed back as it arrives.
  * </ol>
  *
+ * <p>Parameters (the {@code config:} block): {@link HttpParameters}.
+ *
  * <p>Both legs carry the same {@code X-Request-Id}. Client-supplied KV-transfer fields ({@code
  * kv_transfer_params}, {@code bootstrap_*}, {@code disaggregated_params}) are removed from both.
  * Without a prefill endpoint the request goes to decode only. Thread-safe.
@@ -31,14 +32,29 @@ public class HttpConnector extends AbstractHttpConnector {
 
   private final String type;
 
-  /** A connector in {@code context}. */
+  /** A connector in {@code context}; its {@code config:} block binds to {@link HttpParameters}. */
   public HttpConnector(KVConnectorProvider.Context context) {
-    this(context, TYPE);
+    this(context, ConnectorParameters.bind(context.config(), HttpParameters.class));
   }
 
-  /** The two-step flow under another type name (for subclasses). */
+  /** A connector in {@code context} with {@code parameters}. */
+  public HttpConnector(KVConnectorProvider.Context context, HttpParameters parameters) {
+    this(context, TYPE, parameters);
+  }
+
+  /**
+   * The two-step flow under another type name (for subclasses), reading the common parameters
+   * without checking other keys.
+   */
   protected HttpConnector(KVConnectorProvider.Context context, String type) {
     super(context);
+    this.type = type;
+  }
+
+  /** The two-step flow under another type name (for subclasses), with {@code parameters}. */
+  protected HttpConnector(
+      KVConnectorProvider.Context context, String type, HttpParameters parameters) {
+    super(context, parameters);
     this.type = type;
   }
 
@@ -59,12 +75,13 @@ public class HttpConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code http}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<HttpParameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "two-step prefill (max_tokens=1) then streamed decode; no transfer fields",
+          HttpParameters.class,
           HttpConnector::new);
     }
   }

@@ -11,20 +11,25 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.connector.ConnectorException.InvalidRequestException;
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import java.io.IOException;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
- * JSON handling shared by the HTTP-based connectors: strict parsing of client bodies and the
- * prefill-leg rewrite of an OpenAI request.
+ * JSON handling shared by the HTTP-based connectors and the router: the one parse of a client's
+ * body ({@link #clientBody}), the prefill-leg rewrite of an OpenAI request and the usage block of
+ * an engine's answer.
  *
  * <p>Parsing keeps what a proxy must not change: key order, integers of any size ({@code seed},
  * {@code bootstrap_room} above 2^53) and decimal numbers exactly as written. Bodies that are not
  * one JSON object, have trailing data or duplicate keys are rejected with {@link
- * InvalidRequestException} (status 400; 413 for size).
+ * InvalidRequestException} (status 400). The body's size is not checked here: it was bounded where
+ * it was read (the HTTP edge's {@code maxBodyBytes}, the Spring filter's {@code max-request-size},
+ * the Envoy picker's {@code maxRequestBytes}).
  *
- * <p>Stateless and thread-safe.
+ * <p>Thread-safe; the only state is the count of client bodies parsed.
  */
 public final class OpenAiJson {
 
@@ -55,18 +60,57 @@ public final class OpenAiJson {
         .setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(200).build());
   }
 
+  private static final LongAdder CLIENT_BODIES_PARSED = new LongAdder();
+
+  /**
+   * The parse of a client's body that the router (to schedule it) and the connectors (to rewrite
+   * it) share through {@link InferenceRequest#parsedBody}: {@link #parseObject}.
+   */
+  public static final InferenceRequest.BodyParser<ObjectNode> CLIENT_BODY =
+      body -> {
+        CLIENT_BODIES_PARSED.increment();
+        return parseObject(body);
+      };
+
   private OpenAiJson() {}
 
   /**
-   * Parses a client body that must be one JSON object of at most {@code maxBytes}.
+   * The client's body of {@code request} as one JSON object, parsed once per request whoever asks
+   * first ({@link InferenceRequest#parsedBody} with {@link #CLIENT_BODY}): every attempt of a
+   * retried request reads the same tree. It is shared: read it, or {@link #clientBodyCopy copy} it
+   * to rewrite it.
    *
-   * @throws InvalidRequestException with status 413 when too large, 400 otherwise
+   * @throws InvalidRequestException (400) when the body is not one JSON object
    */
-  public static ObjectNode parseObject(byte[] body, int maxBytes) {
-    if (body.length > maxBytes) {
-      throw new InvalidRequestException(
-          "request body is " + body.length + " bytes; the limit is " + maxBytes, 413);
-    }
+  public static ObjectNode clientBody(InferenceRequest request) {
+    return request.parsedBody(CLIENT_BODY);
+  }
+
+  /**
+   * A copy of {@link #clientBody} that the caller may change, without the client-sent transfer
+   * fields ({@link #TRANSFER_FIELDS}).
+   *
+   * @throws InvalidRequestException (400) when the body is not one JSON object
+   */
+  public static ObjectNode clientBodyCopy(InferenceRequest request) {
+    return stripTransferFields(clientBody(request).deepCopy());
+  }
+
+  /**
+   * How many client bodies {@link #CLIENT_BODY} has parsed in this process (a diagnostic: with one
+   * router or connector per request it grows by one per request, retries included).
+   */
+  public static long clientBodiesParsed() {
+    return CLIENT_BODIES_PARSED.sum();
+  }
+
+  /**
+   * Parses a client body that must be one JSON object. Prefer {@link #clientBody}, which parses a
+   * request's body once for all its readers.
+   *
+   * @throws InvalidRequestException (400) when it is empty or not one JSON object
+   */
+  public static ObjectNode parseObject(byte[] body) {
     if (body.length == 0) {
       throw new InvalidRequestException("request body is empty; expected a JSON object");
     }
@@ -176,6 +220,29 @@ public final class OpenAiJson {
     p.remove("min_tokens");
     p.remove("min_completion_tokens");
     return p;
+  }
+
+  /**
+   * The usage block of an engine's JSON answer ({@code usage.prompt_tokens} and {@code
+   * usage.prompt_tokens_details.cached_tokens}), or null when it has none.
+   */
+  public static EngineUsage usage(JsonNode answer) {
+    JsonNode u = answer == null ? null : answer.get("usage");
+    if (u == null || !u.isObject()) {
+      return null;
+    }
+    JsonNode prompt = u.get("prompt_tokens");
+    JsonNode cached = u.path("prompt_tokens_details").get("cached_tokens");
+    long p = count(prompt);
+    long c = count(cached);
+    return p < 0 && c < 0 ? null : new EngineUsage(p, c);
+  }
+
+  /** A token count: a non-negative integer, else -1. */
+  private static long count(JsonNode n) {
+    return n != null && n.isIntegralNumber() && n.canConvertToLong() && n.asLong() >= 0
+        ? n.asLong()
+        : -1;
   }
 
   /** True when the client asked for a streamed response ({@code "stream": true}). */

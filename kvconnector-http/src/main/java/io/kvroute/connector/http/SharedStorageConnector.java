@@ -2,10 +2,8 @@ package io.kvroute.connector.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.internal.PeekedStream;
@@ -43,11 +41,8 @@ import java.util.concurrent.CompletableFuture;
  * kvroute's {@code testkit} do. Against an engine that ignores the field, decode-first is a plain
  * decode-only request and no prefill happens, so enable it only for engines that honour it.
  *
- * <p>Parameters (the {@code config:} block): {@code cacheHitThreshold} (a default threshold in (0,
- * 1] used when the client sends none; default: none, so only clients that send the field get
- * decode-first), {@code maxDecodeFirstBytes} (the largest non-streaming decode-first answer read
- * before deciding; default 16 MiB), plus those of {@link AbstractHttpConnector}. Connector events:
- * {@code decode_first_hit} and {@code decode_first_refused}.
+ * <p>Parameters (the {@code config:} block): {@link Parameters}. Connector events: {@code
+ * decode_first_hit} and {@code decode_first_refused}.
  *
  * <p>Thread-safe and stateless per request.
  */
@@ -67,31 +62,46 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
   private final Double defaultThreshold;
   private final int maxDecodeFirstBytes;
 
-  /** A connector in {@code context}. */
+  /**
+   * The parameters of {@code shared-storage}.
+   *
+   * @param cacheHitThreshold a default {@code cache_hit_threshold} in (0, 1] for clients that send
+   *     none (default: none, so only clients that send the field get decode-first)
+   * @param maxDecodeFirstBytes the largest non-streaming decode-first answer read before deciding,
+   *     in bytes (default 16 MiB, at least 1024)
+   * @param maxPrefillResponseBytes as in {@link HttpParameters}
+   */
+  public record Parameters(
+      Double cacheHitThreshold, Integer maxDecodeFirstBytes, Integer maxPrefillResponseBytes) {
+    /** Fills in the defaults and checks the values. */
+    public Parameters {
+      if (cacheHitThreshold != null && !(cacheHitThreshold > 0 && cacheHitThreshold <= 1)) {
+        throw new io.kvroute.config.ConfigException(
+            "cacheHitThreshold", "must be a number in (0, 1], was " + cacheHitThreshold);
+      }
+      maxDecodeFirstBytes = maxDecodeFirstBytes == null ? 16 * 1024 * 1024 : maxDecodeFirstBytes;
+      io.kvroute.config.Checks.range(
+          "maxDecodeFirstBytes", maxDecodeFirstBytes, 1024, Integer.MAX_VALUE);
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
+      maxPrefillResponseBytes = http.maxPrefillResponseBytes();
+    }
+
+    /** The common HTTP parameters. */
+    public HttpParameters http() {
+      return HttpParameters.of(maxPrefillResponseBytes);
+    }
+  }
+
+  /** A connector in {@code context}; its {@code config:} block binds to {@link Parameters}. */
   public SharedStorageConnector(KVConnectorProvider.Context context) {
-    super(context);
-    String t = context.config().param("cacheHitThreshold").orElse(null);
-    if (t == null) {
-      this.defaultThreshold = null;
-    } else {
-      double v;
-      try {
-        v = Double.parseDouble(t.trim());
-      } catch (NumberFormatException e) {
-        throw new ConnectorConfigException(
-            "kvConnector.config.cacheHitThreshold", "must be a number in (0, 1], was " + t);
-      }
-      if (!(v > 0 && v <= 1)) {
-        throw new ConnectorConfigException(
-            "kvConnector.config.cacheHitThreshold", "must be a number in (0, 1], was " + t);
-      }
-      this.defaultThreshold = v;
-    }
-    this.maxDecodeFirstBytes = context.config().intParam("maxDecodeFirstBytes", 16 * 1024 * 1024);
-    if (maxDecodeFirstBytes < 1024) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.maxDecodeFirstBytes", "must be >= 1024, was " + maxDecodeFirstBytes);
-    }
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class));
+  }
+
+  /** A connector in {@code context} with {@code parameters}. */
+  public SharedStorageConnector(KVConnectorProvider.Context context, Parameters parameters) {
+    super(context, parameters.http());
+    this.defaultThreshold = parameters.cacheHitThreshold();
+    this.maxDecodeFirstBytes = parameters.maxDecodeFirstBytes();
   }
 
   @Override
@@ -130,7 +140,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
                 ? given.isNumber() && given.asDouble() > 0
                 : defaultThreshold != null);
     if (!decodeFirst) {
-      return cancellable(prefillThenDecode(pd, body), this::sendDecode);
+      return cancellable(prefillThenDecode(pd, body), this::sendDecodeReporting);
     }
     ObjectNode attempt = body;
     if (given == null) {
@@ -150,7 +160,7 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
             return CompletableFuture.completedFuture(resp);
           }
           listener.connectorEvent(TYPE, "decode_first_refused");
-          return cancellable(prefillThenDecode(pd, body), this::sendDecode);
+          return cancellable(prefillThenDecode(pd, body), this::sendDecodeReporting);
         });
   }
 
@@ -234,13 +244,14 @@ public final class SharedStorageConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code shared-storage}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<Parameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "llm-d shared-storage: decode first when cache_hit_threshold is set, falling back to"
               + " prefill (max_tokens=1) then decode",
+          Parameters.class,
           SharedStorageConnector::new);
     }
   }

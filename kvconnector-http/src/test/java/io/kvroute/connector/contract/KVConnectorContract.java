@@ -8,6 +8,7 @@ import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.ConnectorListener;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnector.PdRequest;
@@ -98,18 +99,26 @@ public abstract class KVConnectorContract {
                 Duration.ofSeconds(5)));
   }
 
+  /** The usage block of {@link #prefillAnswer}: 7 prompt tokens, 3 of them cached. */
+  protected static final String USAGE =
+      "\"usage\":{\"prompt_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":3}}";
+
   /**
-   * The prefill pod's successful answer for {@code api}. The default is a one-token completion
-   * without transfer parameters; NIXL-like connectors return {@code kv_transfer_params}.
+   * The prefill pod's successful answer for {@code api}: a one-token completion with a usage block
+   * ({@link #USAGE}), without transfer parameters.
    */
   protected MockResponse prefillAnswer(InferenceRequest.Api api) {
     return json(
         200,
         api == InferenceRequest.Api.CHAT_COMPLETIONS
             ? "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
-                + "\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"finish_reason\":\"length\"}]}"
+                + "\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"finish_reason\":\"length\"}],"
+                + USAGE
+                + "}"
             : "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,"
-                + "\"text\":\"a\",\"finish_reason\":\"length\"}]}");
+                + "\"text\":\"a\",\"finish_reason\":\"length\"}],"
+                + USAGE
+                + "}");
   }
 
   /**
@@ -118,6 +127,25 @@ public abstract class KVConnectorContract {
    */
   protected boolean sequential() {
     return true;
+  }
+
+  /**
+   * True when the connector serves a request without a prefill endpoint by sending it to decode
+   * alone (every connector but those whose engines cannot run without a prefill, such as {@code
+   * p2pnccl}); false: such a request fails with {@code NoAvailableEndpointException} and nothing is
+   * sent.
+   */
+  protected boolean servesDecodeOnly() {
+    return true;
+  }
+
+  /**
+   * Checks the {@code X-Request-Id} both legs carried for a request whose own id is {@code
+   * requestId}: that id itself by default; connectors that address the transfer through the id
+   * ({@code p2pnccl}) check their own form.
+   */
+  protected void checkRequestId(String sent, String requestId) {
+    assertThat(sent).as("X-Request-Id").isEqualTo(requestId);
   }
 
   /**
@@ -408,6 +436,7 @@ public abstract class KVConnectorContract {
     assertThat(legs.decode().getUrl().encodedPath()).isEqualTo("/v1/completions");
     List<String> ids = legs.header("X-Request-Id");
     assertThat(ids.get(0)).isEqualTo(ids.get(1));
+    checkRequestId(ids.get(0), "req-1");
     assertThat(legs.decode().getHeaders().get("Authorization")).isEqualTo("Bearer t");
     JsonNode orig = OpenAiJson.readTree(original);
     checkPrefillBody(body(legs.prefill()), orig, InferenceRequest.Api.COMPLETIONS);
@@ -442,11 +471,16 @@ public abstract class KVConnectorContract {
   @Test
   void decodeOnlyRequestSkipsPrefill() throws Exception {
     decodeServer.enqueue(json(200, "{\"ok\":true}"));
-    StreamingResponse r =
-        proxied(
-            connector(),
-            PdRequest.decodeOnly(
-                request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), decodeEndpoint()));
+    PdRequest decodeOnly =
+        PdRequest.decodeOnly(request(InferenceRequest.Api.COMPLETIONS, PROMPT_X), decodeEndpoint());
+    if (!servesDecodeOnly()) {
+      assertThat(proxyFailure(connector(), decodeOnly))
+          .isInstanceOf(ConnectorException.NoAvailableEndpointException.class);
+      assertThat(decodeServer.getRequestCount()).isZero();
+      assertThat(prefillServer.getRequestCount()).isZero();
+      return;
+    }
+    StreamingResponse r = proxied(connector(), decodeOnly);
     assertThat(text(r)).isEqualTo("{\"ok\":true}");
     assertThat(prefillServer.getRequestCount()).isZero();
   }
@@ -493,12 +527,48 @@ public abstract class KVConnectorContract {
   }
 
   @Test
-  void oversizedBodyIsRejectedWith413() {
-    KVConnector c = connector(config().withParams(Map.of("maxRequestBytes", 1024)));
-    Throwable t = proxyFailure(c, pd("{\"prompt\":\"" + "x".repeat(2000) + "\"}"));
-    assertThat(t).isInstanceOf(ConnectorException.InvalidRequestException.class);
-    assertThat(((ConnectorException) t).httpStatus()).isEqualTo(413);
-    assertThat(prefillServer.getRequestCount()).isZero();
+  void everyAttemptOfARequestReadsItsOneParse() throws Exception {
+    KVConnector c = connector();
+    PdRequest first = pd(PROMPT_X);
+    PdRequest retry =
+        new PdRequest(
+            first.request().withRequestId(first.request().requestId() + "-r2"),
+            first.prefill(),
+            first.decode());
+    long before = OpenAiJson.clientBodiesParsed();
+    exchange(c, first);
+    exchange(c, retry);
+    assertThat(OpenAiJson.clientBodiesParsed() - before).as("client bodies parsed").isEqualTo(1);
+  }
+
+  @Test
+  void thePrefillAnswersUsageComesUpWithTheResponse() throws Exception {
+    prefillServer.enqueue(prefillAnswer(InferenceRequest.Api.COMPLETIONS));
+    decodeServer.enqueue(json(200, "{}"));
+    StreamingResponse r = proxied(connector(), pd(PROMPT_X));
+    text(r);
+    assertThat(r.prefillUsage()).contains(new EngineUsage(7, 3));
+  }
+
+  /**
+   * A misspelt parameter does not start a connector that ignores it: the connector declares its
+   * parameters, and an unknown key is refused with the closest known one, by {@link
+   * KVConnectorProvider#checkParameters} as by {@link KVConnectorProvider#create}.
+   */
+  @Test
+  void anUnknownParameterIsRefusedWithTheClosestKnownOne() {
+    ConnectorConfig misspelt = config().withParams(Map.of("maxPrefillResponseByte", 1024));
+    assertThatThrownBy(() -> connector(misspelt))
+        .isInstanceOf(io.kvroute.connector.ConnectorConfigException.class)
+        .hasMessageStartingWith("kvConnector.config.maxPrefillResponseByte: ")
+        .hasMessageContaining("did you mean \"maxPrefillResponseBytes\"");
+    KVConnectorProvider provider =
+        KVConnectors.discover(getClass().getClassLoader()).provider(type());
+    assertThatThrownBy(() -> provider.checkParameters(misspelt))
+        .isInstanceOf(io.kvroute.connector.ConnectorConfigException.class)
+        .hasMessageContaining("did you mean \"maxPrefillResponseBytes\"");
+    assertThat(provider.parameters()).as("declared parameters").isPresent();
+    provider.checkParameters(config());
   }
 
   @Test
@@ -666,7 +736,8 @@ public abstract class KVConnectorContract {
     KVConnector.DecodeRequest d = prepared(connector(), pd("{\"prompt\":\"x\",\"max_tokens\":5}"));
     assertThat(d.endpoint()).isEqualTo(decodeEndpoint());
     assertThat(d.url()).isEqualTo(decodeEndpoint().baseUrl() + "/v1/completions");
-    assertThat(d.headers().get("X-Request-Id")).containsExactly("req-1");
+    assertThat(d.headers().get("X-Request-Id")).hasSize(1);
+    checkRequestId(d.headers().get("X-Request-Id").get(0), "req-1");
     JsonNode body = OpenAiJson.readTree(d.body());
     assertThat(body.path("max_tokens").asInt()).isEqualTo(5);
     assertThatThrownBy(() -> d.headers().put("x", List.of()))

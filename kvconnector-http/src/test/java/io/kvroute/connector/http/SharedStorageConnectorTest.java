@@ -137,7 +137,7 @@ class SharedStorageConnectorTest extends KVConnectorContract {
     decodeServer.enqueue(json(200, ANSWER));
     StreamingResponse r =
         proxied(
-            connector(config().withParams(Map.of("cacheHitThreshold", "0.75"))),
+            connector(config().withParams(Map.of("cacheHitThreshold", 0.75))),
             pd("{\"prompt\":\"hi\"}"));
     assertThat(text(r)).isEqualTo(ANSWER);
     assertThat(
@@ -147,7 +147,7 @@ class SharedStorageConnectorTest extends KVConnectorContract {
         .isEqualTo(0.75);
     assertThat(prefillServer.getRequestCount()).isZero();
 
-    for (String bad : List.of("0", "1.5", "x")) {
+    for (Object bad : List.<Object>of(0, 1.5, "x", "0.75")) {
       assertThatThrownBy(() -> connector(config().withParams(Map.of("cacheHitThreshold", bad))))
           .isInstanceOf(ConnectorConfigException.class)
           .hasMessageContaining("kvConnector.config.cacheHitThreshold");

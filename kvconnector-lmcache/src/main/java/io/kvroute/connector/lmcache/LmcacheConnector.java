@@ -7,11 +7,13 @@ import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.connector.http.ConnectorParameters;
 import io.kvroute.connector.http.HttpConnector;
+import io.kvroute.connector.http.HttpParameters;
 import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.connector.http.TypedConnectorProvider;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -71,10 +73,9 @@ import java.util.concurrent.CompletableFuture;
  * llm-d's {@code cache_hit_threshold} decode-first variant is the {@code shared-storage} connector
  * ({@code io.kvroute.connector.http.SharedStorageConnector}).
  *
- * <p>Parameters (the {@code config:} block): {@code firstToken} (default false), {@code
- * maxRequestBytes} (default 16 MiB; larger bodies are rejected with 413) and {@code
- * maxPrefillResponseBytes} (default 4 MiB; also bounds the {@code /tokenize} answer and, in
- * first-token mode, a non-streamed decode answer).
+ * <p>Parameters (the {@code config:} block; {@link Parameters}): {@code firstToken} (default false)
+ * and {@code maxPrefillResponseBytes} (default 4 MiB; also bounds the {@code /tokenize} answer and,
+ * in first-token mode, a non-streamed decode answer).
  *
  * <p>Thread-safe and stateless per request.
  */
@@ -88,10 +89,36 @@ public final class LmcacheConnector extends HttpConnector {
 
   private final boolean firstToken;
 
-  /** A connector in {@code context}. */
+  /**
+   * The parameters of {@code lmcache}.
+   *
+   * @param firstToken LMCache's first-token proxy flow for completions (default false)
+   * @param maxPrefillResponseBytes as in {@link HttpParameters}; also bounds the {@code /tokenize}
+   *     answer and, in first-token mode, a non-streamed decode answer
+   */
+  public record Parameters(Boolean firstToken, Integer maxPrefillResponseBytes) {
+    /** Fills in the defaults and checks the values. */
+    public Parameters {
+      firstToken = firstToken != null && firstToken;
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
+      maxPrefillResponseBytes = http.maxPrefillResponseBytes();
+    }
+
+    /** The common HTTP parameters. */
+    public HttpParameters http() {
+      return HttpParameters.of(maxPrefillResponseBytes);
+    }
+  }
+
+  /** A connector in {@code context}; its {@code config:} block binds to {@link Parameters}. */
   public LmcacheConnector(KVConnectorProvider.Context context) {
-    super(context, TYPE);
-    this.firstToken = context.config().booleanParam("firstToken", false);
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class));
+  }
+
+  /** A connector in {@code context} with {@code parameters}. */
+  public LmcacheConnector(KVConnectorProvider.Context context, Parameters parameters) {
+    super(context, TYPE, parameters.http());
+    this.firstToken = parameters.firstToken();
   }
 
   @Override
@@ -147,7 +174,13 @@ public final class LmcacheConnector extends HttpConnector {
           prefill.set("prompt", t.deepCopy());
           prefill.putObject("kv_transfer_params").put("ret_first_tok", true);
           return cancellable(
-              sendPrefill(pd, prefill), answer -> continueFrom(pd, body, t, maxTokens, answer));
+              sendPrefill(pd, prefill),
+              answer ->
+                  cancellable(
+                      continueFrom(pd, body, t, maxTokens, answer),
+                      r ->
+                          CompletableFuture.completedFuture(
+                              StreamingResponse.withPrefillUsage(r, OpenAiJson.usage(answer)))));
         });
   }
 
@@ -274,13 +307,14 @@ public final class LmcacheConnector extends HttpConnector {
   }
 
   /** The ServiceLoader provider of {@code lmcache}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<Parameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "vLLM LMCacheConnectorV1 (shared store or LMCache PD channel): prefill (max_tokens=1)"
               + " then the original body to decode",
+          Parameters.class,
           LmcacheConnector::new);
     }
   }

@@ -45,7 +45,7 @@ class LmcacheConnectorTest extends KVConnectorContract {
           + "\"finish_reason\":\"length\"}],\"kv_transfer_params\":{\"first_tok\":99}}";
 
   private io.kvroute.connector.KVConnector firstTokenConnector() {
-    return connector(config().withParams(java.util.Map.of("firstToken", "true")));
+    return connector(config().withParams(java.util.Map.of("firstToken", true)));
   }
 
   private StreamingResponse firstToken(String body) throws Exception {

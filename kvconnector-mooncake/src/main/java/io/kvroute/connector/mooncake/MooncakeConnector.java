@@ -3,18 +3,21 @@ package io.kvroute.connector.mooncake;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.config.Checks;
+import io.kvroute.config.ConfigException;
 import io.kvroute.connector.CancellableFutures;
-import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.HttpTransport;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.ConcurrentHttpConnector;
+import io.kvroute.connector.http.ConnectorParameters;
+import io.kvroute.connector.http.HttpParameters;
 import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.connector.http.TypedConnectorProvider;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -70,7 +73,7 @@ import java.util.function.Supplier;
  * message says so, so that a configuration written for the store fails loudly here instead of
  * changing meaning silently.
  *
- * <p>Parameters (the {@code config:} block):
+ * <p>Parameters (the {@code config:} block; {@link Parameters}):
  *
  * <ul>
  *   <li>{@code bootstrapPort} (default 8998, vLLM's {@code VLLM_MOONCAKE_BOOTSTRAP_PORT}): the
@@ -82,7 +85,7 @@ import java.util.function.Supplier;
  *   <li>{@code bootstrapCacheSize} (default 1024): the most prefill endpoints cached; the least
  *       recently used is evicted (reported as {@code connectorEvent("mooncake",
  *       "bootstrap_cache_evicted")}).
- *   <li>{@code maxRequestBytes} (default 16 MiB), {@code maxPrefillResponseBytes} (default 4 MiB).
+ *   <li>{@code maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
  * <p>Thread-safe: the bootstrap cache is a synchronized bounded map; requests share nothing else.
@@ -108,36 +111,71 @@ public final class MooncakeConnector extends ConcurrentHttpConnector {
   private final Map<String, Bootstrap> cache;
   private final AtomicInteger roundRobin = new AtomicInteger();
 
-  /** A connector in {@code context}; reads the parameters listed above. */
+  /**
+   * The parameters of {@code mooncake}.
+   *
+   * @param bootstrapPort the prefillers' Mooncake bootstrap port (default 8998, vLLM's {@code
+   *     VLLM_MOONCAKE_BOOTSTRAP_PORT}); the endpoint label {@value #BOOTSTRAP_PORT_LABEL} overrides
+   *     it per endpoint
+   * @param bootstrapTimeout one {@code /query} call (default {@code 5s}, more than 0)
+   * @param bootstrapCacheTtl how long a {@code /query} answer is reused (default {@code 60s}, at
+   *     least 0)
+   * @param bootstrapCacheSize the most prefill endpoints whose answer is cached, least recently
+   *     used evicted first (default 1024, at least 1)
+   * @param maxPrefillResponseBytes as in {@link HttpParameters}
+   */
+  public record Parameters(
+      Integer bootstrapPort,
+      Duration bootstrapTimeout,
+      Duration bootstrapCacheTtl,
+      Integer bootstrapCacheSize,
+      Integer maxPrefillResponseBytes) {
+    /** Fills in the defaults and checks the values. */
+    public Parameters {
+      bootstrapPort = bootstrapPort == null ? 8998 : bootstrapPort;
+      Checks.range("bootstrapPort", bootstrapPort, 1, 65535);
+      bootstrapTimeout = bootstrapTimeout == null ? Duration.ofSeconds(5) : bootstrapTimeout;
+      if (bootstrapTimeout.isZero() || bootstrapTimeout.isNegative()) {
+        throw new ConfigException("bootstrapTimeout", "must be > 0, was " + bootstrapTimeout);
+      }
+      bootstrapCacheTtl = bootstrapCacheTtl == null ? Duration.ofSeconds(60) : bootstrapCacheTtl;
+      if (bootstrapCacheTtl.isNegative()) {
+        throw new ConfigException("bootstrapCacheTtl", "must be >= 0, was " + bootstrapCacheTtl);
+      }
+      bootstrapCacheSize = bootstrapCacheSize == null ? 1024 : bootstrapCacheSize;
+      Checks.range("bootstrapCacheSize", bootstrapCacheSize, 1, Integer.MAX_VALUE);
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
+      maxPrefillResponseBytes = http.maxPrefillResponseBytes();
+    }
+
+    /** The common HTTP parameters. */
+    public HttpParameters http() {
+      return HttpParameters.of(maxPrefillResponseBytes);
+    }
+  }
+
+  /** A connector in {@code context}; its {@code config:} block binds to {@link Parameters}. */
   public MooncakeConnector(KVConnectorProvider.Context context) {
-    this(context, () -> "xfer-" + UUID.randomUUID());
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class));
+  }
+
+  /** A connector in {@code context} with {@code parameters}. */
+  public MooncakeConnector(KVConnectorProvider.Context context, Parameters parameters) {
+    this(context, parameters, () -> "xfer-" + UUID.randomUUID());
   }
 
   MooncakeConnector(KVConnectorProvider.Context context, Supplier<String> transferIds) {
-    super(context);
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class), transferIds);
+  }
+
+  private MooncakeConnector(
+      KVConnectorProvider.Context context, Parameters parameters, Supplier<String> transferIds) {
+    super(context, parameters.http());
     this.transferIds = transferIds;
-    this.bootstrapPort = context.config().intParam("bootstrapPort", 8998);
-    if (bootstrapPort < 1 || bootstrapPort > 65535) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.bootstrapPort", "must be in 1..65535, was " + bootstrapPort);
-    }
-    this.bootstrapTimeout =
-        context.config().durationParam("bootstrapTimeout", Duration.ofSeconds(5));
-    if (bootstrapTimeout.isZero() || bootstrapTimeout.isNegative()) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.bootstrapTimeout", "must be > 0, was " + bootstrapTimeout);
-    }
-    Duration ttl = context.config().durationParam("bootstrapCacheTtl", Duration.ofSeconds(60));
-    if (ttl.isNegative()) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.bootstrapCacheTtl", "must be >= 0, was " + ttl);
-    }
-    this.cacheTtlNanos = ttl.toNanos();
-    this.cacheSize = context.config().intParam("bootstrapCacheSize", 1024);
-    if (cacheSize < 1) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.bootstrapCacheSize", "must be >= 1, was " + cacheSize);
-    }
+    this.bootstrapPort = parameters.bootstrapPort();
+    this.bootstrapTimeout = parameters.bootstrapTimeout();
+    this.cacheTtlNanos = parameters.bootstrapCacheTtl().toNanos();
+    this.cacheSize = parameters.bootstrapCacheSize();
     this.cache =
         new LinkedHashMap<>(16, 0.75f, true) {
           private static final long serialVersionUID = 1L;
@@ -357,13 +395,14 @@ public final class MooncakeConnector extends ConcurrentHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code mooncake}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<Parameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "vLLM MooncakeConnector: bootstrap /query, then prefill and decode together with a"
               + " shared transfer_id",
+          Parameters.class,
           MooncakeConnector::new);
     }
   }

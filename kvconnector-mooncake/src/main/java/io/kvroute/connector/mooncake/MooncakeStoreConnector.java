@@ -1,8 +1,10 @@
 package io.kvroute.connector.mooncake;
 
 import io.kvroute.connector.KVConnectorProvider;
-import io.kvroute.connector.SimpleConnectorProvider;
+import io.kvroute.connector.http.ConnectorParameters;
 import io.kvroute.connector.http.HttpConnector;
+import io.kvroute.connector.http.HttpParameters;
+import io.kvroute.connector.http.TypedConnectorProvider;
 
 /**
  * The {@code mooncake-store} connector: vLLM in front of a shared MooncakeStore (a distributed KV
@@ -28,8 +30,8 @@ import io.kvroute.connector.http.HttpConnector;
  * prefills locally.
  *
  * <p>Both legs carry the same {@code X-Request-Id}; client-supplied transfer fields are removed.
- * Parameters (the {@code config:} block): {@code maxRequestBytes} (default 16 MiB; 413 above it),
- * {@code maxPrefillResponseBytes} (default 4 MiB).
+ * Parameters (the {@code config:} block): {@link HttpParameters} ({@code maxPrefillResponseBytes},
+ * default 4 MiB).
  *
  * <p>Thread-safe and stateless per request.
  */
@@ -38,19 +40,25 @@ public final class MooncakeStoreConnector extends HttpConnector {
   /** The type name. */
   public static final String TYPE = "mooncake-store";
 
-  /** A connector in {@code context}. */
+  /** A connector in {@code context}; its {@code config:} block binds to {@link HttpParameters}. */
   public MooncakeStoreConnector(KVConnectorProvider.Context context) {
-    super(context, TYPE);
+    this(context, ConnectorParameters.bind(context.config(), HttpParameters.class));
+  }
+
+  /** A connector in {@code context} with {@code parameters}. */
+  public MooncakeStoreConnector(KVConnectorProvider.Context context, HttpParameters parameters) {
+    super(context, TYPE, parameters);
   }
 
   /** The ServiceLoader provider of {@code mooncake-store}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<HttpParameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "vLLM with a shared MooncakeStore: prefill (max_tokens=1) then the original body to"
               + " decode (the plain two-step flow)",
+          HttpParameters.class,
           MooncakeStoreConnector::new);
     }
   }

@@ -1,21 +1,26 @@
 package io.kvroute.connector.nixl;
 
+import io.kvroute.config.Checks;
+import io.kvroute.config.ConfigException;
 import io.kvroute.connector.CancellableFutures;
+import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.UpstreamException;
 import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.ConnectorParameters;
+import io.kvroute.connector.http.HttpParameters;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
@@ -51,20 +56,21 @@ import java.util.concurrent.atomic.AtomicReference;
  * requests go to the first member. Every {@link KVConnector.DecodeRequest} carries the attribute
  * {@code connector=<member type>}.
  *
- * <p>Parameters (the {@code config:} block):
+ * <p>Parameters (the {@code config:} block; {@link Parameters}):
  *
  * <ul>
- *   <li>{@code chain} (default {@code [nixl, http]}): the member types in order, as a list or a
- *       comma-separated string. At least one; {@code fallback} itself and the concurrent types
- *       {@code mooncake} and {@code sglang} are not allowed (a member's decode leg is sent by this
- *       connector after the member's prefill finished). Members are found with {@link
- *       KVConnectors#discover} on this class's class loader and created with the same context; they
- *       receive this block's other parameters.
+ *   <li>{@code chain} (default {@code [nixl, http]}): the member types in order, as a list. At
+ *       least one; {@code fallback} itself and the concurrent types {@code mooncake} and {@code
+ *       sglang} are not allowed (a member's decode leg is sent by this connector after the member's
+ *       prefill finished). Members are found with {@link KVConnectors#discover} on this class's
+ *       class loader and created with the same context; each receives the other keys of this block
+ *       that it declares (one that declares none receives them all), and a key no member takes is
+ *       refused.
  *   <li>{@code fallbackTtl} (default {@code 5m}): how long a prefill endpoint stays marked as not
  *       speaking a member's protocol.
  *   <li>{@code fallbackMemorySize} (default 4096): the most (endpoint, member) marks kept; the
  *       least recently used is evicted beyond that.
- *   <li>{@code maxRequestBytes}, {@code maxPrefillResponseBytes}: as for every HTTP connector.
+ *   <li>{@code maxPrefillResponseBytes}: as for every HTTP connector.
  * </ul>
  *
  * <p>Thread-safe: the marks live in a synchronized bounded map.
@@ -84,6 +90,47 @@ public final class FallbackConnector extends AbstractHttpConnector {
   private final int memorySize;
   private final Map<String, Long> marks;
 
+  /**
+   * The parameters of {@code fallback} itself. The {@code config:} block may hold the chain
+   * members' parameters too: each member gets the keys it declares (a member that declares none
+   * gets every key that is not {@code fallback}'s own), and a key no member and not {@code
+   * fallback} takes is refused.
+   *
+   * @param chain the member types in order (default {@code [nixl, http]}); at least one, never
+   *     {@code fallback}, {@code mooncake} or {@code sglang}
+   * @param fallbackTtl how long a prefill endpoint stays marked as not speaking a member's protocol
+   *     (default {@code 5m}, at least 0)
+   * @param fallbackMemorySize the most (endpoint, member) marks kept, least recently used evicted
+   *     first (default 4096, at least 1)
+   * @param maxPrefillResponseBytes as in {@link HttpParameters}; also passed to the members
+   */
+  public record Parameters(
+      List<String> chain,
+      Duration fallbackTtl,
+      Integer fallbackMemorySize,
+      Integer maxPrefillResponseBytes) {
+    /** Fills in the defaults and checks the values. */
+    public Parameters {
+      chain = chainOf(chain);
+      fallbackTtl = fallbackTtl == null ? Duration.ofMinutes(5) : fallbackTtl;
+      if (fallbackTtl.isNegative()) {
+        throw new ConfigException("fallbackTtl", "must be >= 0, was " + fallbackTtl);
+      }
+      fallbackMemorySize = fallbackMemorySize == null ? 4096 : fallbackMemorySize;
+      Checks.range("fallbackMemorySize", fallbackMemorySize, 1, Integer.MAX_VALUE);
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
+      maxPrefillResponseBytes = http.maxPrefillResponseBytes();
+    }
+
+    /** The common HTTP parameters. */
+    public HttpParameters http() {
+      return HttpParameters.of(maxPrefillResponseBytes);
+    }
+  }
+
+  /** Keys only {@code fallback} takes; the members never see them. */
+  private static final Set<String> OWN_ONLY = Set.of("chain", "fallbackTtl", "fallbackMemorySize");
+
   /** A chain built from {@code context.config().params()}, members found by ServiceLoader. */
   public FallbackConnector(KVConnectorProvider.Context context) {
     this(context, KVConnectors.discover(FallbackConnector.class.getClassLoader()));
@@ -91,29 +138,21 @@ public final class FallbackConnector extends AbstractHttpConnector {
 
   /** A chain whose members come from {@code registry}. */
   public FallbackConnector(KVConnectorProvider.Context context, KVConnectors registry) {
-    super(context);
-    List<String> chain = chain(context.config().params().get("chain"));
-    Duration ttl = context.config().durationParam("fallbackTtl", Duration.ofMinutes(5));
-    if (ttl.isNegative()) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.fallbackTtl", "must be >= 0, was " + ttl);
-    }
-    this.ttlNanos = ttl.toNanos();
-    this.memorySize = context.config().intParam("fallbackMemorySize", 4096);
-    if (memorySize < 1) {
-      throw new ConnectorConfigException(
-          "kvConnector.config.fallbackMemorySize", "must be >= 1, was " + memorySize);
-    }
-    Map<String, Object> memberParams = new LinkedHashMap<>(context.config().params());
-    memberParams.remove("chain");
-    memberParams.remove("fallbackTtl");
-    memberParams.remove("fallbackMemorySize");
+    this(context, registry, Split.of(context.config(), registry));
+  }
+
+  private FallbackConnector(
+      KVConnectorProvider.Context context, KVConnectors registry, Split split) {
+    super(context, split.own().http());
+    this.ttlNanos = split.own().fallbackTtl().toNanos();
+    this.memorySize = split.own().fallbackMemorySize();
     List<KVConnector> built = new ArrayList<>();
-    for (String type : chain) {
+    for (int i = 0; i < split.own().chain().size(); i++) {
+      String type = split.own().chain().get(i);
       built.add(
           registry.create(
               KVConnectorProvider.Context.builder(
-                      context.config().withType(type).withParams(memberParams),
+                      context.config().withType(type).withParams(split.members().get(i)),
                       context.transport(),
                       context.scheduler())
                   .listener(context.listener())
@@ -136,34 +175,85 @@ public final class FallbackConnector extends AbstractHttpConnector {
         };
   }
 
-  private static List<String> chain(Object value) {
-    String field = "kvConnector.config.chain";
+  /**
+   * The {@code config:} block split into {@code fallback}'s own parameters and each member's.
+   *
+   * @param own the bound parameters of {@code fallback}
+   * @param members each chain member's parameters, in chain order
+   */
+  private record Split(Parameters own, List<Map<String, Object>> members) {
+    static Split of(ConnectorConfig config, KVConnectors registry) {
+      Map<String, Object> params = config.params();
+      Set<String> ownKeys = ConnectorParameters.names(Parameters.class);
+      Map<String, Object> ownParams = new LinkedHashMap<>();
+      params.forEach(
+          (k, v) -> {
+            if (ownKeys.contains(k)) {
+              ownParams.put(k, v);
+            }
+          });
+      Parameters own = ConnectorParameters.bind(config.withParams(ownParams), Parameters.class);
+      List<KVConnectorProvider> providers = new ArrayList<>();
+      List<Set<String>> accepted = new ArrayList<>();
+      Set<String> known = new java.util.TreeSet<>(ownKeys);
+      for (String type : own.chain()) {
+        KVConnectorProvider p;
+        try {
+          p = registry.provider(type);
+        } catch (ConnectorException.UnknownConnectorException e) {
+          throw new ConnectorConfigException(
+              ConnectorParameters.PATH + ".chain",
+              ConfigException.unknown("", "connector type", type, registry.types()).problem());
+        }
+        providers.add(p);
+        Set<String> keys = p.parameters().map(ConnectorParameters::names).orElse(null);
+        accepted.add(keys);
+        if (keys != null) {
+          known.addAll(keys);
+        }
+      }
+      List<Map<String, Object>> members = new ArrayList<>();
+      for (int i = 0; i < providers.size(); i++) {
+        members.add(new LinkedHashMap<>());
+      }
+      for (Map.Entry<String, Object> e : params.entrySet()) {
+        String key = e.getKey();
+        boolean taken = ownKeys.contains(key);
+        if (!OWN_ONLY.contains(key)) {
+          for (int i = 0; i < providers.size(); i++) {
+            Set<String> keys = accepted.get(i);
+            if (keys == null || keys.contains(key)) {
+              members.get(i).put(key, e.getValue());
+              taken = true;
+            }
+          }
+        }
+        if (!taken) {
+          throw ConnectorParameters.unknown(TYPE, key, known);
+        }
+      }
+      for (int i = 0; i < providers.size(); i++) {
+        providers
+            .get(i)
+            .checkParameters(config.withType(own.chain().get(i)).withParams(members.get(i)));
+      }
+      return new Split(own, members);
+    }
+  }
+
+  private static List<String> chainOf(List<String> value) {
     if (value == null) {
       return List.of(NixlConnector.TYPE, "http");
     }
-    List<String> types = new ArrayList<>();
-    if (value instanceof Collection<?> values) {
-      for (Object o : values) {
-        types.add(String.valueOf(o));
-      }
-    } else {
-      String s = String.valueOf(value).trim();
-      if (s.startsWith("[") && s.endsWith("]")) {
-        s = s.substring(1, s.length() - 1);
-      }
-      for (String part : s.split(",")) {
-        types.add(part);
-      }
-    }
     List<String> out = new ArrayList<>();
-    for (String t : types) {
-      String type = t.trim().toLowerCase(Locale.ROOT);
+    for (String t : value) {
+      String type = t == null ? "" : t.trim().toLowerCase(Locale.ROOT);
       if (type.isEmpty()) {
         continue;
       }
       if (NOT_CHAINABLE.contains(type)) {
-        throw new ConnectorConfigException(
-            field,
+        throw new ConfigException(
+            "chain",
             "must not contain \""
                 + type
                 + "\" (fallback chains hold sequential connectors such as nixl, lmcache, http)");
@@ -171,10 +261,10 @@ public final class FallbackConnector extends AbstractHttpConnector {
       out.add(type);
     }
     if (out.isEmpty()) {
-      throw new ConnectorConfigException(
-          field, "must name at least one connector type, e.g. [nixl, http]; was " + value);
+      throw new ConfigException(
+          "chain", "must name at least one connector type, e.g. [nixl, http]; was " + value);
     }
-    return out;
+    return List.copyOf(out);
   }
 
   @Override
@@ -317,14 +407,36 @@ public final class FallbackConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code fallback}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider implements KVConnectorProvider {
     /** For ServiceLoader. */
-    public Provider() {
-      super(
-          TYPE,
-          "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
-              + " speak the previous one",
-          FallbackConnector::new);
+    public Provider() {}
+
+    @Override
+    public String type() {
+      return TYPE;
+    }
+
+    @Override
+    public String description() {
+      return "a chain such as [nixl, http]: the next member for prefill endpoints that do not"
+          + " speak the previous one";
+    }
+
+    /** {@link Parameters}; the chain members' parameters are accepted too. */
+    @Override
+    public Optional<Class<? extends Record>> parameters() {
+      return Optional.of(Parameters.class);
+    }
+
+    /** Checks {@code fallback}'s own parameters, then each member's with the keys it takes. */
+    @Override
+    public void checkParameters(ConnectorConfig config) {
+      Split.of(config, KVConnectors.discover(FallbackConnector.class.getClassLoader()));
+    }
+
+    @Override
+    public KVConnector create(Context context) {
+      return new FallbackConnector(context);
     }
   }
 }

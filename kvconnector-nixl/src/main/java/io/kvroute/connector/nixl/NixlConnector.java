@@ -3,14 +3,15 @@ package io.kvroute.connector.nixl;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvroute.connector.ConnectorConfigException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.http.AbstractHttpConnector;
+import io.kvroute.connector.http.ConnectorParameters;
+import io.kvroute.connector.http.HttpParameters;
 import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.connector.http.TypedConnectorProvider;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -47,7 +48,7 @@ import java.util.concurrent.CompletableFuture;
  * and {@code disaggregated_params} never reach either pod (the reference proxy would pass them on
  * when the prefill returns none; spec §8.3 says not to).
  *
- * <p>Parameters (the {@code config:} block of {@code kvConnector}):
+ * <p>Parameters (the {@code config:} block of {@code kvConnector}; {@link Parameters}):
  *
  * <ul>
  *   <li>{@code remoteHostRewrite} (default {@code never}): what to do with the {@code remote_host}
@@ -56,7 +57,6 @@ import java.util.concurrent.CompletableFuture;
  *       0.0.0.0}; vLLM's default when {@code VLLM_NIXL_SIDE_CHANNEL_HOST} is unset) with the
  *       prefill endpoint's host; {@code always} replaces it unconditionally, as AIBrix does. Each
  *       rewrite is reported as {@code connectorEvent("nixl", "remote_host_rewritten")}.
- *   <li>{@code maxRequestBytes} (default 16 MiB): larger client bodies are rejected with 413.
  *   <li>{@code maxPrefillResponseBytes} (default 4 MiB): larger prefill answers fail the leg.
  * </ul>
  *
@@ -79,11 +79,60 @@ public final class NixlConnector extends AbstractHttpConnector {
   /** The event reported when {@code remote_host} was replaced by the prefill endpoint's host. */
   public static final String EVENT_HOST_REWRITTEN = "remote_host_rewritten";
 
-  /** How {@code remote_host} in the prefill's answer is treated. */
-  enum RemoteHostRewrite {
+  /**
+   * How {@code remote_host} in the prefill's answer is treated (written in lower case: {@code
+   * never}, {@code localhost}, {@code always}).
+   */
+  public enum RemoteHostRewrite {
+    /** Forward the prefiller's {@code remote_host} verbatim. */
     NEVER,
+    /** Replace a loopback or unspecified {@code remote_host} with the prefill endpoint's host. */
     LOCALHOST,
-    ALWAYS
+    /** Replace {@code remote_host} with the prefill endpoint's host unconditionally. */
+    ALWAYS;
+
+    /**
+     * The mode named {@code name}, case-insensitively.
+     *
+     * @throws IllegalArgumentException naming the modes otherwise
+     */
+    @com.fasterxml.jackson.annotation.JsonCreator
+    public static RemoteHostRewrite of(String name) {
+      for (RemoteHostRewrite r : values()) {
+        if (r.toString().equals(name.trim().toLowerCase(Locale.ROOT))) {
+          return r;
+        }
+      }
+      throw new io.kvroute.config.ConfigException(
+          "", "must be one of never, localhost, always; was \"" + name + "\"");
+    }
+
+    /** The name as configurations write it. */
+    @Override
+    public String toString() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /**
+   * The parameters of {@code nixl}.
+   *
+   * @param remoteHostRewrite what to do with the {@code remote_host} the prefiller reports (default
+   *     {@code never})
+   * @param maxPrefillResponseBytes as in {@link HttpParameters}
+   */
+  public record Parameters(RemoteHostRewrite remoteHostRewrite, Integer maxPrefillResponseBytes) {
+    /** Fills in the defaults and checks the values. */
+    public Parameters {
+      remoteHostRewrite = remoteHostRewrite == null ? RemoteHostRewrite.NEVER : remoteHostRewrite;
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
+      maxPrefillResponseBytes = http.maxPrefillResponseBytes();
+    }
+
+    /** The common HTTP parameters. */
+    public HttpParameters http() {
+      return HttpParameters.of(maxPrefillResponseBytes);
+    }
   }
 
   private static final Set<String> LOOPBACK =
@@ -91,25 +140,15 @@ public final class NixlConnector extends AbstractHttpConnector {
 
   private final RemoteHostRewrite rewrite;
 
-  /** A connector in {@code context}; reads the parameters listed above. */
+  /** A connector in {@code context}; its {@code config:} block binds to {@link Parameters}. */
   public NixlConnector(KVConnectorProvider.Context context) {
-    super(context);
-    String mode = context.config().param("remoteHostRewrite").orElse("never");
-    switch (mode.trim().toLowerCase(Locale.ROOT)) {
-      case "never":
-        rewrite = RemoteHostRewrite.NEVER;
-        break;
-      case "localhost":
-        rewrite = RemoteHostRewrite.LOCALHOST;
-        break;
-      case "always":
-        rewrite = RemoteHostRewrite.ALWAYS;
-        break;
-      default:
-        throw new ConnectorConfigException(
-            "kvConnector.config.remoteHostRewrite",
-            "must be one of never, localhost, always; was \"" + mode + "\"");
-    }
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class));
+  }
+
+  /** A connector in {@code context} with {@code parameters}. */
+  public NixlConnector(KVConnectorProvider.Context context, Parameters parameters) {
+    super(context, parameters.http());
+    this.rewrite = parameters.remoteHostRewrite();
   }
 
   @Override
@@ -182,13 +221,14 @@ public final class NixlConnector extends AbstractHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code nixl}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<Parameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "vLLM NixlConnector: non-streamed prefill with do_remote_decode, its"
               + " kv_transfer_params forwarded to the streamed decode",
+          Parameters.class,
           NixlConnector::new);
     }
   }

@@ -82,7 +82,7 @@ class FallbackConnectorTest extends KVConnectorContract {
 
   @Test
   void strictServerRejectingTheFieldIsRetriedWithTheNextMemberAndRemembered() throws Exception {
-    FallbackConnector c = chain(Map.of("chain", "nixl, http"));
+    FallbackConnector c = chain(Map.of("chain", List.of("nixl", "http")));
     prefillServer.enqueue(
         json(400, "{\"error\":{\"message\":\"unknown field: kv_transfer_params\"}}"));
     prefillServer.enqueue(json(200, "{\"choices\":[{\"finish_reason\":\"length\"}]}"));
@@ -177,5 +177,32 @@ class FallbackConnectorTest extends KVConnectorContract {
     assertThat(chain(Map.of()).chainTypes()).containsExactly("nixl", "http");
     ConnectorConfig cfg = config();
     assertThat(cfg.params()).isEmpty();
+  }
+
+  /**
+   * The block is flat: each member gets the keys it declares, and a key neither {@code fallback}
+   * nor a member takes is refused with the closest known one, by the provider's check too.
+   */
+  @Test
+  void membersTakeTheirOwnParametersAndUnknownKeysAreRefused() throws Exception {
+    FallbackConnector c =
+        chain(Map.of("chain", List.of("nixl", "http"), "remoteHostRewrite", "always"));
+    assertThat(c.chainTypes()).containsExactly("nixl", "http");
+    assertThatThrownBy(() -> chain(Map.of("remoteHostRewrit", "always")))
+        .isInstanceOf(ConnectorConfigException.class)
+        .hasMessageStartingWith(
+            "kvConnector.config.remoteHostRewrit: unknown fallback parameter \"remoteHostRewrit\";"
+                + " did you mean \"remoteHostRewrite\"?");
+    assertThatThrownBy(() -> chain(Map.of("remoteHostRewrite", "sometimes")))
+        .isInstanceOf(ConnectorConfigException.class)
+        .hasMessageStartingWith(
+            "kvConnector.config.remoteHostRewrite: must be one of never, localhost, always");
+    KVConnectorProvider provider = new FallbackConnector.Provider();
+    assertThatThrownBy(
+            () -> provider.checkParameters(config().withParams(Map.of("fallbackTl", "1m"))))
+        .isInstanceOf(ConnectorConfigException.class)
+        .hasMessageContaining("did you mean \"fallbackTtl\"");
+    provider.checkParameters(
+        config().withParams(Map.of("fallbackTtl", "1m", "remoteHostRewrite", "localhost")));
   }
 }

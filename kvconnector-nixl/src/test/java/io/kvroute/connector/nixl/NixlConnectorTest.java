@@ -51,7 +51,8 @@ class NixlConnectorTest extends KVConnectorContract {
         "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,"
             + "\"text\":\"a\",\"finish_reason\":\""
             + finishReason
-            + "\"}]"
+            + "\"}],"
+            + USAGE
             + (params == null ? "" : ",\"kv_transfer_params\":" + params)
             + "}");
   }

@@ -3,13 +3,15 @@ package io.kvroute.connector.sglang;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.kvroute.connector.ConnectorConfigException;
+import io.kvroute.config.Checks;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.Leg;
-import io.kvroute.connector.SimpleConnectorProvider;
 import io.kvroute.connector.http.ConcurrentHttpConnector;
+import io.kvroute.connector.http.ConnectorParameters;
+import io.kvroute.connector.http.HttpParameters;
 import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.connector.http.TypedConnectorProvider;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -45,15 +47,14 @@ import java.util.function.LongSupplier;
  * bounded by the prefill timeout, reported to the listener) and returns the decode request, which
  * the gateway must send at once. Both legs carry the same {@code X-Request-Id}.
  *
- * <p>Parameters (the {@code config:} block):
+ * <p>Parameters (the {@code config:} block; {@link Parameters}):
  *
  * <ul>
  *   <li>{@code bootstrapPort} (default: unset, sent as {@code null}): the prefill servers' {@code
  *       --disaggregation-bootstrap-port} (SGLang's default is 8998). An endpoint label {@code
  *       kvroute.io/sglang-bootstrap-port} overrides it per prefill endpoint (AIBrix reads the same
  *       fact from a pod annotation).
- *   <li>{@code maxRequestBytes} (default 16 MiB; larger bodies get 413), {@code
- *       maxPrefillResponseBytes} (default 4 MiB).
+ *   <li>{@code maxPrefillResponseBytes} (default 4 MiB).
  * </ul>
  *
  * <p>Logprobs: SGLang's {@code mini_lb} prepends the prefill's {@code
@@ -75,24 +76,49 @@ public final class SglangConnector extends ConcurrentHttpConnector {
   private final Integer bootstrapPort;
   private final LongSupplier rooms;
 
-  /** A connector in {@code context}; reads the parameters listed above. */
+  /**
+   * The parameters of {@code sglang}.
+   *
+   * @param bootstrapPort the prefill servers' {@code --disaggregation-bootstrap-port} (default:
+   *     unset, sent as {@code null} so that each server uses its own); the endpoint label {@value
+   *     #BOOTSTRAP_PORT_LABEL} overrides it per prefill endpoint
+   * @param maxPrefillResponseBytes as in {@link HttpParameters}
+   */
+  public record Parameters(Integer bootstrapPort, Integer maxPrefillResponseBytes) {
+    /** Fills in the defaults and checks the values. */
+    public Parameters {
+      if (bootstrapPort != null) {
+        Checks.range("bootstrapPort", bootstrapPort, 1, 65535);
+      }
+      HttpParameters http = HttpParameters.of(maxPrefillResponseBytes);
+      maxPrefillResponseBytes = http.maxPrefillResponseBytes();
+    }
+
+    /** The common HTTP parameters. */
+    public HttpParameters http() {
+      return HttpParameters.of(maxPrefillResponseBytes);
+    }
+  }
+
+  /** A connector in {@code context}; its {@code config:} block binds to {@link Parameters}. */
   public SglangConnector(KVConnectorProvider.Context context) {
-    this(context, () -> ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class));
+  }
+
+  /** A connector in {@code context} with {@code parameters}. */
+  public SglangConnector(KVConnectorProvider.Context context, Parameters parameters) {
+    this(context, parameters, () -> ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
   }
 
   SglangConnector(KVConnectorProvider.Context context, LongSupplier rooms) {
-    super(context);
+    this(context, ConnectorParameters.bind(context.config(), Parameters.class), rooms);
+  }
+
+  private SglangConnector(
+      KVConnectorProvider.Context context, Parameters parameters, LongSupplier rooms) {
+    super(context, parameters.http());
     this.rooms = rooms;
-    if (context.config().params().get("bootstrapPort") == null) {
-      this.bootstrapPort = null;
-    } else {
-      int p = context.config().intParam("bootstrapPort", 8998);
-      if (p < 1 || p > 65535) {
-        throw new ConnectorConfigException(
-            "kvConnector.config.bootstrapPort", "must be in 1..65535, was " + p);
-      }
-      this.bootstrapPort = p;
-    }
+    this.bootstrapPort = parameters.bootstrapPort();
   }
 
   @Override
@@ -165,12 +191,13 @@ public final class SglangConnector extends ConcurrentHttpConnector {
   }
 
   /** The ServiceLoader provider of {@code sglang}. */
-  public static final class Provider extends SimpleConnectorProvider {
+  public static final class Provider extends TypedConnectorProvider<Parameters> {
     /** For ServiceLoader. */
     public Provider() {
       super(
           TYPE,
           "SGLang PD: bootstrap_host/port/room on both legs, prefill and decode together",
+          Parameters.class,
           SglangConnector::new);
     }
   }

@@ -60,6 +60,9 @@ public final class KvEventPublisher implements AutoCloseable {
 
   private record Pending(long seq, byte[] payload) {}
 
+  /** Wakes the thread waiting for a batch when the publisher closes (as vLLM's {@code None}). */
+  private static final Pending STOP = new Pending(-1, new byte[0]);
+
   private final String topic;
   private final int bufferSteps;
   private final ReplyFormat replyFormat;
@@ -77,6 +80,7 @@ public final class KvEventPublisher implements AutoCloseable {
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
   private final int hwm;
   private final int handshakeMillis;
+  private final boolean vllmLoop;
   private volatile boolean replaysPaused;
   private ZMQ.Socket pubSocket; // publisher thread (and the constructor)
   private final boolean bound;
@@ -92,6 +96,7 @@ public final class KvEventPublisher implements AutoCloseable {
     this.handshakeMillis = b.handshakeMillis;
     this.bufferSteps = b.bufferSteps;
     this.replyFormat = b.replyFormat;
+    this.vllmLoop = b.vllmLoop;
     this.dpRank = b.dataParallelRank;
     this.nextSeq = b.firstSequence;
     this.queue = new ArrayBlockingQueue<>(b.maxQueueSize);
@@ -296,6 +301,7 @@ public final class KvEventPublisher implements AutoCloseable {
       return;
     }
     running = false;
+    queue.offer(STOP); // a full queue wakes the thread anyway
     try {
       thread.join(2000);
     } catch (InterruptedException e) {
@@ -324,10 +330,14 @@ public final class KvEventPublisher implements AutoCloseable {
           c.run();
         }
         if (router != null && !replaysPaused) {
-          serviceReplay(topicBytes);
+          serviceReplay(topicBytes, !vllmLoop);
         }
-        Pending p = queue.poll(router != null ? 5 : 50, TimeUnit.MILLISECONDS);
+        Pending p = queue.poll(vllmLoop ? 100 : router != null ? 5 : 50, TimeUnit.MILLISECONDS);
         while (p != null) {
+          if (p == STOP) {
+            p = queue.poll();
+            continue;
+          }
           buffer.addLast(p);
           if (buffer.size() > bufferSteps) {
             buffer.removeFirst();
@@ -344,7 +354,7 @@ public final class KvEventPublisher implements AutoCloseable {
             }
             sendLate(topicBytes);
           }
-          p = queue.poll();
+          p = vllmLoop ? null : queue.poll(); // vLLM: one batch per turn, replays in between
         }
       }
       sendLate(topicBytes);
@@ -377,8 +387,9 @@ public final class KvEventPublisher implements AutoCloseable {
     }
   }
 
-  private void serviceReplay(byte[] topicBytes) {
-    while (true) {
+  /** Answers the waiting replay requests ({@code all}) or the first of them. */
+  private void serviceReplay(byte[] topicBytes, boolean all) {
+    for (boolean more = true; more; more = all) {
       byte[] first = router.recv(ZMQ.DONTWAIT);
       if (first == null) {
         return;
@@ -435,6 +446,7 @@ public final class KvEventPublisher implements AutoCloseable {
     private Boolean bind;
     private ZContext context;
     private int handshakeMillis = 5000;
+    private boolean vllmLoop;
 
     private Builder() {}
 
@@ -477,6 +489,18 @@ public final class KvEventPublisher implements AutoCloseable {
     /** Replay reply shape (default {@link ReplyFormat#WITH_TOPIC}). */
     public Builder replyFormat(ReplyFormat replyFormat) {
       this.replyFormat = replyFormat;
+      return this;
+    }
+
+    /**
+     * Turns as vLLM's {@code ZmqEventPublisher._publisher_thread} takes them (default {@code
+     * false}): each turn answers at most one waiting replay request, then waits up to 100 ms for
+     * one batch to publish; an idle publisher answers a request within about 100 ms, a busy one
+     * between two batches, several requests one turn each. Otherwise every waiting request is
+     * answered each turn and the turn waits up to 5 ms (50 ms without a replay endpoint).
+     */
+    public Builder vllmLoop(boolean vllmLoop) {
+      this.vllmLoop = vllmLoop;
       return this;
     }
 

@@ -3,10 +3,12 @@ package io.kvroute.kvindex.zmq;
 import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.event.KvEventSink;
 import io.kvroute.kvindex.zmq.internal.Endpoints;
+import io.kvroute.kvindex.zmq.internal.ReplayClient;
 import io.kvroute.kvindex.zmq.internal.SubscriberConfig;
 import io.kvroute.kvindex.zmq.internal.SubscriberCore;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.channels.SelectableChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
@@ -70,14 +73,20 @@ import org.zeromq.ZMQ;
  * and the oversized batch is skipped in the replay (counted once).
  *
  * <p><b>Threads and bounds.</b> One I/O thread ({@code kvindex-zmq-io}) owns every SUB socket and
- * hands messages to N shard threads ({@code kvindex-shard-<i>}; publisher → shard by hash) through
- * bounded queues ({@link Builder#queueCapacity(int)} each); a full queue drops the message, counts
- * it ({@code kvroute_kvindex_dropped{reason=overflow}}) and the publisher's sequencing recovers it.
- * Replays run on {@link Builder#replayThreads(int)} threads ({@code kvindex-replay-<i>}) that only
- * do I/O: their answers go back to the shard. Live messages held back per publisher during a
- * replay: {@link Builder#replayBufferCapacity(int)}. SUB sockets reconnect by themselves with
- * exponential back-off; a stalled ZMTP handshake is dropped after {@link
- * Builder#handshakeTimeout(Duration)}.
+ * reads only those with messages waiting (their JeroMQ descriptors on its own selector), so the
+ * cost of a message does not grow with the number of pods; it hands messages to N shard threads
+ * ({@code kvindex-shard-<i>}; publisher → shard by hash) through bounded queues ({@link
+ * Builder#queueCapacity(int)} each); a full queue drops the message, counts it ({@code
+ * kvroute_kvindex_dropped{reason=overflow}}) and the publisher's sequencing recovers it by replay
+ * when the publisher has a replay endpoint (a clear only without one). Replays run on {@link
+ * Builder#replayThreads(int)} threads ({@code kvindex-replay-<i>}) that only do I/O: their answers
+ * go back to the shard, waiting while it is busy (that wait does not count against the replay
+ * timeouts). Live messages held back per publisher during a replay: {@link
+ * Builder#replayBufferCapacity(int)}. SUB sockets reconnect by themselves with exponential
+ * back-off; a ZMTP handshake that has not completed is dropped after {@link
+ * Builder#handshakeTimeout(Duration)}, and at once (250 ms, doubling per repeat) when JeroMQ lost
+ * the connection (JeroMQ 0.6.0 sometimes stops watching a connection it just made: {@code
+ * kvroute_kvindex_handshake_stalls}). A replay request is sent once its DEALER's handshake is done.
  *
  * <p><b>Metrics</b> (Micrometer): {@code kvroute_kvindex_events{type}}, {@code
  * kvroute_kvindex_batches}, {@code kvroute_kvindex_decode_errors}, {@code
@@ -87,8 +96,11 @@ import org.zeromq.ZMQ;
  * kvroute_kvindex_catchups}, {@code kvroute_kvindex_restarts}, {@code
  * kvroute_kvindex_resyncs{reason=gap|restart|joined_late}}, {@code
  * kvroute_kvindex_dropped{reason=malformed|oversized|frames|overflow|replay_buffer|pod_limit|sink_error}},
- * {@code kvroute_kvindex_socket_reopens}, gauges {@code kvroute_kvindex_queue_depth{shard}}, {@code
- * kvroute_kvindex_replay_queue_depth}, {@code kvroute_kvindex_replay_buffered}.
+ * {@code kvroute_kvindex_socket_reopens}, {@code
+ * kvroute_kvindex_handshake_stalls{socket=sub|replay}}, gauges {@code
+ * kvroute_kvindex_queue_depth{shard}}, {@code kvroute_kvindex_replay_inbox_depth{shard}}, {@code
+ * kvroute_kvindex_control_depth{shard}}, {@code kvroute_kvindex_replay_queue_depth}, {@code
+ * kvroute_kvindex_replay_buffered}.
  *
  * <p><b>Thread-safety.</b> Thread-safe. The sink and the listener are called from the publisher's
  * shard thread only, so one pod's calls never overlap and come in sequence order; some {@code
@@ -189,8 +201,8 @@ public final class KvEventSubscriber implements AutoCloseable {
   }
 
   /** Test hook: a replay DEALER as replays use them. */
-  ZMQ.Socket newReplayDealer(AtomicBoolean refused) {
-    return core.newReplayDealer(refused);
+  ZMQ.Socket newReplayDealer() {
+    return core.newReplayDealer();
   }
 
   /**
@@ -229,6 +241,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     private MeterRegistry meterRegistry;
     private LongSupplier nanoClock = System::nanoTime;
     private ZContext context;
+    private Predicate<SelectableChannel> stallCheck = ReplayClient::stalled;
 
     private Builder() {}
 
@@ -335,8 +348,8 @@ public final class KvEventSubscriber implements AutoCloseable {
 
     /**
      * Threads running replays (default 2), each one replay at a time; further replays wait in a
-     * queue of 1024 (beyond it the replay counts as failed, in {@code
-     * kvroute_kvindex_replays{outcome=rejected}}).
+     * queue ({@code kvroute_kvindex_replay_queue_depth}) that holds at most one per publisher (a
+     * publisher runs one replay at a time).
      */
     public Builder replayThreads(int replayThreads) {
       this.replayThreads = replayThreads;
@@ -392,6 +405,16 @@ public final class KvEventSubscriber implements AutoCloseable {
     /** A shared JeroMQ context (not closed by the subscriber); default: a private one. */
     public Builder context(ZContext context) {
       this.context = context;
+      return this;
+    }
+
+    /**
+     * Test hook: what tells a connection whose ZMTP handshake has not completed is stalled (default
+     * {@link ReplayClient#stalled}: JeroMQ no longer watches its channel). Tests use it to mark a
+     * connection a publisher double holds open without answering as such.
+     */
+    Builder stallCheck(Predicate<SelectableChannel> stallCheck) {
+      this.stallCheck = Objects.requireNonNull(stallCheck, "stallCheck");
       return this;
     }
 
@@ -455,7 +478,8 @@ public final class KvEventSubscriber implements AutoCloseable {
               dialect,
               meterRegistry != null ? meterRegistry : new SimpleMeterRegistry(),
               nanoClock,
-              context));
+              context,
+              stallCheck));
     }
 
     private static void positive(String name, int v) {

@@ -1,30 +1,70 @@
 package io.kvroute.kvindex.zmq;
 
 import io.kvroute.kvindex.event.EngineHashes;
+import io.kvroute.kvindex.event.EventSchema;
 import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.event.KvEventBatch;
+import io.kvroute.kvindex.event.KvEventCodec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.UnaryOperator;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessageUnpacker;
 
 /**
  * A pod's {@link KvEventPublisher} on loopback through its epochs (each {@link #restart()} binds a
  * new publisher on the same endpoints), and what it published: every batch stores one block whose
  * hash {@link #code(int, long) codes} its epoch and sequence number, so an {@link EventLogSink}
- * shows which batches were applied, in which order.
+ * shows which batches were applied, in which order. It speaks one of the {@link Flavour}s of vLLM's
+ * own publisher.
  *
  * <p>Public, in this module's test-jar: {@link KvEventSubscriberModelTest} and the benchmarks'
  * {@code KvEventSoakMain} drive their publishers with it. One thread at a time.
  */
 public final class EpochPublisher implements AutoCloseable {
+  /**
+   * What vLLM's {@code ZmqEventPublisher} sends, by revision of {@code
+   * vllm/distributed/kv_events.py}: the batch payload's shape, the replay reply's shape, and how
+   * its {@code _publisher_thread} takes turns ({@link KvEventPublisher.Builder#vllmLoop}: one
+   * replay request per turn, turns of up to 100 ms when idle; the same in all three).
+   */
+  public enum Flavour {
+    /**
+     * vllm-project/vllm 0181ea31: the batch a msgpack map {@code {ts, events, data_parallel_rank}},
+     * events tagged maps; replies {@code [seq, payload]}, end {@code [END, ""]} (no topic frame).
+     */
+    MAP(KvEventPublisher.ReplyFormat.LEGACY),
+    /**
+     * vllm-project/vllm b4e69e0a (PR #16750): the batch {@code [ts, events]} (no DP rank), events
+     * positional arrays (schema A0); replies without a topic frame.
+     */
+    ARRAY(KvEventPublisher.ReplyFormat.LEGACY),
+    /**
+     * local-inference-lab/vllm b6b82137 (upstream main with PR #45177): the batch {@code [ts,
+     * events, dp_rank]}, events tagged maps (schema M2); replies {@code [topic, seq, payload]}, end
+     * {@code ["", END, ""]}.
+     */
+    LATEST(KvEventPublisher.ReplyFormat.WITH_TOPIC),
+    /** kvroute's own publisher as it was before: schema M0, topic replies, 5 ms turns. */
+    KVROUTE(KvEventPublisher.ReplyFormat.WITH_TOPIC);
+
+    final KvEventPublisher.ReplyFormat replies;
+
+    Flavour(KvEventPublisher.ReplyFormat replies) {
+      this.replies = replies;
+    }
+  }
+
   private static final long EPOCH = 100_000_000L;
   private static final AtomicLong TS = new AtomicLong(System.currentTimeMillis() * 1000);
 
   private final String pod;
   private final String topic;
   private final UnaryOperator<KvEventPublisher.Builder> options;
+  private final Flavour flavour;
   private final String endpoint;
   private final String replayEndpoint;
   private final List<List<Long>> published = new ArrayList<>();
@@ -36,9 +76,22 @@ public final class EpochPublisher implements AutoCloseable {
    */
   public EpochPublisher(
       String pod, String model, boolean replay, UnaryOperator<KvEventPublisher.Builder> options) {
+    this(pod, model, replay, Flavour.KVROUTE, options);
+  }
+
+  /**
+   * As {@link #EpochPublisher(String, String, boolean, UnaryOperator)}, speaking {@code flavour}.
+   */
+  public EpochPublisher(
+      String pod,
+      String model,
+      boolean replay,
+      Flavour flavour,
+      UnaryOperator<KvEventPublisher.Builder> options) {
     this.pod = pod;
     this.topic = "kv@" + pod + "@" + model;
     this.options = options;
+    this.flavour = flavour;
     published.add(new ArrayList<>());
     pub = bind("tcp://127.0.0.1:0", replay ? "tcp://127.0.0.1:0" : null);
     endpoint = pub.endpoint();
@@ -49,7 +102,13 @@ public final class EpochPublisher implements AutoCloseable {
     return Publishers.rebind(
         () ->
             options
-                .apply(KvEventPublisher.builder().endpoint(ep).replayEndpoint(replay).bind(true))
+                .apply(
+                    KvEventPublisher.builder()
+                        .endpoint(ep)
+                        .replayEndpoint(replay)
+                        .bind(true)
+                        .replyFormat(flavour.replies)
+                        .vllmLoop(flavour != Flavour.KVROUTE))
                 .topic(topic)
                 .build());
   }
@@ -68,6 +127,11 @@ public final class EpochPublisher implements AutoCloseable {
   /** The current epoch's publisher, for its fault hooks. */
   public KvEventPublisher publisher() {
     return pub;
+  }
+
+  /** The flavour of vLLM publisher this pod speaks. */
+  public Flavour flavour() {
+    return flavour;
   }
 
   /** The current epoch: how many restarts there were. */
@@ -105,7 +169,13 @@ public final class EpochPublisher implements AutoCloseable {
         KvEventBatch.of(
             TS.incrementAndGet() / 1e6,
             List.of(KvEvent.BlockStored.of(EngineHashes.ofInts(code), null, new int[16], 16)));
-    long got = pub.publish(b);
+    long got =
+        switch (flavour) {
+          case MAP -> pub.publishPayload(mapBatch(b));
+          case ARRAY -> pub.publish(b.withSchema(EventSchema.A0).withDataParallelRank(null));
+          case LATEST -> pub.publish(b.withSchema(EventSchema.M2));
+          case KVROUTE -> pub.publish(b);
+        };
     if (got != seq) {
       throw new IllegalStateException("published " + got + ", expected " + seq);
     }
@@ -131,6 +201,27 @@ public final class EpochPublisher implements AutoCloseable {
       if (System.nanoTime() - deadlineNanos > 0) {
         return false;
       }
+    }
+  }
+
+  /**
+   * The batch as vLLM 0181ea31 encodes it: {@code EventBatch} without {@code array_like}, so a
+   * msgpack map {@code {"ts", "events", "data_parallel_rank"}}, its events tagged maps.
+   */
+  static byte[] mapBatch(KvEventBatch b) {
+    byte[] array = KvEventCodec.encode(b.withSchema(EventSchema.M0));
+    try (MessageUnpacker in = MessagePack.newDefaultUnpacker(array);
+        MessageBufferPacker out = MessagePack.newDefaultBufferPacker()) {
+      int n = in.unpackArrayHeader();
+      out.packMapHeader(n);
+      String[] keys = {"ts", "events", "data_parallel_rank"};
+      for (int i = 0; i < n; i++) {
+        out.packString(keys[i]);
+        out.packValue(in.unpackValue());
+      }
+      return out.toByteArray();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 

@@ -32,6 +32,11 @@ import org.quicktheories.core.Gen;
  * where the replay endpoint could not recover a batch the loss must have been counted; clears only
  * for real restarts.
  *
+ * <p>Each pod's publisher speaks one of the {@link EpochPublisher.Flavour}s: the payload shape, the
+ * replay reply shape and the turns of vLLM's own publisher in the three revisions of {@code
+ * vllm/distributed/kv_events.py} the harness in {@code tools/vllm-events} runs (map: 0181ea31,
+ * array: b4e69e0a, latest: local-inference-lab b6b82137), or kvroute's earlier one.
+ *
  * <p>{@code -Dkvroute.model.schedules=N} (default 512) schedules, {@code
  * -Dkvroute.model.parallel=P} (default 8) of them at a time. Nothing waits on a timeout of the
  * subscriber: its clock is frozen, so replays only end by their end marker or a dropped connection;
@@ -89,6 +94,12 @@ class KvEventSubscriberModelTest {
       return replay() && config % 7 == 3; // publish, subscribe, then nothing more
     }
 
+    /** Which vLLM revision's publisher the pod runs (payload and replay shapes, turns). */
+    EpochPublisher.Flavour flavour() {
+      return EpochPublisher.Flavour.values()[
+          (config / 1000) % EpochPublisher.Flavour.values().length];
+    }
+
     int addAt() {
       return quiet() ? ops.size() : Math.floorMod(config / 4, ops.size() + 1);
     }
@@ -100,7 +111,9 @@ class KvEventSubscriberModelTest {
 
     @Override
     public String toString() {
-      return "Schedule{replay="
+      return "Schedule{flavour="
+          + flavour()
+          + ", replay="
           + replay()
           + ", buffer="
           + bufferSteps()
@@ -195,6 +208,7 @@ class KvEventSubscriberModelTest {
               "m" + PODS.incrementAndGet(),
               "m",
               s.replay(),
+              s.flavour(),
               b -> b.bufferSteps(s.bufferSteps()).handshakeTimeout(Duration.ofSeconds(2)));
     }
 
@@ -324,6 +338,7 @@ class KvEventSubscriberModelTest {
           .isEqualTo(pub.lastCode());
       long r = EpochPublisher.seq(segment.get(0));
       stat(s.strict() ? "strict schedules" : "lossy schedules", 1);
+      stat("flavour " + s.flavour(), 1);
       stat("restarts performed", pub.epoch());
       stat("restarts seen", restartsSeen);
       stat("losses counted", losses);

@@ -15,7 +15,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -214,7 +213,7 @@ class KvEventSubscriberTest {
     sub.addPod(PodEndpoint.of("pod-a", p.endpoint()).withReplay(p.replayEndpoint())).join();
     // the limit is JeroMQ's: a larger frame is refused from its size header, never allocated
     assertThat(sub.subscriberMaxMsgSizes().join()).containsExactly(2048L);
-    try (ZMQ.Socket dealer = sub.newReplayDealer(new AtomicBoolean())) {
+    try (ZMQ.Socket dealer = sub.newReplayDealer()) {
       assertThat(dealer.getMaxMsgSize()).isEqualTo(2048L);
     }
     warmUp(p, "pod-a");
@@ -428,6 +427,61 @@ class KvEventSubscriberTest {
         "replay counted", () -> fx.count("kvroute.kvindex.replays", "outcome", "complete") >= 1);
     assertThat(sink.blocks("pod-a")).containsExactly(1L, 2L, 3L, 4L, 5L, 6L, 7L);
     assertThat(fx.count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
+  }
+
+  /**
+   * A replica that falls far behind on many pods at once (its only shard blocked while every pod
+   * publishes, its queue and held-back buffers tiny) sheds by dropping and replaying, never by
+   * clearing, and catches up with every pod once the shard is free again.
+   */
+  @Test
+  void manyPodsOverflowingAtOnceAllCatchUpThroughReplayOnceTheLoadDrops() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch blocked = new CountDownLatch(1);
+    sink.beforeStored(
+        e -> {
+          if (e.blockHashes().get(0) == 999L) {
+            blocked.countDown();
+            try {
+              release.await(60, TimeUnit.SECONDS); // the test releases it
+            } catch (InterruptedException ex) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        });
+    int pods = 16;
+    List<KvEventPublisher> pubs = new ArrayList<>();
+    KvEventSubscriber sub =
+        fx.track(
+            patientSubscriber().shards(1).queueCapacity(4).replayBufferCapacity(4).build().start());
+    for (int i = 0; i < pods; i++) {
+      KvEventPublisher p = publisher("kv@pod-" + i + "@m", true);
+      pubs.add(p);
+      sub.addPod(PodEndpoint.of("pod-" + i, p.endpoint()).withReplay(p.replayEndpoint())).join();
+      warmUp(p, "pod-" + i);
+    }
+    pubs.get(0).publish(stored(999));
+    assertThat(blocked.await(60, TimeUnit.SECONDS)).isTrue();
+    for (int round = 0; round < 40; round++) {
+      for (int i = 0; i < pods; i++) {
+        pubs.get(i).publish(stored(1000L * (i + 1) + round));
+      }
+    }
+    Await.until("overflow", () -> fx.count("kvroute.kvindex.dropped", "reason", "overflow") >= 1);
+    release.countDown();
+    for (int i = 0; i < pods; i++) {
+      String pod = "pod-" + i;
+      KvEventPublisher p = pubs.get(i);
+      long last = p.nextSequence() - 1;
+      Await.until(pod + " caught up", () -> listener.seen(pod, last));
+      assertThat(listener.seqs(pod, 0))
+          .as(pod)
+          .containsExactlyElementsOf(
+              java.util.stream.LongStream.rangeClosed(0, last).boxed().toList());
+    }
+    assertThat(fx.count("kvroute.kvindex.resyncs", "reason", "gap")).isZero();
+    assertThat(listener.notes).noneMatch(n -> n.startsWith("resync"));
+    assertThat(sink.calls()).noneMatch(c -> c.startsWith("clear"));
   }
 
   private double gauge(String name) {

@@ -1,7 +1,5 @@
 package io.kvroute.envoy.internal;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
@@ -17,6 +15,7 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.envoy.EndpointPicker;
 import io.kvroute.envoy.EndpointPicker.BodyMode;
+import io.kvroute.router.FailureAnswer;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.RouteDecision;
 import io.kvroute.scoring.Decision;
@@ -56,7 +55,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
   private static final Logger log = LoggerFactory.getLogger(ExtProcStream.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final String PSEUDO = ":";
 
   private enum Phase {
@@ -271,11 +269,13 @@ public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
       case STREAMED:
         if (!bodyWithoutWaiting) {
           reject(
-              500,
-              "the ext_proc filter's request_body_mode STREAMED needs"
-                  + " send_body_without_waiting_for_header_response: true for kvroute to read the"
-                  + " body before routing; use FULL_DUPLEX_STREAMED (as GIE does) or BUFFERED",
-              null,
+              new ConnectorException(
+                  "the ext_proc filter's request_body_mode STREAMED needs"
+                      + " send_body_without_waiting_for_header_response: true for kvroute to read"
+                      + " the body before routing; use FULL_DUPLEX_STREAMED (as GIE does) or"
+                      + " BUFFERED",
+                  500,
+                  null),
               "kvroute_streamed_mode_needs_send_body_without_waiting");
           return;
         }
@@ -304,9 +304,8 @@ public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
     }
     if ((long) body.size() + b.getBody().size() > settings.maxRequestBytes()) {
       reject(
-          413,
-          "request body exceeds " + settings.maxRequestBytes() + " bytes",
-          null,
+          new ConnectorException.InvalidRequestException(
+              "request body exceeds " + settings.maxRequestBytes() + " bytes", 413),
           "kvroute_request_too_large");
       return;
     }
@@ -422,11 +421,9 @@ public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
       }
     }
     if (eligible.isEmpty()) {
-      reject(
-          503,
-          subset == null ? "no ready endpoints" : "no ready endpoint in the proxy's subset",
-          Map.of(EndpointPicker.DROPPED_REASON_HEADER, "rejected-no-endpoints"),
-          "kvroute_no_endpoints");
+      rejectFor(
+          new ConnectorException.NoAvailableEndpointException(
+              subset == null ? "no ready endpoints" : "no ready endpoint in the proxy's subset"));
       return;
     }
     eligible.sort((a, b) -> a.id().compareTo(b.id()));
@@ -482,57 +479,41 @@ public final class ExtProcStream implements StreamObserver<ProcessingRequest> {
     phase = Phase.ROUTED;
   }
 
+  /**
+   * Answers a request the router could not route with kvroute's failure table ({@link
+   * FailureAnswer}), adding GIE's {@code x-llm-d-request-dropped-reason} when no endpoint could
+   * take it.
+   */
   private void rejectFor(Throwable t) {
-    if (t instanceof ConnectorException.NoAvailableEndpointException) {
-      if (servableEndpoints() == 0) {
-        reject(
-            503,
-            t.getMessage(),
-            Map.of(EndpointPicker.DROPPED_REASON_HEADER, "rejected-no-endpoints"),
-            "kvroute_no_endpoints");
-      } else {
-        reject(
-            429,
-            t.getMessage(),
-            Map.of(EndpointPicker.DROPPED_REASON_HEADER, "rejected-saturated"),
-            "kvroute_rejected_saturated");
-      }
+    if (t instanceof ConnectorException.NoAvailableEndpointException e) {
+      reject(
+          e,
+          e.saturated() ? "kvroute_rejected_saturated" : "kvroute_no_endpoints",
+          Map.of(
+              EndpointPicker.DROPPED_REASON_HEADER,
+              e.saturated() ? "rejected-saturated" : "rejected-no-endpoints"));
     } else if (t instanceof ConnectorException) {
-      ConnectorException e = (ConnectorException) t;
-      int s = e.httpStatus() >= 400 && e.httpStatus() <= 599 ? e.httpStatus() : 500;
-      reject(s, e.getMessage(), Map.of(), "kvroute_rejected");
+      reject(t, "kvroute_rejected");
     } else {
       log.warn("kvroute epp: routing failed unexpectedly", t);
-      reject(500, "routing failed", Map.of(), "kvroute_internal_error");
+      reject(t, "kvroute_internal_error");
     }
   }
 
-  /** Endpoints that could serve the request's model, in the proxy's subset. */
-  private int servableEndpoints() {
-    String model = null;
-    try {
-      JsonNode m = JSON.readTree(body.toByteArray()).get("model");
-      model = m == null ? null : m.asText();
-    } catch (java.io.IOException | RuntimeException e) {
-      // a body that parsed for the router parses here; if not, count every endpoint
-    }
-    int n = 0;
-    for (Endpoint e : router.endpoints()) {
-      String served = e.label(KvRouter.MODEL_LABEL);
-      if (e.role().canDecode()
-          && (served == null || model == null || served.equals(model))
-          && (subset == null || subset.contains(e.hostPort()))) {
-        n++;
-      }
-    }
-    return n;
+  private void reject(Throwable failure, String details) {
+    reject(failure, details, Map.of());
   }
 
-  private void reject(int status, String message, Map<String, String> headers, String details) {
-    metrics.rejected(status);
-    send(
-        Messages.immediate(
-            status, message == null ? "" : message, headers == null ? Map.of() : headers, details));
+  /** Ends the stream with an immediate response: the table's answer to {@code failure}. */
+  private void reject(Throwable failure, String details, Map<String, String> headers) {
+    FailureAnswer answer =
+        FailureAnswer.of(failure)
+            .orElseGet(
+                () ->
+                    FailureAnswer.of(new ConnectorException("request cancelled", 499, null))
+                        .orElseThrow());
+    metrics.rejected(answer.status());
+    send(Messages.immediate(answer, headers, details));
     phase = Phase.DONE;
     body = ByteString.EMPTY;
     closeOutbound();

@@ -1,6 +1,5 @@
 package io.kvroute.envoy.internal;
 
-import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
@@ -18,6 +17,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.StreamedBodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
 import io.envoyproxy.envoy.type.v3.HttpStatus;
+import io.kvroute.router.FailureAnswer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -209,36 +209,21 @@ public final class Messages {
   }
 
   /**
-   * A local reply: {@code status}, an OpenAI-style JSON error body, and {@code headers}. {@code
-   * details} goes to Envoy's {@code %RESPONSE_CODE_DETAILS%}.
+   * A local reply carrying kvroute's answer to a failure ({@link FailureAnswer}: its status,
+   * headers and OpenAI-style JSON body), plus {@code headers}. {@code details} goes to Envoy's
+   * {@code %RESPONSE_CODE_DETAILS%}.
    */
   public static ProcessingResponse immediate(
-      int status, String message, Map<String, String> headers, String details) {
-    String type =
-        status == 400 || status == 413
-            ? "invalid_request_error"
-            : status == 429 ? "rate_limit_error" : "service_unavailable";
-    String body =
-        "{\"error\":{\"message\":"
-            + jsonString(message)
-            + ",\"type\":\""
-            + type
-            + "\",\"code\":"
-            + status
-            + "}}";
+      FailureAnswer answer, Map<String, String> headers, String details) {
     Map<String, String> h = new LinkedHashMap<>(headers);
-    h.put("content-type", "application/json");
+    answer.headers().forEach((k, v) -> h.put(k.toLowerCase(Locale.ROOT), v));
     return ProcessingResponse.newBuilder()
         .setImmediateResponse(
             ImmediateResponse.newBuilder()
-                .setStatus(HttpStatus.newBuilder().setCodeValue(status))
+                .setStatus(HttpStatus.newBuilder().setCodeValue(answer.status()))
                 .setHeaders(mutation(h, List.of()))
-                .setBody(ByteString.copyFrom(body, StandardCharsets.UTF_8))
+                .setBody(ByteString.copyFrom(answer.body()))
                 .setDetails(details))
         .build();
-  }
-
-  static String jsonString(String s) {
-    return '"' + new String(JsonStringEncoder.getInstance().quoteAsString(s)) + '"';
   }
 }

@@ -1,5 +1,6 @@
 package io.kvroute.spring.gateway;
 
+import io.kvroute.assembly.RouterAssembly;
 import io.kvroute.router.KvRouter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -10,18 +11,20 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
-import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.cloud.gateway.filter.GlobalFilter;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
 
 /**
- * Auto-configuration of kvroute for Spring Cloud Gateway: a {@link KvRouter} built from the {@code
- * kvroute.*} properties ({@link KvRouteProperties}; closed, after draining requests in flight, when
- * the application stops), the {@link KvRouteGlobalFilter} and, when Spring Boot's health support is
- * present, the {@link KvRouteHealthIndicator}. The router's metrics go to the application's {@link
- * MeterRegistry} when it has one. {@code kvroute.enabled=false} turns it all off; an application
- * bean of type {@link KvRouter} replaces the one built from properties.
+ * Auto-configuration of kvroute for Spring Cloud Gateway: the {@code kvroute.*} properties ({@link
+ * KvRouteProperties}, bound by kvroute's configuration binder), the router, index and discovery
+ * they describe, built by kvroute's composition root ({@link RouterAssembly}, as {@code kvroute
+ * gateway} builds them; closed, after draining requests in flight, when the application stops), the
+ * {@link KvRouteGlobalFilter} and, when Spring Boot's health support is present, the {@link
+ * KvRouteHealthIndicator}. The router's metrics go to the application's {@link MeterRegistry} when
+ * it has one. {@code kvroute.enabled=false} turns it all off; an application bean of type {@link
+ * KvRouter} replaces the one built from properties.
  */
 @AutoConfiguration(
     afterName = {
@@ -33,12 +36,22 @@ import org.springframework.context.annotation.Configuration;
     name = "enabled",
     havingValue = "true",
     matchIfMissing = true)
-@EnableConfigurationProperties(KvRouteProperties.class)
 public class KvRouteAutoConfiguration {
   private static final Logger log = LoggerFactory.getLogger(KvRouteAutoConfiguration.class);
 
   /** Used by Spring. */
   public KvRouteAutoConfiguration() {}
+
+  /**
+   * The {@code kvroute.*} properties.
+   *
+   * @throws io.kvroute.config.ConfigException naming the property when one is unknown or invalid
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public KvRouteProperties kvRouteProperties(Environment environment) {
+    return KvRouteBinding.bind(environment);
+  }
 
   /** The index freshness the KV-event feed reports to (read by the health indicator). */
   @Bean
@@ -48,35 +61,53 @@ public class KvRouteAutoConfiguration {
   }
 
   /**
-   * The router the properties describe.
+   * The router, index and discovery the properties describe.
    *
-   * @throws io.kvroute.config.ConfigException naming the property when a connector section, the
-   *     scheduler file or a local tokenizer is invalid
+   * @throws io.kvroute.config.ConfigException naming the property when a setting cannot be applied
+   *     (an unknown connector type, a scheduler file or a local tokenizer that does not load, an
+   *     optional module missing)
    */
   @Bean(destroyMethod = "close")
-  @ConditionalOnMissingBean
-  public KvRouter kvRouter(
+  @ConditionalOnMissingBean(KvRouter.class)
+  public RouterAssembly kvRouteAssembly(
       KvRouteProperties properties,
       ObjectProvider<MeterRegistry> meterRegistry,
       ObjectProvider<EventFreshness> freshness) {
     MeterRegistry meters = meterRegistry.getIfAvailable(SimpleMeterRegistry::new);
-    if (properties.getEndpoints().isEmpty()) {
+    if (properties.settings().endpoints().isEmpty() && properties.settings().discovery() == null) {
       log.warn(
-          "kvroute: {}.endpoints lists no endpoint; requests fail until endpoints are added"
-              + " (KvRouter.addEndpoint)",
+          "kvroute: {}.endpoints lists no endpoint and there is no {}.discovery; requests fail"
+              + " until endpoints are added (KvRouter.addEndpoint)",
+          KvRouteProperties.PREFIX,
           KvRouteProperties.PREFIX);
     }
-    KvRouter router =
-        RouterFactory.build(
-            properties,
-            meters,
-            Thread.currentThread().getContextClassLoader(),
-            properties.getIndex() == null ? null : freshness.getIfAvailable());
+    RouterAssembly.Builder b =
+        RouterAssembly.builder(properties.settings())
+            .meterRegistry(meters)
+            .classLoader(Thread.currentThread().getContextClassLoader());
+    EventFreshness f = freshness.getIfAvailable();
+    if (properties.settings().index() != null && f != null) {
+      b.eventListener(f);
+    }
+    RouterAssembly assembly;
+    try {
+      assembly = b.build();
+    } catch (io.kvroute.config.ConfigException e) {
+      throw KvRouteBinding.named(e);
+    }
     log.info(
-        "kvroute: routing over {} endpoints in {} mode",
-        router.endpoints().size(),
-        properties.getMode().name().toLowerCase(java.util.Locale.ROOT));
-    return router;
+        "kvroute: routing over {} endpoints in {} mode{}",
+        assembly.router().endpoints().size(),
+        properties.mode().name().toLowerCase(java.util.Locale.ROOT),
+        assembly.discovery().map(d -> "; " + d).orElse(""));
+    return assembly;
+  }
+
+  /** The router (closed with its assembly). */
+  @Bean(destroyMethod = "")
+  @ConditionalOnMissingBean
+  public KvRouter kvRouter(RouterAssembly assembly) {
+    return assembly.router();
   }
 
   /** The filter routing the OpenAI paths. */
@@ -84,8 +115,7 @@ public class KvRouteAutoConfiguration {
   @ConditionalOnMissingBean
   @ConditionalOnClass(GlobalFilter.class)
   public KvRouteGlobalFilter kvRouteGlobalFilter(KvRouter router, KvRouteProperties properties) {
-    return new KvRouteGlobalFilter(
-        router, properties.getMode(), (int) properties.getMaxRequestSize().toBytes());
+    return new KvRouteGlobalFilter(router, properties.mode(), properties.maxRequestBytes());
   }
 
   /** The health contribution, when Spring Boot's health support is on the class path. */
@@ -97,7 +127,7 @@ public class KvRouteAutoConfiguration {
     KvRouteHealthIndicator kvrouteHealthIndicator(
         KvRouter router, KvRouteProperties properties, ObjectProvider<EventFreshness> freshness) {
       return new KvRouteHealthIndicator(
-          router, properties.getIndex() == null ? null : freshness.getIfAvailable());
+          router, properties.settings().index() == null ? null : freshness.getIfAvailable());
     }
   }
 }

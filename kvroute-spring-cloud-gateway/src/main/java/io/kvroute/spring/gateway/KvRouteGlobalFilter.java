@@ -4,13 +4,14 @@ import io.kvroute.connector.CancellableFutures;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
+import io.kvroute.connector.Leg;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.router.FailureAnswer;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.RouteDecision;
 import io.kvroute.router.RoutedResponse;
 import java.net.URI;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -70,10 +71,12 @@ import reactor.core.scheduler.Schedulers;
  *       cancelled.
  * </ul>
  *
- * <p>Other paths pass through untouched. Errors are OpenAI-style JSON ({@code
- * {"error":{"message":...,"type":...,"code":...}}}); an invalid client request is an {@code
- * invalid_request_error}. The filter runs after Spring Cloud Gateway's load-balancer filter and
- * before the routing filters ({@link #ORDER}).
+ * <p>Other paths pass through untouched. Failures are answered by kvroute's one table ({@link
+ * FailureAnswer}, as the CLI gateway and the Envoy picker answer them): OpenAI-style JSON ({@code
+ * {"error":{"message":...,"type":...,"param":null,"code":...}}}), {@code Retry-After} where the
+ * table says, and an SSE error event for a stream that fails after its first byte. The filter runs
+ * after Spring Cloud Gateway's load-balancer filter and before the routing filters ({@link
+ * #ORDER}).
  */
 public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
   private static final Logger log = LoggerFactory.getLogger(KvRouteGlobalFilter.class);
@@ -140,7 +143,8 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
     if (!HttpMethod.POST.equals(request.getMethod())) {
       exchange.getResponse().getHeaders().set(HttpHeaders.ALLOW, "POST");
       return OpenAiErrors.write(
-          exchange, 405, "use POST for " + api.get().path(), "invalid_request_error");
+          exchange,
+          new ConnectorException.InvalidRequestException("use POST for " + api.get().path(), 405));
     }
     long declared = request.getHeaders().getContentLength();
     if (declared > maxRequestBytes) {
@@ -173,9 +177,8 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
   private Mono<Void> tooLarge(ServerWebExchange exchange) {
     return OpenAiErrors.write(
         exchange,
-        413,
-        "the request body exceeds " + maxRequestBytes + " bytes",
-        "invalid_request_error");
+        new ConnectorException.InvalidRequestException(
+            "the request body exceeds " + maxRequestBytes + " bytes", 413));
   }
 
   private static Map<String, List<String>> headers(HttpHeaders headers) {
@@ -211,15 +214,22 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
       upstream.cancel();
       return Mono.error(e);
     }
-    Flux<DataBuffer> body =
-        JdkFlowAdapter.flowPublisherToFlux(upstream)
-            .map(bb -> copy(response, bb))
-            .doOnCancel(upstream::cancel);
     boolean streaming =
         upstream
             .contentType()
             .map(t -> t.toLowerCase(Locale.ROOT).startsWith(MediaType.TEXT_EVENT_STREAM_VALUE))
             .orElse(false);
+    Flux<DataBuffer> body =
+        JdkFlowAdapter.flowPublisherToFlux(upstream)
+            .map(bb -> copy(response, bb))
+            .doOnCancel(upstream::cancel);
+    if (streaming) {
+      // A stream that fails after its first byte ends with the table's SSE error event (and no
+      // [DONE]); another content type ends with a broken connection.
+      body =
+          body.onErrorResume(
+              t -> Flux.just(response.bufferFactory().wrap(FailureAnswer.sseEvent(t))));
+    }
     // SSE events go out as they arrive; a JSON body may be written in larger batches.
     return streaming ? response.writeAndFlushWith(body.map(Flux::just)) : response.writeWith(body);
   }
@@ -239,22 +249,10 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
       log.debug("kvroute: response failed after its head was sent: {}", cause.toString());
       return Mono.error(cause);
     }
-    if (cause instanceof UpstreamException ue
-        && cause instanceof ConnectorException ce
-        && ce.httpStatus() >= 400
-        && ce.httpStatus() < 500
-        && ue.upstreamBody().isPresent()) {
-      // the model server rejected the request: its own error body is the best message
-      response.setStatusCode(HttpStatusCode.valueOf(ce.httpStatus()));
-      response.getHeaders().setContentType(MediaType.APPLICATION_JSON);
-      byte[] b = ue.upstreamBody().get().getBytes(StandardCharsets.UTF_8);
-      return response.writeWith(Mono.just(response.bufferFactory().wrap(b)));
+    if (!(cause instanceof ConnectorException)) {
+      log.warn("kvroute: routing failed", cause);
     }
-    if (cause instanceof ConnectorException ce) {
-      return OpenAiErrors.write(exchange, ce.httpStatus(), ce.getMessage(), OpenAiErrors.type(ce));
-    }
-    log.warn("kvroute: routing failed", cause);
-    return OpenAiErrors.write(exchange, 500, "routing failed: " + cause, "server_error");
+    return OpenAiErrors.write(exchange, cause);
   }
 
   // ---------------------------------------------------------------- route
@@ -341,9 +339,15 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
               log.debug("kvroute: {} failed: {}", served[0].id(), t.toString());
               return OpenAiErrors.write(
                   routed,
-                  502,
-                  "the model server " + served[0].id() + " failed: " + t.getMessage(),
-                  "upstream_error");
+                  new UpstreamException(
+                      Leg.DECODE,
+                      served[0].id(),
+                      UpstreamException.Kind.IO,
+                      0,
+                      null,
+                      null,
+                      "the model server " + served[0].id() + " failed: " + t.getMessage(),
+                      t));
             })
         .doFinally(
             signal -> {

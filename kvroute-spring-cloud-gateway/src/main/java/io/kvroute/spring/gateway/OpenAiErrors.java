@@ -1,50 +1,35 @@
 package io.kvroute.spring.gateway;
 
-import com.fasterxml.jackson.core.io.JsonStringEncoder;
-import io.kvroute.connector.ConnectorException;
-import java.nio.charset.StandardCharsets;
+import io.kvroute.router.FailureAnswer;
+import java.util.Optional;
 import org.springframework.http.HttpStatusCode;
-import org.springframework.http.MediaType;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Mono;
 
-/** OpenAI-style error responses: {@code {"error":{"message":...,"type":...,"code":...}}}. */
+/**
+ * Writes kvroute's answer to a failed request ({@link FailureAnswer}: the one table the CLI gateway
+ * and the Envoy picker use too) as the exchange's response: status, {@code Retry-After},
+ * OpenAI-style JSON body.
+ */
 final class OpenAiErrors {
   private OpenAiErrors() {}
 
-  /** The error type of a kvroute failure. */
-  static String type(ConnectorException e) {
-    if (e instanceof ConnectorException.InvalidRequestException) {
-      return "invalid_request_error";
-    }
-    int status = e.httpStatus();
-    if (status == 429) {
-      return "rate_limit_error";
-    }
-    if (status >= 400 && status < 500) {
-      return "invalid_request_error";
-    }
-    return status == 503 ? "service_unavailable" : "upstream_error";
+  /**
+   * Writes the answer to {@code failure}; nothing when the request was cancelled (the client is
+   * gone).
+   */
+  static Mono<Void> write(ServerWebExchange exchange, Throwable failure) {
+    Optional<FailureAnswer> answer = FailureAnswer.of(failure);
+    return answer.isEmpty() ? Mono.empty() : write(exchange, answer.get());
   }
 
-  /** The JSON body. */
-  static String body(int status, String message, String type) {
-    return "{\"error\":{\"message\":\""
-        + new String(JsonStringEncoder.getInstance().quoteAsString(String.valueOf(message)))
-        + "\",\"type\":\""
-        + type
-        + "\",\"code\":"
-        + status
-        + "}}";
-  }
-
-  /** Writes the error as the exchange's response. */
-  static Mono<Void> write(ServerWebExchange exchange, int status, String message, String type) {
+  /** Writes {@code answer} as the exchange's response. */
+  static Mono<Void> write(ServerWebExchange exchange, FailureAnswer answer) {
     ServerHttpResponse r = exchange.getResponse();
-    r.setStatusCode(HttpStatusCode.valueOf(status));
-    r.getHeaders().setContentType(MediaType.APPLICATION_JSON);
-    byte[] b = body(status, message, type).getBytes(StandardCharsets.UTF_8);
+    r.setStatusCode(HttpStatusCode.valueOf(answer.status()));
+    answer.headers().forEach(r.getHeaders()::set);
+    byte[] b = answer.body();
     r.getHeaders().setContentLength(b.length);
     return r.writeWith(Mono.just(r.bufferFactory().wrap(b)));
   }

@@ -41,6 +41,10 @@ class PropertiesValidationTest {
           missing scheduler  | kvroute.scheduler=/nowhere/picker.yaml                     | /nowhere/picker.yaml
           bad mode           | kvroute.mode=proxy                                         | kvroute.mode
           zero body limit    | kvroute.max-request-size=0                                 | kvroute.max-request-size: must be in [1B, 2GB)
+          unknown key        | kvroute.endpoint[0].url=http://h:1                         | kvroute.endpoint: unknown key; did you mean "endpoints"?
+          nested unknown key | kvroute.index.block-sise=16                                | kvroute.index.block-sise: unknown key; did you mean "blockSize"?
+          redis not present  | kvroute.index.backend=redis                                | kvroute.index.backend: needs io.kvroute:kvindex-redis on the class path
+          k8s not present    | kvroute.discovery.kubernetes.selector.app=vllm             | kvroute.discovery.kubernetes: needs io.kvroute:kvroute-kubernetes on the class path
           """)
   void aBadPropertyIsNamed(String name, String properties, String message) {
     runner
@@ -65,6 +69,37 @@ class PropertiesValidationTest {
               assertThat(context).hasNotFailed().hasSingleBean(KvRouter.class);
               assertThat(context.getBean(KvRouter.class).endpoints()).hasSize(2);
               assertThat(context).hasSingleBean(KvRouteGlobalFilter.class);
+            });
+  }
+
+  /**
+   * Environment variables bind too (as Spring maps them), but one that names no kvroute key (the
+   * CLI's {@code KVROUTE_ADMIN_TOKEN}) does not stop the application.
+   */
+  @Test
+  void environmentVariablesBindAndStrangersAmongThemAreIgnored() {
+    runner
+        .withInitializer(
+            context ->
+                context
+                    .getEnvironment()
+                    .getPropertySources()
+                    .addFirst(
+                        new org.springframework.core.env.SystemEnvironmentPropertySource(
+                            "test-systemEnvironment",
+                            java.util.Map.of(
+                                "KVROUTE_ADMIN_TOKEN", "0123456789abcdef",
+                                "KVROUTE_INDEX_BLOCKSIZE", "32",
+                                "KVROUTE_MODE", "route",
+                                "KVROUTE_ENDPOINTS_1_URL", "${POD_URL:http://127.0.0.1:18009}"))))
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed();
+              KvRouteProperties p = context.getBean(KvRouteProperties.class);
+              assertThat(p.settings().index().blockSize()).isEqualTo(32);
+              assertThat(p.mode()).isEqualTo(KvRouteProperties.Mode.ROUTE);
+              // a placeholder is resolved, here to its default
+              assertThat(p.settings().endpoints().get(1).url()).isEqualTo("http://127.0.0.1:18009");
             });
   }
 

@@ -50,7 +50,8 @@ public record ConnectorSection(
    *
    * @param maxAttempts attempts in total, first included (default 3)
    * @param backoffBase the first backoff, doubling per retry (default 100ms)
-   * @param backoffMax the cap on one backoff (default 2s, or 10 × backoffBase when that is larger)
+   * @param backoffMax the cap on one backoff (default 2s, or 10 × backoffBase when backoffBase is
+   *     over 2s)
    */
   public record Retry(Integer maxAttempts, Duration backoffBase, Duration backoffMax) {}
 
@@ -95,8 +96,7 @@ public record ConnectorSection(
     } catch (ConnectorConfigException e) {
       // the SPI's own checks name the field as kvConnector.<path>
       String field = e.field().startsWith("kvConnector.") ? e.field().substring(12) : e.field();
-      String problem = e.getMessage().substring(e.field().length()).trim();
-      throw new ConfigException(field, problem, e);
+      throw new ConfigException(field, e.problem(), e);
     }
   }
 

@@ -19,12 +19,12 @@ import java.util.function.Function;
 
 /**
  * Runs a prefill and a decode leg at the same time. The joined result is the decode response,
- * handed out only once the prefill has succeeded too (as the SGLang model gateway does: a dead
- * prefill is seen before any decode byte reaches the client, so the pair can still be retried). A
- * failure of either leg cancels the other and fails the result with that leg's error; cancelling
- * the result cancels both. The prefill leg keeps its upstream response so that cancelling it
- * releases the connection at once, whatever stage it is in. Stateless; callbacks run on the
- * completing leg's thread.
+ * reporting the prefill answer's usage ({@link StreamingResponse#prefillUsage()}), handed out only
+ * once the prefill has succeeded too (as the SGLang model gateway does: a dead prefill is seen
+ * before any decode byte reaches the client, so the pair can still be retried). A failure of either
+ * leg cancels the other and fails the result with that leg's error; cancelling the result cancels
+ * both. The prefill leg keeps its upstream response so that cancelling it releases the connection
+ * at once, whatever stage it is in. Stateless; callbacks run on the completing leg's thread.
  *
  * <p>Used through {@link io.kvroute.connector.http.ConcurrentHttpConnector} by the connectors that
  * run both legs together (Mooncake, SGLang). Not exported.
@@ -211,7 +211,9 @@ public final class ConcurrentLegs {
           }
           decode.whenComplete(
               (d, t2) -> {
-                if (t2 == null && !result.complete(d)) {
+                if (t2 == null
+                    && !result.complete(
+                        StreamingResponse.withPrefillUsage(d, OpenAiJson.usage(p)))) {
                   d.cancel();
                 }
               });

@@ -1,9 +1,10 @@
 package io.kvroute.kvindex.zmq.internal;
 
+import java.nio.channels.SelectableChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -12,7 +13,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
-import org.zeromq.ZMonitor;
 import zmq.ZError;
 import zmq.util.Errno;
 
@@ -20,7 +20,10 @@ import zmq.util.Errno;
  * Fetches replays from publishers' ROUTER endpoints (vLLM's replay protocol: a DEALER sends {@code
  * ["", start_seq]}; replies {@code [topic, seq, payload]} or, from older vLLM and SGLang, {@code
  * [seq, payload]}; the end marker has an empty last frame or the sequence {@code ff×8}) on {@code
- * replayThreads} threads ({@code kvindex-replay-<i>}), at most 1024 waiting.
+ * replayThreads} threads ({@code kvindex-replay-<i>}). Jobs wait in a queue bounded by the number
+ * of streams: a stream runs one replay at a time (two for a moment, while a cancelled job notices),
+ * so a replica that fell behind on every pod queues one replay per pod and is never refused one
+ * ({@code kvroute_kvindex_replay_queue_depth}).
  *
  * <p>A job only does I/O: it decodes each reply and posts it to the stream's shard, where the
  * {@link Sequencer} decides; it posts how the answer ended ({@link Sequencer.ReplayEnd#END_MARKER},
@@ -33,7 +36,9 @@ import zmq.util.Errno;
  * <p>Thread-safe.
  */
 public final class ReplayClient {
-  static final int QUEUE = 1024;
+  /** How long a connection may wait for its ZMTP handshake before it is taken as stalled. */
+  static final long STALL_FIRST_MS = 250;
+
   private static final long END = -1L;
   // JeroMQ keeps errno per thread; its event hooks run on the JeroMQ I/O thread that set it
   private static final Errno JEROMQ_ERRNO = new Errno();
@@ -55,7 +60,7 @@ public final class ReplayClient {
             config.replayThreads(),
             0,
             TimeUnit.MILLISECONDS,
-            new ArrayBlockingQueue<>(QUEUE),
+            new LinkedBlockingQueue<>(), // bounded by the streams: one replay each at a time
             r -> {
               Thread t = new Thread(r, "kvindex-replay-" + n.getAndIncrement());
               t.setDaemon(true);
@@ -73,9 +78,8 @@ public final class ReplayClient {
     try {
       executor.execute(() -> run(s, id, from));
     } catch (RejectedExecutionException e) {
+      // only once closed
       telemetry.replayRejected();
-      telemetry.warnOnce(
-          s.label, "replay_rejected", "more than " + QUEUE + " replays waiting; not replayed");
       s.shard.post(() -> s.replayEnded(id, Sequencer.ReplayEnd.FAILED, s.shard.now()));
     }
   }
@@ -95,28 +99,79 @@ public final class ReplayClient {
   }
 
   /**
-   * A replay DEALER; {@code refused} is set when JeroMQ drops its connection for an oversized
-   * frame, {@code lost} when the publisher closed it (JeroMQ reconnects by itself after other
-   * drops, such as a stalled handshake, and sends the request again if it was not sent).
+   * What a replay DEALER's event hook saw. Written on a JeroMQ I/O thread, read by the replay job.
    */
-  ZMQ.Socket newDealer(AtomicBoolean refused, AtomicBoolean lost) {
+  static final class DealerEvents {
+    /** JeroMQ dropped the connection for a frame over {@code maxPayloadBytes}. */
+    final AtomicBoolean refused = new AtomicBoolean();
+
+    /** The publisher closed the connection (a restart?). */
+    final AtomicBoolean lost = new AtomicBoolean();
+
+    /** A TCP connection is up (its handshake may not be). */
+    volatile boolean connected;
+
+    /** When the last TCP connection came up (the subscriber's clock). */
+    volatile long connectedAt;
+
+    /** The current TCP connection, as JeroMQ reported it. */
+    volatile SelectableChannel channel;
+
+    /** The ZMTP handshake of the current connection completed. */
+    volatile boolean handshaken;
+  }
+
+  /**
+   * Whether a connection whose handshake has not completed is stalled: its channel is open but no
+   * selector watches it, so JeroMQ will never write its greeting nor read the peer's (JeroMQ
+   * registers a healthy connection within one pass of its I/O thread). Unknown channels are not.
+   */
+  public static boolean stalled(SelectableChannel channel) {
+    return channel != null && channel.isOpen() && !channel.isRegistered();
+  }
+
+  /**
+   * A replay DEALER whose connection events land in {@code events} (JeroMQ reconnects by itself
+   * after most drops; a stalled handshake is handled by the job, see {@link #run}).
+   */
+  ZMQ.Socket newDealer(DealerEvents events) {
     ZMQ.Socket d = context.getContext().socket(SocketType.DEALER);
     d.setLinger(0);
     d.setReceiveTimeOut((int) Math.min(config.replayIdleMs(), config.pollIntervalMs()));
     d.setHandshakeIvl(config.handshakeMs());
     d.setMaxMsgSize(config.maxPayloadBytes());
+    boolean debugging = telemetry.debugging();
     d.setEventHook(
         ev -> {
-          if (ev.getEvent() == ZMonitor.Event.DISCONNECTED) {
-            int errno = JEROMQ_ERRNO.get();
-            if (errno == ZError.EMSGSIZE) {
-              refused.set(true);
-            } else if (errno == ZError.ENOTCONN) {
-              lost.set(true); // the publisher closed (a restart?); a stalled handshake is retried
+          int errno = JEROMQ_ERRNO.get();
+          if (debugging) {
+            telemetry.debug(
+                "(replay dealer)",
+                "event " + ev.getEvent() + " " + ev.getAddress() + " errno " + errno);
+          }
+          switch (ev.getEvent()) {
+            case CONNECTED -> {
+              events.handshaken = false;
+              events.channel = ev.getValue() instanceof SelectableChannel ch ? ch : null;
+              events.connectedAt = config.nanoClock().getAsLong();
+              events.connected = true;
             }
+            case HANDSHAKE_PROTOCOL -> events.handshaken = true;
+            case DISCONNECTED -> {
+              events.connected = false;
+              events.handshaken = false;
+              if (errno == ZError.EMSGSIZE) {
+                events.refused.set(true);
+              } else if (errno == ZError.ENOTCONN) {
+                events.lost.set(true); // the publisher closed (a restart?)
+              }
+            }
+            default -> {}
           }
         },
-        ZMQ.EVENT_DISCONNECTED);
+        debugging
+            ? ZMQ.EVENT_ALL
+            : ZMQ.EVENT_CONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL | ZMQ.EVENT_DISCONNECTED);
     return d;
   }
 
@@ -124,6 +179,22 @@ public final class ReplayClient {
     return running && !s.removed && s.activeReplay == id;
   }
 
+  /**
+   * One replay attempt: connect a fresh DEALER, send {@code ["", from]} once its ZMTP handshake
+   * completed, and post each reply to the stream's shard until the end marker.
+   *
+   * <p><b>Stalled handshakes.</b> JeroMQ 0.6.0 can leave a connect-side connection whose TCP
+   * connect completed asynchronously without ever registering it with its selector ({@code
+   * Poller.run} re-registers handles in one pass over a hash set: when {@code
+   * TcpConnecter.connectEvent}'s cancelled handle and the new engine's handle are in the same pass,
+   * the engine's handle is never registered). The connection is then up but JeroMQ never sends its
+   * ZMTP greeting: the publisher waits, and nothing happens until {@code handshakeTimeout}. Seen
+   * against vLLM's own publisher in a few percent of replay connections. A connection whose
+   * handshake has not completed {@value #STALL_FIRST_MS} ms after its TCP connect (doubling per
+   * stall, up to {@code handshakeTimeout}) and whose channel no selector watches ({@link #stalled})
+   * is abandoned for a fresh DEALER: {@code kvroute_kvindex_handshake_stalls{socket=replay}}. The
+   * request is only sent once the handshake completed, so an abandoned connection never carried it.
+   */
   private void run(Stream s, long id, long from) {
     Sequencer.ReplayEnd end = Sequencer.ReplayEnd.FAILED;
     String failure = "timeout"; // why, if it fails
@@ -131,33 +202,56 @@ public final class ReplayClient {
     ZMQ.Socket d = null;
     try {
       long idleNanos = TimeUnit.MILLISECONDS.toNanos(config.replayIdleMs());
+      long handshakeNanos = TimeUnit.MILLISECONDS.toNanos(config.handshakeMs());
+      long stallNanos = Math.min(handshakeNanos, TimeUnit.MILLISECONDS.toNanos(STALL_FIRST_MS));
       long deadline = config.nanoClock().getAsLong() + config.replayTimeoutNanos();
-      AtomicBoolean refused = new AtomicBoolean();
-      AtomicBoolean lost = new AtomicBoolean();
-      long idleSince = 0;
+      DealerEvents events = null;
+      boolean sent = false;
+      long idleSince = config.nanoClock().getAsLong();
       while (wanted(s, id) && config.nanoClock().getAsLong() - deadline < 0) {
         if (d == null) {
-          refused = new AtomicBoolean(); // fresh flags: a closed DEALER may still report
-          lost = new AtomicBoolean();
-          d = newDealer(refused, lost);
+          events = new DealerEvents(); // fresh flags: a closed DEALER may still report
+          d = newDealer(events);
           d.connect(s.replayEndpoint);
-          d.sendMore(new byte[0]);
-          d.send(Endpoints.seqBytes(expected));
-          idleSince = config.nanoClock().getAsLong();
+          sent = false;
+        }
+        if (!sent) {
+          if (events.handshaken) {
+            d.sendMore(new byte[0]);
+            d.send(Endpoints.seqBytes(expected));
+            sent = true;
+            idleSince = config.nanoClock().getAsLong();
+            if (telemetry.debugging()) {
+              telemetry.debug(
+                  s.label,
+                  "replay #" + id + " request from " + Long.toUnsignedString(expected) + " sent");
+            }
+          } else if (events.connected
+              && config.nanoClock().getAsLong() - events.connectedAt - stallNanos >= 0
+              && config.stallCheck().test(events.channel)) {
+            telemetry.handshakeStall("replay");
+            telemetry.debug(s.label, "replay #" + id + ": handshake stalled; reconnecting");
+            d.close();
+            d = null;
+            stallNanos = Math.min(handshakeNanos, 2 * stallNanos);
+            continue;
+          }
         }
         List<byte[]> frames = receiveAll(d);
         if (frames == null) {
-          if (refused.get()) {
+          if (events.refused.get()) {
             // the next reply was over maxPayloadBytes: skip it, ask again from the one after
             d.close();
             d = null;
             long skipped = expected++;
-            if (!post(s, id, Received.unreadable(skipped, s.lastTopic))) {
+            long waited = postTimed(s, id, Received.unreadable(skipped, s.lastTopic));
+            if (waited < 0) {
               return;
             }
+            deadline += waited;
             continue;
           }
-          if (lost.get()) {
+          if (events.lost.get()) {
             failure = "disconnected"; // the publisher went away (a restart?)
             end = Sequencer.ReplayEnd.DISCONNECTED;
             break;
@@ -169,6 +263,9 @@ public final class ReplayClient {
           continue;
         }
         idleSince = config.nanoClock().getAsLong();
+        if (telemetry.debugging()) {
+          telemetry.debug(s.label, "replay #" + id + " reply " + describe(frames));
+        }
         if (!frames.isEmpty() && frames.get(0).length == 0) {
           frames.remove(0);
         }
@@ -205,9 +302,12 @@ public final class ReplayClient {
                 size > config.maxPayloadBytes() ? null : payload,
                 size,
                 config.dialect());
-        if (!post(s, id, r)) {
+        long waited = postTimed(s, id, r);
+        if (waited < 0) {
           return;
         }
+        deadline += waited; // a shard slow to take the answer is not the publisher failing
+        idleSince += waited;
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -219,6 +319,15 @@ public final class ReplayClient {
       if (d != null) {
         d.close();
       }
+    }
+    if (telemetry.debugging()) {
+      telemetry.debug(
+          s.label,
+          "replay #"
+              + id
+              + (end == Sequencer.ReplayEnd.END_MARKER
+                  ? " got its end marker"
+                  : wanted(s, id) ? " failed: " + failure : " no longer wanted"));
     }
     if (end != Sequencer.ReplayEnd.END_MARKER && wanted(s, id)) {
       telemetry.replayAttemptFailed(failure);
@@ -234,6 +343,28 @@ public final class ReplayClient {
 
   private boolean post(Stream s, long id, Received r) throws InterruptedException {
     return s.shard.postReplay(() -> s.replayed(id, r, s.shard.now()), () -> wanted(s, id));
+  }
+
+  /**
+   * Posts {@code r}; returns how long that waited for room in the shard's replay inbox (a busy
+   * shard: time the replay's deadlines do not count), or -1 when the replay is no longer wanted.
+   */
+  private long postTimed(Stream s, long id, Received r) throws InterruptedException {
+    long t0 = config.nanoClock().getAsLong();
+    if (!post(s, id, r)) {
+      return -1;
+    }
+    return config.nanoClock().getAsLong() - t0;
+  }
+
+  private static String describe(List<byte[]> frames) {
+    StringBuilder sb = new StringBuilder().append(frames.size()).append(" frame(s) [");
+    for (int i = 0; i < frames.size(); i++) {
+      byte[] f = frames.get(i);
+      sb.append(i == 0 ? "" : ", ")
+          .append(f.length == 8 ? "seq " + Endpoints.seqOf(f) : f.length + " bytes");
+    }
+    return sb.append(']').toString();
   }
 
   private static boolean isEnd(byte[] seqFrame) {

@@ -17,9 +17,12 @@ import java.util.function.LongSupplier;
  * stream's {@code connected} always precedes the messages of the connection it reports.
  *
  * <p><b>Bounds.</b> Live messages: {@code queueCapacity} (a full queue drops, and the stream is
- * told); replay answers: {@value #REPLAY_INBOX} (a replay job waits, so replays slow down instead
- * of dropping); control tasks: a few per stream. <b>Thread-safety:</b> the offer/post methods are
- * thread-safe; everything else runs on the shard thread.
+ * told; {@code kvroute_kvindex_queue_depth}); replay answers: {@value #REPLAY_INBOX} (a replay job
+ * waits, so replays slow down instead of dropping, and their deadlines do not count the wait;
+ * {@code kvroute_kvindex_replay_inbox_depth}); control tasks: a few per stream (a handshake per
+ * connection, one coalesced drop notice, removal; {@code kvroute_kvindex_control_depth}).
+ * <b>Thread-safety:</b> the offer/post methods are thread-safe; everything else runs on the shard
+ * thread.
  */
 public final class Shard {
   static final int REPLAY_INBOX = 256;
@@ -31,6 +34,8 @@ public final class Shard {
   private final ArrayBlockingQueue<Live> live;
   private final ArrayBlockingQueue<Runnable> replayInbox = new ArrayBlockingQueue<>(REPLAY_INBOX);
   private final ConcurrentLinkedQueue<Runnable> control = new ConcurrentLinkedQueue<>();
+  private final java.util.concurrent.atomic.AtomicInteger controlDepth =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final Thread thread;
   private final long parkNanos;
   private final KvEventCodec.Dialect dialect;
@@ -51,6 +56,18 @@ public final class Shard {
         "kvroute.kvindex.queue.depth",
         live::size,
         "KV event messages waiting in a shard queue",
+        "shard",
+        String.valueOf(index));
+    telemetry.gauge(
+        "kvroute.kvindex.replay.inbox.depth",
+        replayInbox::size,
+        "replay answers waiting for their shard (at most " + REPLAY_INBOX + ")",
+        "shard",
+        String.valueOf(index));
+    telemetry.gauge(
+        "kvroute.kvindex.control.depth",
+        controlDepth::get,
+        "socket events and commands waiting for their shard",
         "shard",
         String.valueOf(index));
   }
@@ -85,6 +102,7 @@ public final class Shard {
 
   /** Runs {@code task} on the shard thread, before any live message taken after this call. */
   void post(Runnable task) {
+    controlDepth.incrementAndGet();
     control.add(task);
     LockSupport.unpark(thread);
   }
@@ -150,6 +168,7 @@ public final class Shard {
   private void runControl() {
     Runnable c;
     while ((c = control.poll()) != null) {
+      controlDepth.decrementAndGet();
       safely(c);
     }
   }

@@ -1,7 +1,14 @@
 package io.kvroute.kvindex.zmq.internal;
 
 import io.kvroute.kvindex.zmq.PodEndpoint;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -34,12 +41,38 @@ import zmq.util.Errno;
  * connect-mode socket, so it is reopened here, with back-off if that repeats without a message in
  * between.
  *
+ * <p><b>Only ready sockets are read.</b> Each SUB socket's JeroMQ mailbox descriptor ({@code
+ * getFD()}: readable when the socket has commands, such as "messages arrived" after its pipe ran
+ * empty) is registered once with this loop's own NIO {@link Selector}; a wake-up reads the sockets
+ * whose descriptor fired, each until it has nothing more ({@code EAGAIN}, which processes its
+ * commands and so re-arms the descriptor) or for at most {@value #BUDGET} messages (then it stays
+ * on a ready list served before the next wait). The cost of a message therefore does not depend on
+ * how many sockets there are (JeroMQ's {@code ZMQ.Poller}, used before, re-registers and checks
+ * every socket on each call). After a wake-up that read messages the loop waits {@link
+ * #LINGER_NANOS} before it looks again, so that busy sockets are read in batches. A slow sweep
+ * ({@value #SWEEP_MS} ms) reads every socket as a safety net.
+ *
  * <p>Thread-safety: {@link #command} and {@link #streamsOf} are thread-safe; everything else is
  * confined to the I/O thread.
  */
 public final class SocketLoop {
   // JeroMQ keeps errno per thread; its event hooks run on the JeroMQ I/O thread that set it
   private static final Errno JEROMQ_ERRNO = new Errno();
+
+  /** Messages read from one socket before the others get their turn. */
+  static final int BUDGET = 256;
+
+  /** Interval of the safety sweep over every socket. */
+  static final long SWEEP_MS = 1000;
+
+  /**
+   * After a wake-up that read messages, the loop waits this long before it looks again, so that the
+   * next wake-up finds several messages: fewer wake-ups, and fewer "messages arrived" signals from
+   * JeroMQ's I/O thread, which only signals a pipe that was read empty (measured with {@code
+   * SubscriberIoRun}: about half the CPU per message of both threads at 4,000 messages/s), for at
+   * most this much latency.
+   */
+  static final long LINGER_NANOS = 500_000;
 
   private final SubscriberConfig config;
   private final ZContext context;
@@ -53,13 +86,17 @@ public final class SocketLoop {
   private final CompletableFuture<String> bound = new CompletableFuture<>();
   private volatile boolean running = true;
 
+  private final Selector selector;
+
   // I/O thread only
-  private final List<ZMQ.Socket> sockets = new ArrayList<>();
-  private final Map<ZMQ.Socket, Stream> streamBySocket = new HashMap<>();
+  private final Map<ZMQ.Socket, Polled> polled = new HashMap<>();
+  private final ArrayDeque<Polled> ready = new ArrayDeque<>();
   private final Map<String, Stream> streamByTopic = new HashMap<>();
   private final List<Stream> reopens = new ArrayList<>();
+  private final ConcurrentLinkedQueue<Handshake> handshakes = new ConcurrentLinkedQueue<>();
+  private final List<Handshake> watching = new ArrayList<>();
   private ZMQ.Socket boundSocket;
-  private boolean dirty = true;
+  private long lastSweep = System.nanoTime();
 
   SocketLoop(
       SubscriberConfig config,
@@ -73,6 +110,11 @@ public final class SocketLoop {
     this.shards = shards;
     this.replays = replays;
     this.topicFilter = config.topic().getBytes(StandardCharsets.UTF_8);
+    try {
+      this.selector = Selector.open();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot open a selector for the KV event sockets", e);
+    }
     this.thread = new Thread(this::loop, "kvindex-zmq-io");
     thread.setDaemon(true);
   }
@@ -88,7 +130,7 @@ public final class SocketLoop {
 
   void stop() {
     running = false;
-    LockSupport.unpark(thread);
+    selector.wakeup();
   }
 
   void join(long millis) throws InterruptedException {
@@ -101,10 +143,15 @@ public final class SocketLoop {
     while ((c = commands.poll()) != null) {
       c.run(); // they see running == false and fail their futures
     }
-    for (ZMQ.Socket s : sockets) {
+    for (ZMQ.Socket s : polled.keySet()) {
       s.close();
     }
-    sockets.clear();
+    polled.clear();
+    try {
+      selector.close();
+    } catch (IOException e) {
+      // nothing left to do with it
+    }
     bound.completeExceptionally(new IllegalStateException("subscriber closed"));
   }
 
@@ -125,7 +172,7 @@ public final class SocketLoop {
             done.completeExceptionally(e);
           }
         });
-    LockSupport.unpark(thread);
+    selector.wakeup();
   }
 
   /** Connect-mode pods. */
@@ -169,7 +216,6 @@ public final class SocketLoop {
       }
       connect(s);
     }
-    dirty = true;
   }
 
   /** Opens and connects {@code s}'s SUB socket and polls it (connect mode). */
@@ -177,9 +223,32 @@ public final class SocketLoop {
     ZMQ.Socket sock = newSub(s);
     sock.connect(s.endpoint);
     s.socket = sock;
-    sockets.add(sock);
-    streamBySocket.put(sock, s);
-    dirty = true;
+    watch(sock, s);
+  }
+
+  /** Registers {@code sock}'s mailbox descriptor; reads what may have arrived before. */
+  private void watch(ZMQ.Socket sock, Stream s) {
+    Polled p = new Polled(sock, s);
+    try {
+      p.key = sock.getFD().register(selector, SelectionKey.OP_READ, p);
+    } catch (ClosedChannelException e) {
+      throw new IllegalStateException("the socket's descriptor is closed", e);
+    }
+    polled.put(sock, p);
+    p.queued = true;
+    ready.add(p); // a message that arrived before the registration raised no event for it
+  }
+
+  /** Stops polling {@code sock} and closes it. */
+  private void unwatch(ZMQ.Socket sock) {
+    Polled p = polled.remove(sock);
+    if (p != null) {
+      p.closed = true;
+      if (p.key != null) {
+        p.key.cancel();
+      }
+    }
+    sock.close();
   }
 
   /** Closes and forgets every stream of {@code podId}; returns them (connect and bind mode). */
@@ -193,11 +262,8 @@ public final class SocketLoop {
     for (Stream s : streams) {
       s.removed = true;
       if (s.socket != null) {
-        sockets.remove(s.socket);
-        streamBySocket.remove(s.socket);
-        s.socket.close();
+        unwatch(s.socket);
         s.socket = null;
-        dirty = true;
       }
     }
     return streams;
@@ -206,7 +272,7 @@ public final class SocketLoop {
   /** Test hook: the max message size of every SUB socket. */
   List<Long> maxMsgSizes() {
     List<Long> sizes = new ArrayList<>();
-    for (ZMQ.Socket sock : sockets) {
+    for (ZMQ.Socket sock : polled.keySet()) {
       sizes.add(sock.getMaxMsgSize());
     }
     return sizes;
@@ -215,14 +281,12 @@ public final class SocketLoop {
   // ------------------------------------------------------------------ loop
 
   private void loop() {
-    ZMQ.Poller poller = null;
-    List<ZMQ.Socket> polled = new ArrayList<>();
     try {
       if (config.bindEndpoint() != null) {
         try {
           boundSocket = newSub(null);
           boundSocket.bind(config.bindEndpoint());
-          sockets.add(boundSocket);
+          watch(boundSocket, null);
           bound.complete(boundSocket.getLastEndpoint());
         } catch (RuntimeException e) {
           bound.completeExceptionally(e);
@@ -239,30 +303,32 @@ public final class SocketLoop {
         if (!reopens.isEmpty()) {
           reopenDue();
         }
-        if (dirty) {
-          if (poller != null) {
-            poller.close();
-          }
-          poller = context.createPoller(Math.max(1, sockets.size()));
-          polled.clear();
-          for (ZMQ.Socket s : sockets) {
-            poller.register(s, ZMQ.Poller.POLLIN);
-            polled.add(s);
-          }
-          dirty = false;
+        watchHandshakes();
+        if (ready.isEmpty()) {
+          selector.select(config.pollIntervalMs());
+        } else {
+          selector.selectNow();
         }
-        if (polled.isEmpty()) {
-          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(config.pollIntervalMs()));
-          continue;
-        }
-        int ready = poller.poll(config.pollIntervalMs());
-        for (int i = 0; i < polled.size(); i++) {
-          // on a timeout every socket is tried too: a missed wake-up costs at most pollInterval
-          if (ready <= 0 || poller.pollin(i)) {
-            ZMQ.Socket sock = polled.get(i);
-            drain(sock, sock == boundSocket ? null : streamBySocket.get(sock));
+        for (SelectionKey k : selector.selectedKeys()) {
+          Polled p = (Polled) k.attachment();
+          if (!p.queued) {
+            p.queued = true;
+            ready.add(p);
           }
         }
+        selector.selectedKeys().clear();
+        if (serveReady() > 0) {
+          LockSupport.parkNanos(LINGER_NANOS);
+        }
+        if (System.nanoTime() - lastSweep >= TimeUnit.MILLISECONDS.toNanos(SWEEP_MS)) {
+          sweep();
+        }
+      }
+    } catch (IOException e) {
+      if (running) {
+        telemetry.error(
+            "KV event subscriber I/O thread failed; no more events will be received",
+            new UncheckedIOException(e));
       }
     } catch (RuntimeException e) {
       if (running) {
@@ -270,13 +336,53 @@ public final class SocketLoop {
             "KV event subscriber I/O thread failed; no more events will be received", e);
       }
     } finally {
-      if (poller != null) {
-        poller.close();
-      }
-      for (ZMQ.Socket s : sockets) {
+      for (ZMQ.Socket s : polled.keySet()) {
         s.close();
       }
-      sockets.clear();
+      polled.clear();
+    }
+  }
+
+  /** Reads each ready socket once (up to {@link #BUDGET}); those with more stay ready. */
+  private int serveReady() {
+    int served = 0;
+    for (int n = ready.size(); n > 0; n--) {
+      Polled p = ready.poll();
+      p.queued = false;
+      if (p.closed) {
+        continue;
+      }
+      served++;
+      if (!drain(p.socket, p.stream)) {
+        p.queued = true;
+        ready.add(p);
+      }
+    }
+    return served;
+  }
+
+  /** The safety net: reads every socket not already on the ready list. */
+  private void sweep() {
+    lastSweep = System.nanoTime();
+    for (Polled p : List.copyOf(polled.values())) {
+      if (!p.queued && !p.closed && !drain(p.socket, p.stream)) {
+        p.queued = true;
+        ready.add(p);
+      }
+    }
+  }
+
+  /** A polled socket: its stream ({@code null} for the bound socket) and selection key. */
+  private static final class Polled {
+    final ZMQ.Socket socket;
+    final Stream stream;
+    SelectionKey key;
+    boolean queued; // on the ready list
+    boolean closed;
+
+    Polled(ZMQ.Socket socket, Stream stream) {
+      this.socket = socket;
+      this.stream = stream;
     }
   }
 
@@ -291,8 +397,10 @@ public final class SocketLoop {
     // JeroMQ refuses a larger frame from its size header, before allocating it, and drops the
     // connection (see onDisconnected)
     sock.setMaxMsgSize(config.maxPayloadBytes());
+    Handshake h = s == null ? null : new Handshake(s, sock);
     sock.setEventHook(
-        ev -> onSocketEvent(s, sock, ev), ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL);
+        ev -> onSocketEvent(s, sock, h, ev),
+        ZMQ.EVENT_CONNECTED | ZMQ.EVENT_DISCONNECTED | ZMQ.EVENT_HANDSHAKE_PROTOCOL);
     sock.subscribe(topicFilter);
     return sock;
   }
@@ -304,9 +412,24 @@ public final class SocketLoop {
    * errno tells why a connection dropped: {@code EMSGSIZE} for an oversized frame, {@code ENOTCONN}
    * for a peer that closed.
    */
-  private void onSocketEvent(Stream s, ZMQ.Socket sock, ZEvent ev) {
+  private void onSocketEvent(Stream s, ZMQ.Socket sock, Handshake h, ZEvent ev) {
     int errno = JEROMQ_ERRNO.get();
+    if (ev.getEvent() == ZMonitor.Event.CONNECTED) {
+      if (h != null && !s.removed) {
+        h.handshaken = false;
+        h.channel = ev.getValue() instanceof SelectableChannel ch ? ch : null;
+        h.connectedAt = config.nanoClock().getAsLong();
+        if (!h.queued.getAndSet(true)) {
+          handshakes.add(h);
+          selector.wakeup();
+        }
+      }
+      return;
+    }
     if (ev.getEvent() == ZMonitor.Event.HANDSHAKE_PROTOCOL) {
+      if (h != null) {
+        h.handshaken = true;
+      }
       if (s != null && !s.removed) {
         s.shard.post(() -> s.connected(s.shard.now()));
       }
@@ -319,7 +442,7 @@ public final class SocketLoop {
     boolean peerClosed = errno == ZError.ENOTCONN;
     String peer = peerOf(ev);
     commands.add(() -> onDisconnected(s, sock, oversized, peerClosed, peer));
-    LockSupport.unpark(thread);
+    selector.wakeup();
   }
 
   private static String peerOf(ZEvent ev) {
@@ -371,12 +494,7 @@ public final class SocketLoop {
       } else if (now - s.reopenAt >= 0) {
         s.reopenPending = false;
         it.remove();
-        ZMQ.Socket old = s.socket;
-        drain(old, s); // what arrived complete before the drop
-        sockets.remove(old);
-        streamBySocket.remove(old);
-        old.close();
-        connect(s);
+        reopen(s);
         s.reopenBackoffMs =
             s.reopenBackoffMs == 0
                 ? config.reconnectIntervalMs()
@@ -386,11 +504,94 @@ public final class SocketLoop {
     }
   }
 
-  private void drain(ZMQ.Socket sock, Stream fixed) {
-    for (int n = 0; n < 1024; n++) {
+  /** Closes {@code s}'s SUB socket (after taking what it holds) and connects a new one. */
+  private void reopen(Stream s) {
+    ZMQ.Socket old = s.socket;
+    for (int n = 0; n < 16 && !drain(old, s); n++) {
+      // what arrived complete before the drop (anything beyond is a gap, replayed)
+    }
+    unwatch(old);
+    connect(s);
+  }
+
+  /**
+   * Reopens connect-mode SUB sockets whose ZMTP handshake stalled: JeroMQ 0.6.0 can leave a
+   * connection whose TCP connect completed asynchronously unregistered from its selector ({@code
+   * Poller.run} handles the connecter's cancelled handle and the new engine's handle in one pass
+   * over a hash set, and registers neither), so it never sends its greeting and the publisher waits
+   * until {@code handshakeTimeout} ends it; every batch published meanwhile is lost live. A
+   * connection still without its handshake {@value ReplayClient#STALL_FIRST_MS} ms after its TCP
+   * connect (doubling per stall of the stream, up to {@code handshakeTimeout}) whose channel is not
+   * registered with any selector (so JeroMQ will never read or write it: {@link
+   * ReplayClient#stalled}) is replaced by a new socket ({@code
+   * kvroute_kvindex_handshake_stalls{socket=sub}}). A handshake that is merely slow (a busy
+   * machine) has its channel registered and is left alone.
+   */
+  private void watchHandshakes() {
+    Handshake h;
+    while ((h = handshakes.poll()) != null) {
+      h.queued.set(false);
+      if (!watching.contains(h)) {
+        watching.add(h);
+      }
+    }
+    if (watching.isEmpty()) {
+      return;
+    }
+    long now = config.nanoClock().getAsLong();
+    long max = TimeUnit.MILLISECONDS.toNanos(config.handshakeMs());
+    for (Iterator<Handshake> it = watching.iterator(); it.hasNext(); ) {
+      Handshake w = it.next();
+      Stream s = w.stream;
+      if (s.removed || s.socket != w.socket) {
+        it.remove();
+      } else if (w.handshaken) {
+        s.stallNanos = 0;
+        it.remove();
+      } else {
+        long limit =
+            s.stallNanos == 0
+                ? Math.min(max, TimeUnit.MILLISECONDS.toNanos(ReplayClient.STALL_FIRST_MS))
+                : s.stallNanos;
+        if (now - w.connectedAt - limit >= 0 && config.stallCheck().test(w.channel)) {
+          it.remove();
+          s.stallNanos = Math.min(max, 2 * limit);
+          telemetry.handshakeStall("sub");
+          telemetry.debug(s.label, "SUB handshake stalled; reopening the socket");
+          reopen(s);
+        }
+      }
+    }
+  }
+
+  /**
+   * A connect-mode SUB socket's handshake state, written by its event hook (a JeroMQ I/O thread),
+   * read by the I/O thread.
+   */
+  private static final class Handshake {
+    final Stream stream;
+    final ZMQ.Socket socket;
+    final java.util.concurrent.atomic.AtomicBoolean queued =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    volatile long connectedAt;
+    volatile SelectableChannel channel; // the TCP connection JeroMQ reported
+    volatile boolean handshaken;
+
+    Handshake(Stream stream, ZMQ.Socket socket) {
+      this.stream = stream;
+      this.socket = socket;
+    }
+  }
+
+  /**
+   * Reads up to {@link #BUDGET} messages from {@code sock}; true when it has nothing more (the read
+   * that found nothing processed its commands, so its descriptor fires for the next message).
+   */
+  private boolean drain(ZMQ.Socket sock, Stream fixed) {
+    for (int n = 0; n < BUDGET; n++) {
       byte[] f0 = sock.recv(ZMQ.DONTWAIT);
       if (f0 == null) {
-        return;
+        return true;
       }
       byte[] f1 = null;
       byte[] f2 = null;
@@ -425,6 +626,7 @@ public final class SocketLoop {
         overflow(s, seq);
       }
     }
+    return false;
   }
 
   /** A full shard queue: the message is dropped, counted, and the stream told (coalesced). */

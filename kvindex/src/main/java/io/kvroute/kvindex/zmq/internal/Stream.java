@@ -56,6 +56,7 @@ public final class Stream implements Sequencer.Output {
   boolean reopenPending;
   long reopenAt;
   long reopenBackoffMs;
+  long stallNanos; // the next handshake stall limit, 0 for the first
 
   Stream(
       String label,
@@ -92,6 +93,9 @@ public final class Stream implements Sequencer.Output {
       return;
     }
     lastTopic = r.topic;
+    if (telemetry.debugging()) {
+      telemetry.debug(label, "live " + r + " ts=" + r.ts() + " before: " + sequencer);
+    }
     sequencer.live(r, now);
     syncHeld();
   }
@@ -108,6 +112,9 @@ public final class Stream implements Sequencer.Output {
     if (removed) {
       return;
     }
+    if (telemetry.debugging()) {
+      telemetry.debug(label, "handshake; before: " + sequencer);
+    }
     sequencer.connected(now);
     syncHeld();
   }
@@ -116,6 +123,9 @@ public final class Stream implements Sequencer.Output {
     if (removed) {
       return;
     }
+    if (telemetry.debugging()) {
+      telemetry.debug(label, "replay #" + id + " gave " + r + " ts=" + r.ts() + "; " + sequencer);
+    }
     sequencer.replayed(id, r, now);
     syncHeld();
   }
@@ -123,6 +133,9 @@ public final class Stream implements Sequencer.Output {
   void replayEnded(long id, Sequencer.ReplayEnd end, long now) {
     if (removed) {
       return;
+    }
+    if (telemetry.debugging()) {
+      telemetry.debug(label, "replay #" + id + " ended " + end + "; " + sequencer);
     }
     sequencer.replayEnded(id, end, now);
     syncHeld();
@@ -192,6 +205,17 @@ public final class Stream implements Sequencer.Output {
   public void replayStarted(long id, Sequencer.ReplayKind kind, long from, long until) {
     activeReplay = id;
     replayKind = kind;
+    if (telemetry.debugging()) {
+      telemetry.debug(
+          label,
+          "replay #"
+              + id
+              + " "
+              + kind
+              + " from "
+              + Long.toUnsignedString(from)
+              + (until == Sequencer.OPEN ? "" : " until " + Long.toUnsignedString(until)));
+    }
     replays.start(this, id, from);
   }
 

@@ -4,7 +4,9 @@ import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.event.KvEventSink;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.nio.channels.SelectableChannel;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import org.zeromq.ZContext;
 
 /**
@@ -14,6 +16,8 @@ import org.zeromq.ZContext;
  *
  * @param context a shared JeroMQ context, or {@code null} for a private one
  * @param bindEndpoint the SUB endpoint to bind, or {@code null} (connect mode only)
+ * @param stallCheck whether a connection whose handshake has not completed is stalled ({@link
+ *     ReplayClient#stalled} outside tests)
  */
 public record SubscriberConfig(
     KvEventSink sink,
@@ -37,4 +41,5 @@ public record SubscriberConfig(
     KvEventCodec.Dialect dialect,
     MeterRegistry meterRegistry,
     LongSupplier nanoClock,
-    ZContext context) {}
+    ZContext context,
+    Predicate<SelectableChannel> stallCheck) {}

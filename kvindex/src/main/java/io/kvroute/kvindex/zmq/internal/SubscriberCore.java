@@ -7,7 +7,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -33,6 +32,10 @@ public final class SubscriberCore {
     this.telemetry = new Telemetry(config.meterRegistry(), config.listener());
     this.ownsContext = config.context() == null;
     this.context = ownsContext ? new ZContext(1) : config.context();
+    if (ownsContext) {
+      // one SUB per publisher, the replay DEALERs, and sockets closed but not yet reaped (a reopen)
+      context.getContext().setMaxSockets(Math.max(1024, 2 * config.maxPods() + 256));
+    }
     this.shards = new Shard[config.shards()];
     for (int i = 0; i < shards.length; i++) {
       shards[i] = new Shard(i, config, telemetry);
@@ -166,8 +169,8 @@ public final class SubscriberCore {
   }
 
   /** A replay DEALER configured as replays configure theirs. */
-  public ZMQ.Socket newReplayDealer(AtomicBoolean refused) {
-    return replays.newDealer(refused, new AtomicBoolean());
+  public ZMQ.Socket newReplayDealer() {
+    return replays.newDealer(new ReplayClient.DealerEvents());
   }
 
   /** Whether the connect-mode streams have nothing queued, replaying or held back. */

@@ -50,6 +50,7 @@ public final class Telemetry {
   private final Map<String, Counter> resyncs = new ConcurrentHashMap<>();
   private final Map<String, Counter> dropped = new ConcurrentHashMap<>();
   private final Map<String, Counter> attemptsFailed = new ConcurrentHashMap<>();
+  private final Map<String, Counter> stalls = new ConcurrentHashMap<>();
   private final Set<String> warned = ConcurrentHashMap.newKeySet();
   private final List<Gauge> gauges = new ArrayList<>();
 
@@ -140,6 +141,17 @@ public final class Telemetry {
         .increment();
   }
 
+  /**
+   * {@code kvroute_kvindex_handshake_stalls{socket=sub|replay}}: a connection whose ZMTP handshake
+   * did not complete soon after its TCP connect was abandoned for a fresh one.
+   */
+  public void handshakeStall(String socket) {
+    stalls
+        .computeIfAbsent(
+            socket, k -> registry.counter("kvroute.kvindex.handshake.stalls", "socket", k))
+        .increment();
+  }
+
   /** {@code kvroute_kvindex_gaps}. */
   public void gap() {
     gaps.increment();
@@ -214,6 +226,21 @@ public final class Telemetry {
   /** Logs at ERROR with the exception. */
   public void error(String message, Throwable t) {
     LOG.error(message, t);
+  }
+
+  /** Whether {@link #debug} logs (the subscriber's logger at DEBUG). */
+  public boolean debugging() {
+    return LOG.isDebugEnabled();
+  }
+
+  /**
+   * Logs one step of a stream's life at DEBUG (replay requests and answers, handshakes, sequencing
+   * decisions); never payload contents.
+   */
+  public void debug(String pod, String what) {
+    if (LOG.isDebugEnabled()) {
+      LOG.debug("KV events from pod {}: {}", pod, what);
+    }
   }
 
   /** Calls the listener; what it throws is logged and ignored. */

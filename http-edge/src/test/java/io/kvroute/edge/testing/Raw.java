@@ -1,4 +1,4 @@
-package io.kvroute.edge;
+package io.kvroute.edge.testing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -14,13 +14,18 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
-/** Raw-socket HTTP/1.1 test client: sends bytes, reads one response (length or chunked). */
-final class Raw {
+/**
+ * Raw-socket HTTP/1.1 test client: sends bytes, reads one response (length or chunked), half-closes
+ * and resets. Shipped in http-edge's test-jar, so that the commands on the edge ({@code kvroute
+ * gateway}, {@code proxy}, {@code serve}) are probed the same way.
+ */
+public final class Raw {
   private Raw() {}
 
   /** A parsed response. */
-  record Response(int status, List<String> headers, String body) {
-    String header(String name) {
+  public record Response(int status, List<String> headers, String body) {
+    /** The first value of header {@code name} (any case), or null. */
+    public String header(String name) {
       for (String h : headers) {
         int c = h.indexOf(':');
         if (h.substring(0, c).equalsIgnoreCase(name)) {
@@ -31,7 +36,7 @@ final class Raw {
     }
   }
 
-  static Socket connect(int port) throws IOException {
+  public static Socket connect(int port) throws IOException {
     Socket s = new Socket("127.0.0.1", port);
     s.setSoTimeout(30_000);
     s.setTcpNoDelay(true);
@@ -39,11 +44,11 @@ final class Raw {
   }
 
   /** Sockets a test opened, closed after it. */
-  static final class Sockets implements AutoCloseable {
+  public static final class Sockets implements AutoCloseable {
     private final List<Socket> open = new ArrayList<>();
 
     /** A socket to {@code port} on loopback, closed with the others. */
-    Socket connect(int port) throws IOException {
+    public Socket connect(int port) throws IOException {
       Socket s = Raw.connect(port);
       open.add(s);
       return s;
@@ -57,13 +62,24 @@ final class Raw {
     }
   }
 
-  static void send(Socket s, String text) throws IOException {
+  public static void send(Socket s, String text) throws IOException {
     OutputStream out = s.getOutputStream();
     out.write(text.getBytes(StandardCharsets.ISO_8859_1));
     out.flush();
   }
 
-  static String readLine(InputStream in) throws IOException {
+  /** Shuts the client's sending side down (a TCP half-close): it sends no more, and still reads. */
+  public static void halfClose(Socket s) throws IOException {
+    s.shutdownOutput();
+  }
+
+  /** Closes with a TCP reset ({@code SO_LINGER} 0), as a client that is gone does. */
+  public static void reset(Socket s) throws IOException {
+    s.setSoLinger(true, 0);
+    s.close();
+  }
+
+  public static String readLine(InputStream in) throws IOException {
     ByteArrayOutputStream line = new ByteArrayOutputStream();
     while (true) {
       int c = in.read();
@@ -79,7 +95,7 @@ final class Raw {
   }
 
   /** Reads one response; no body for HEAD, 1xx, 204, 304; close-delimited if no framing. */
-  static Response read(Socket s, boolean head) throws IOException {
+  public static Response read(Socket s, boolean head) throws IOException {
     InputStream in = s.getInputStream();
     List<String> lines = new ArrayList<>();
     while (true) {
@@ -120,12 +136,12 @@ final class Raw {
     return new Response(status, r.headers(), new String(body, StandardCharsets.ISO_8859_1));
   }
 
-  static Response read(Socket s) throws IOException {
+  public static Response read(Socket s) throws IOException {
     return read(s, false);
   }
 
   /** True once the server closed (or reset) the connection; reads and drops what comes first. */
-  static boolean closedByServer(Socket s) throws IOException {
+  public static boolean closedByServer(Socket s) throws IOException {
     try {
       InputStream in = s.getInputStream();
       while (true) {
@@ -139,7 +155,7 @@ final class Raw {
   }
 
   /** Polls {@code condition} until it holds, failing after 30 s (the machine may be loaded). */
-  static void await(String what, BooleanSupplier condition) {
+  public static void await(String what, BooleanSupplier condition) {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() - deadline > 0) {

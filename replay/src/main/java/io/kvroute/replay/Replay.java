@@ -1,0 +1,211 @@
+package io.kvroute.replay;
+
+import io.kvroute.replay.internal.Simulation;
+import io.kvroute.testkit.engine.EngineProfile;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Replays a {@link Workload} against a simulated vLLM fleet in virtual time, once per {@link
+ * Strategy}, and reports what each achieved.
+ *
+ * <pre>{@code
+ * ReplayReport report =
+ *     Replay.builder(Workload.mooncakeTrace(Path.of("trace.jsonl")))
+ *         .pods(16)
+ *         .profile(EngineProfile.LLAMA_70B_FP8_2XH100)
+ *         .speed(4)
+ *         .build()
+ *         .run(ReplayListener.NONE);
+ * System.out.println(report.toTable());
+ * }</pre>
+ *
+ * <p>The fleet is {@link io.kvroute.testkit.engine.EngineModel}s (vLLM's scheduler and prefix
+ * cache, a cited cost model); the routing is kvroute's own {@code Scheduler} with the strategy's
+ * profiles, the precise strategy reading a {@code BlockIndex} fed by the engines' KV events through
+ * the msgpack codec after {@link Builder#eventLag(Duration)}. Nothing sleeps and nothing reads the
+ * clock except to time the run itself: the same inputs and seed give the same report (bar {@code
+ * wallSeconds}).
+ *
+ * <p>Immutable; {@link #run} may be called more than once (each call replays afresh). Not meant to
+ * be run concurrently with itself (it is CPU-bound on one thread).
+ */
+public final class Replay {
+  private final Workload workload;
+  private final Simulation.Settings settings;
+  private final List<Strategy> strategies;
+
+  private Replay(Builder b) {
+    this.workload = b.workload;
+    this.strategies = List.copyOf(b.strategies);
+    this.settings =
+        new Simulation.Settings(
+            b.profile,
+            b.prefill > 0 ? 0 : b.pods,
+            b.prefill,
+            b.prefill > 0 ? b.decode : 0,
+            b.speed,
+            b.slo,
+            b.seed,
+            b.eventLag.toNanos(),
+            b.scrapeInterval.toNanos(),
+            b.kvBytesPerSecond);
+  }
+
+  /** A builder replaying {@code workload}. */
+  public static Builder builder(Workload workload) {
+    return new Builder(workload);
+  }
+
+  /** Runs every strategy in turn, reporting progress to {@code listener}. */
+  public ReplayReport run(ReplayListener listener) {
+    Objects.requireNonNull(listener, "listener");
+    long start = System.nanoTime();
+    List<StrategyResult> results = new ArrayList<>();
+    for (Strategy s : strategies) {
+      results.add(new Simulation(settings, s, workload.records(), listener).run());
+    }
+    return new ReplayReport(
+        settings.engines(),
+        workload.size(),
+        (System.nanoTime() - start) / 1e9,
+        results,
+        describe());
+  }
+
+  private String describe() {
+    String fleet =
+        settings.disaggregated()
+            ? settings.prefill() + " prefill + " + settings.decode() + " decode engines"
+            : settings.pods() + " engines";
+    return workload
+        + " at speed "
+        + settings.speed()
+        + "x on "
+        + fleet
+        + " of "
+        + settings.profile().name()
+        + "; SLO "
+        + settings.slo()
+        + "; seed "
+        + settings.seed();
+  }
+
+  /** Validating builder of {@link Replay}; not thread-safe. */
+  public static final class Builder {
+    private final Workload workload;
+    private int pods = 16;
+    private int prefill;
+    private int decode;
+    private EngineProfile profile = EngineProfile.LLAMA_70B_FP8_2XH100;
+    private double speed = 1;
+    private List<Strategy> strategies = List.of(Strategy.values());
+    private Slo slo = Slo.DEFAULT;
+    private long seed = 42;
+    private Duration eventLag = Duration.ofMillis(5);
+    private Duration scrapeInterval = Duration.ofMillis(50);
+    private double kvBytesPerSecond = 50e9;
+
+    private Builder(Workload workload) {
+      this.workload = Objects.requireNonNull(workload, "workload");
+    }
+
+    /** Aggregated engines, each prefilling and decoding (default 16). */
+    public Builder pods(int pods) {
+      this.pods = pods;
+      this.prefill = 0;
+      this.decode = 0;
+      return this;
+    }
+
+    /** Prefill/decode disaggregation: {@code prefill} prefill and {@code decode} decode engines. */
+    public Builder prefillDecode(int prefill, int decode) {
+      this.prefill = prefill;
+      this.decode = decode;
+      return this;
+    }
+
+    /** The engines' profile (default {@link EngineProfile#LLAMA_70B_FP8_2XH100}). */
+    public Builder profile(EngineProfile profile) {
+      this.profile = Objects.requireNonNull(profile, "profile");
+      return this;
+    }
+
+    /** Arrival-time compression: 2 replays the trace twice as fast (default 1). */
+    public Builder speed(double speed) {
+      this.speed = speed;
+      return this;
+    }
+
+    /** The strategies, in order (default all, in {@link Strategy} order). */
+    public Builder strategies(List<Strategy> strategies) {
+      this.strategies = List.copyOf(strategies);
+      return this;
+    }
+
+    /** The SLO for goodput (default {@link Slo#DEFAULT}). */
+    public Builder slo(Slo slo) {
+      this.slo = Objects.requireNonNull(slo, "slo");
+      return this;
+    }
+
+    /** Seed of the schedulers' randomness (default 42). */
+    public Builder seed(long seed) {
+      this.seed = seed;
+      return this;
+    }
+
+    /** Delay from an engine step to its KV events reaching the index (default 5 ms). */
+    public Builder eventLag(Duration lag) {
+      this.eventLag = Objects.requireNonNull(lag, "eventLag");
+      return this;
+    }
+
+    /** Interval of engine metrics refreshes into the scheduler (default 50 ms). */
+    public Builder scrapeInterval(Duration interval) {
+      this.scrapeInterval = Objects.requireNonNull(interval, "scrapeInterval");
+      return this;
+    }
+
+    /** KV transfer bandwidth from prefill to decode engines, bytes/s (default 50 GB/s). */
+    public Builder kvTransferBandwidth(double bytesPerSecond) {
+      this.kvBytesPerSecond = bytesPerSecond;
+      return this;
+    }
+
+    /**
+     * Builds the replay.
+     *
+     * @throws IllegalArgumentException naming the invalid option
+     */
+    public Replay build() {
+      if (prefill > 0 || decode > 0) {
+        if (prefill < 1 || decode < 1) {
+          throw new IllegalArgumentException(
+              "prefill and decode must both be >= 1, were " + prefill + " and " + decode);
+        }
+      } else if (pods < 1) {
+        throw new IllegalArgumentException("pods must be >= 1, was " + pods);
+      }
+      if (!(speed > 0) || Double.isInfinite(speed)) {
+        throw new IllegalArgumentException("speed must be > 0, was " + speed);
+      }
+      if (strategies.isEmpty()) {
+        throw new IllegalArgumentException("strategies must not be empty");
+      }
+      if (eventLag.isNegative()) {
+        throw new IllegalArgumentException("eventLag must be >= 0, was " + eventLag);
+      }
+      if (scrapeInterval.isNegative() || scrapeInterval.isZero()) {
+        throw new IllegalArgumentException("scrapeInterval must be > 0, was " + scrapeInterval);
+      }
+      if (!(kvBytesPerSecond > 0)) {
+        throw new IllegalArgumentException(
+            "kvTransferBandwidth must be > 0, was " + kvBytesPerSecond);
+      }
+      return new Replay(this);
+    }
+  }
+}
