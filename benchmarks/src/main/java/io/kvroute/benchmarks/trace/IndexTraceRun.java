@@ -98,7 +98,15 @@ import org.zeromq.ZMQ;
  * <p>Run: {@code java -Xmx2g -cp benchmarks/target/benchmarks.jar
  * io.kvroute.benchmarks.trace.IndexTraceRun --window-ms 30000} (steady) or {@code ... --sweep}
  * ({@code --help} lists every option). It ends with {@code result: offered=<ops/s> achieved=<ops/s>
- * p99_us=<x>} (steady) or {@code peak: achieved=<ops/s> p99_us=<x>} (sweep).
+ * p99_us=<x> floor_p99_us=<y>} (steady) or {@code peak: achieved=<ops/s> p99_us=<x>
+ * floor_p99_us=<y>} (sweep).
+ *
+ * <p><b>The floor.</b> Each replay also measures, in the same process right after it, up to 20,000
+ * of its own lookups (the same keys and pod list) run back to back on one thread against the index
+ * as the replay left it, with nothing else of the run working: the columns {@code floor p50/p99}
+ * and {@code floor_p99_us}. The ratio of the replay's lookup percentiles to the floor's is what
+ * concurrent ingestion, the replay's own pacing and the machine's load added; on a shared machine
+ * that ratio travels better than the absolute figures.
  */
 public final class IndexTraceRun {
   private IndexTraceRun() {}
@@ -196,6 +204,8 @@ public final class IndexTraceRun {
       double p999Us,
       double maxUs,
       double dueP99Us,
+      double floorP50Us,
+      double floorP99Us,
       long problems,
       IndexStats stats,
       long heapBytes,
@@ -256,10 +266,11 @@ public final class IndexTraceRun {
         footer(r);
         System.out.printf(
             Locale.ROOT,
-            "result: offered=%.0f achieved=%.0f p99_us=%.0f%n",
+            "result: offered=%.0f achieved=%.0f p99_us=%.0f floor_p99_us=%.1f%n",
             r.offered(),
             r.achieved(),
-            r.p99Us());
+            r.p99Us(),
+            r.floorP99Us());
       } else {
         List<Result> results = new ArrayList<>();
         printHeader();
@@ -283,9 +294,10 @@ public final class IndexTraceRun {
         } else {
           System.out.printf(
               Locale.ROOT,
-              "peak: achieved=%.0f p99_us=%.0f (window %d ms)%n",
+              "peak: achieved=%.0f p99_us=%.0f floor_p99_us=%.1f (window %d ms)%n",
               peak.achieved(),
               peak.p99Us(),
+              peak.floorP99Us(),
               peak.windowMs());
         }
       }
@@ -300,7 +312,7 @@ public final class IndexTraceRun {
   private static void printHeader() {
     System.out.printf(
         Locale.ROOT,
-        "%n%9s %10s %10s %9s %9s %9s %9s %9s %10s %8s %s%n",
+        "%n%9s %10s %10s %9s %9s %9s %9s %9s %10s %9s %9s %8s %s%n",
         "window ms",
         "offered/s",
         "achieved/s",
@@ -310,6 +322,8 @@ public final class IndexTraceRun {
         "max us",
         "elapsed s",
         "due p99 us",
+        "floor p50",
+        "floor p99",
         "problems",
         "load");
   }
@@ -320,7 +334,7 @@ public final class IndexTraceRun {
     }
     System.out.printf(
         Locale.ROOT,
-        "%9d %10.0f %10.0f %9.1f %9.1f %9.1f %9.0f %9.2f %10.0f %8d %s%s%n",
+        "%9d %10.0f %10.0f %9.1f %9.1f %9.1f %9.0f %9.2f %10.0f %9.1f %9.1f %8d %s%s%n",
         r.windowMs(),
         r.offered(),
         r.achieved(),
@@ -330,6 +344,8 @@ public final class IndexTraceRun {
         r.maxUs(),
         r.elapsedS(),
         r.dueP99Us(),
+        r.floorP50Us(),
+        r.floorP99Us(),
         r.problems(),
         loadAverage(),
         r.keptUp() ? "" : "  (did not keep up)");
@@ -357,6 +373,9 @@ public final class IndexTraceRun {
 
   /** One replay of the workload against a fresh index, over one window. */
   static final class Replay {
+    /** How many of a replay's lookups the floor repeats. */
+    static final int FLOOR_LOOKUPS = 20_000;
+
     final Options o;
     final TraceWorkload w;
     final long windowMs;
@@ -467,6 +486,7 @@ public final class IndexTraceRun {
       Arrays.sort(dues);
       IndexStats stats = index.stats();
       long problems = ingest.problems();
+      long[] floor = floorLookups(plans);
       long heap = heapAfterGc();
       ingest.close();
       if (index instanceof AutoCloseable c) {
@@ -488,10 +508,57 @@ public final class IndexTraceRun {
           pct(all, 0.999),
           all.length == 0 ? 0 : all[all.length - 1] / 1e3,
           pct(dues, 0.99),
+          pct(floor, 0.50),
+          pct(floor, 0.99),
           problems,
           stats,
           heap,
           String.format(Locale.ROOT, "process %.2f cores:%s", proc, cpu));
+    }
+
+    /**
+     * The floor measured in the same run: up to {@value #FLOOR_LOOKUPS} of the replay's lookups
+     * (evenly spaced over the plans), the same keys and pod list, run back to back on this one
+     * thread against the index as the replay left it, once the replay threads are done and every
+     * event was applied (nothing else of this run is working). What the replay's lookups cost above
+     * it is what concurrent ingestion and the machine's load added. Sorted nanoseconds.
+     */
+    private long[] floorLookups(Plan[] plans) {
+      int total = 0;
+      for (Plan p : plans) {
+        total += p.lookups;
+      }
+      if (total == 0) {
+        return new long[0];
+      }
+      int step = Math.max(1, total / FLOOR_LOOKUPS);
+      PrefixMatch into = new PrefixMatch();
+      long[] out = new long[(total + step - 1) / step];
+      int n = 0;
+      int seen = 0;
+      for (int round = 0; round < 2; round++) { // the first pass warms up, the second is measured
+        n = 0;
+        seen = 0;
+        for (Plan p : plans) {
+          for (int i = 0; i < p.at.length; i++) {
+            int r = p.ref[i];
+            if (r >= 0) {
+              continue;
+            }
+            if (seen++ % step != 0 || n == out.length) {
+              continue;
+            }
+            int[] tokens = w.lookupTokens[-r - 1];
+            long t0 = System.nanoTime();
+            long[] keys = index.requestKeys(tokens, (String) null);
+            index.lookup(keys, keys.length, pods, into);
+            out[n++] = System.nanoTime() - t0;
+          }
+        }
+      }
+      long[] sorted = Arrays.copyOf(out, n);
+      Arrays.sort(sorted);
+      return sorted;
     }
 
     private static long maxEnd(Plan[] plans) {
