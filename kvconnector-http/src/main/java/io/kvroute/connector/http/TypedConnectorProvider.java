@@ -3,9 +3,11 @@ package io.kvroute.connector.http;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.KVConnector;
 import io.kvroute.connector.KVConnectorProvider;
+import io.kvroute.connector.SimpleConnectorProvider;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 
 /**
  * A {@link KVConnectorProvider} whose connectors take their parameters as a record: {@link
@@ -26,11 +28,8 @@ import java.util.function.BiFunction;
  *
  * @param <P> the parameter record
  */
-public abstract class TypedConnectorProvider<P extends Record> implements KVConnectorProvider {
-  private final String type;
-  private final String description;
+public abstract class TypedConnectorProvider<P extends Record> extends SimpleConnectorProvider {
   private final Class<P> parameters;
-  private final BiFunction<Context, P, ? extends KVConnector> factory;
 
   /**
    * A provider of {@code type} connectors built by {@code factory}.
@@ -45,20 +44,16 @@ public abstract class TypedConnectorProvider<P extends Record> implements KVConn
       String description,
       Class<P> parameters,
       BiFunction<Context, P, ? extends KVConnector> factory) {
-    this.type = Objects.requireNonNull(type, "type");
-    this.description = Objects.requireNonNull(description, "description");
-    this.parameters = Objects.requireNonNull(parameters, "parameters");
-    this.factory = Objects.requireNonNull(factory, "factory");
+    super(type, description, bound(parameters, factory));
+    this.parameters = parameters;
   }
 
-  @Override
-  public final String type() {
-    return type;
-  }
-
-  @Override
-  public final String description() {
-    return description;
+  private static <P extends Record> Function<Context, KVConnector> bound(
+      Class<P> parameters, BiFunction<Context, P, ? extends KVConnector> factory) {
+    Objects.requireNonNull(parameters, "parameters");
+    Objects.requireNonNull(factory, "factory");
+    return context ->
+        factory.apply(context, ConnectorParameters.bind(context.config(), parameters));
   }
 
   @Override
@@ -69,11 +64,5 @@ public abstract class TypedConnectorProvider<P extends Record> implements KVConn
   @Override
   public void checkParameters(ConnectorConfig config) {
     ConnectorParameters.bind(config, parameters);
-  }
-
-  @Override
-  public KVConnector create(Context context) {
-    Objects.requireNonNull(context, "context");
-    return factory.apply(context, ConnectorParameters.bind(context.config(), parameters));
   }
 }
