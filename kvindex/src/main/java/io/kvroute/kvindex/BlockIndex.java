@@ -62,11 +62,15 @@ public interface BlockIndex extends KvEventSink {
   @Override
   void blockRemoved(String podId, KvEvent.BlockRemoved event);
 
-  /** Drops every entry of {@code podId}, all tiers and groups (vLLM {@code AllBlocksCleared}). */
+  /**
+   * Drops every entry of {@code podId}, all tiers and groups (vLLM {@code AllBlocksCleared}). Both
+   * shipped backends do it in O(1): the pod's entries are invalidated at once (no later lookup sees
+   * them) and their storage is reclaimed lazily, so a clear never holds lookups up.
+   */
   @Override
   void allBlocksCleared(String podId);
 
-  /** Forgets {@code podId} entirely (pod deleted or lost). */
+  /** Forgets {@code podId} entirely (pod deleted or lost); O(1) as {@link #allBlocksCleared}. */
   @Override
   void removePod(String podId);
 

@@ -36,12 +36,19 @@ public final class IndexStats {
     return new Builder();
   }
 
-  /** Request keys held. */
+  /**
+   * Request keys held. Both shipped backends invalidate a cleared pod's entries at once and reclaim
+   * their storage lazily, so this may count keys left holding only such stale entries until they
+   * are reclaimed (in memory: {@code kvroute.kvindex.entries.stale} says how many entries wait).
+   */
   public long keys() {
     return keys;
   }
 
-  /** (key, pod, tier, group) entries held. */
+  /**
+   * (key, pod, tier, group) entries held by the pods as they are now: a cleared or removed pod's
+   * entries are no longer counted, even before their storage is reclaimed.
+   */
   public long entries() {
     return entries;
   }

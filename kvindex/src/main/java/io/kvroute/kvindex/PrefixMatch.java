@@ -10,7 +10,9 @@ import java.util.List;
  * blocks of the best tier's weight), and how many of those blocks are best held on each tier.
  *
  * <p>Instances may be reused across lookups by one thread ({@link BlockIndex#lookup(long[], int,
- * List, PrefixMatch)}) to avoid allocation; not thread-safe.
+ * List, PrefixMatch)}) to avoid allocation; not thread-safe. When the pod list given to the lookup
+ * is an unmodifiable JDK list ({@link List#of}, {@link List#copyOf}), the result refers to it for
+ * the pod ids instead of copying them.
  */
 public final class PrefixMatch {
   private String[] pods = new String[0];
@@ -18,8 +20,17 @@ public final class PrefixMatch {
   private double[] scores = new double[0];
   private int[] tierBlocks = new int[0]; // [pod * tiers + tier]
   private List<String> tierNames = List.of();
+  private List<String> podList; // the pod ids, when an unmodifiable JDK list; else in pods[]
   private int size;
   private int requestBlocks;
+  // the positions written with non-zero values since the last reset (so that a reset clears only
+  // those: most pods of a big fleet match nothing); past DIRTY_MAX, a reset clears [0, used)
+  private static final int DIRTY_MAX = 256;
+  private static final int TRACK_FROM = 1024; // below, a reset fills (cheaper than tracking)
+  private final int[] dirty = new int[DIRTY_MAX];
+  private int dirtyCount;
+  private boolean track; // size >= TRACK_FROM
+  private int usedTiers = 1;
 
   static {
     MatchWriter.install(
@@ -32,6 +43,11 @@ public final class PrefixMatch {
           @Override
           public void set(PrefixMatch m, int i, String pod, int matched, double score) {
             m.set(i, pod, matched, score);
+          }
+
+          @Override
+          public void names(PrefixMatch m, List<String> pods) {
+            m.names(pods);
           }
 
           @Override
@@ -55,26 +71,65 @@ public final class PrefixMatch {
   public PrefixMatch() {}
 
   void reset(int podCount, int requestBlocks, List<String> tierNames) {
+    int t = tierNames.size();
+    int used = size; // every write was below the last lookup's size
+    if (used < TRACK_FROM || dirtyCount > DIRTY_MAX || dirtyCount * 8 > used || t != usedTiers) {
+      // many positions written (e.g. most of a small fleet matched): vectorised fills are faster
+      Arrays.fill(blocks, 0, used, 0);
+      Arrays.fill(scores, 0, used, 0.0);
+      Arrays.fill(tierBlocks, 0, Math.min(tierBlocks.length, used * usedTiers), 0);
+    } else {
+      for (int k = 0; k < dirtyCount; k++) {
+        int i = dirty[k];
+        blocks[i] = 0;
+        scores[i] = 0.0;
+        for (int x = i * usedTiers, end = x + usedTiers; x < end; x++) {
+          tierBlocks[x] = 0;
+        }
+      }
+    }
+    dirtyCount = 0;
+    usedTiers = t;
     if (pods.length < podCount) {
       int cap = Math.max(podCount, pods.length * 2);
       pods = new String[cap];
       blocks = new int[cap];
       scores = new double[cap];
     }
-    int t = tierNames.size();
     if (tierBlocks.length < podCount * t) {
       tierBlocks = new int[Math.max(podCount * t, tierBlocks.length * 2)];
     }
-    Arrays.fill(blocks, 0, podCount, 0);
-    Arrays.fill(scores, 0, podCount, 0.0);
-    Arrays.fill(tierBlocks, 0, podCount * t, 0);
     Arrays.fill(pods, podCount, pods.length, null);
+    podList = null;
     this.tierNames = tierNames;
     this.size = podCount;
+    this.track = podCount >= TRACK_FROM;
     this.requestBlocks = requestBlocks;
   }
 
+  private static final Class<?> LIST12 = List.of("").getClass();
+  private static final Class<?> LISTN = List.of("", "", "").getClass();
+
+  /** Takes the pod ids of all positions from {@code list} (after {@link #reset}). */
+  void names(List<String> list) {
+    Class<?> c = list.getClass();
+    if (c == LISTN || c == LIST12) { // unmodifiable: refer to it
+      podList = list;
+      return;
+    }
+    for (int i = 0; i < size; i++) {
+      String pod = list.get(i);
+      if (pods[i] != pod) { // skips the GC barrier of a reference store when reused
+        pods[i] = pod;
+      }
+    }
+  }
+
   void set(int i, String pod, int matched, double score) {
+    if (track) {
+      setTracked(i, pod, matched, score);
+      return;
+    }
     if (pods[i] != pod) { // skips the GC barrier of a reference store when reused
       pods[i] = pod;
     }
@@ -82,8 +137,29 @@ public final class PrefixMatch {
     scores[i] = score;
   }
 
+  private void setTracked(int i, String pod, int matched, double score) {
+    if (podList == null && pods[i] != pod) {
+      pods[i] = pod;
+    }
+    if (matched != 0 || score != 0) { // else already zero (reset)
+      blocks[i] = matched;
+      scores[i] = score;
+      dirty(i);
+    }
+  }
+
   void addTierBlocks(int i, int tier, int count) {
     tierBlocks[i * tierNames.size() + tier] += count;
+    if (track) {
+      dirty(i);
+    }
+  }
+
+  private void dirty(int i) {
+    if (dirtyCount < DIRTY_MAX) {
+      dirty[dirtyCount] = i;
+    }
+    dirtyCount++;
   }
 
   int tierBlocksRaw(int i, int tier) {
@@ -103,7 +179,7 @@ public final class PrefixMatch {
   /** The i-th requested pod. */
   public String podId(int i) {
     check(i);
-    return pods[i];
+    return podList != null ? podList.get(i) : pods[i];
   }
 
   /** Longest consecutive cached prefix of the i-th pod, in blocks. */
@@ -141,7 +217,7 @@ public final class PrefixMatch {
   /** Index of {@code podId} in this result, or -1. */
   public int indexOf(String podId) {
     for (int i = 0; i < size; i++) {
-      if (pods[i].equals(podId)) {
+      if (podId(i).equals(podId)) {
         return i;
       }
     }
@@ -179,7 +255,7 @@ public final class PrefixMatch {
   public String toString() {
     StringBuilder sb = new StringBuilder("PrefixMatch{blocks=").append(requestBlocks);
     for (int i = 0; i < size; i++) {
-      sb.append(", ").append(pods[i]).append('=').append(blocks[i]).append('/').append(scores[i]);
+      sb.append(", ").append(podId(i)).append('=').append(blocks[i]).append('/').append(scores[i]);
     }
     return sb.append('}').toString();
   }

@@ -3,6 +3,8 @@ package io.kvroute.benchmarks.scale;
 import io.kvroute.benchmarks.redis.RedisProcess;
 import io.kvroute.benchmarks.scale.ScalePods.Publishers;
 import io.kvroute.benchmarks.scale.ScalePods.Workload;
+import io.kvroute.benchmarks.scale.ScaleReplicas.ControlLookups;
+import io.kvroute.benchmarks.scale.ScaleReplicas.Histogram;
 import io.kvroute.benchmarks.scale.ScaleReplicas.Replica;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexStats;
@@ -64,6 +66,18 @@ import org.zeromq.ZContext;
  * divided by R. <em>Lookups</em>: one thread per replica every {@code --lookup-interval-ms} (10)
  * looks up a document's 8,192 tokens (keys precomputed) for 100 random pods.
  *
+ * <p><b>Load profile.</b> {@code --profile 250ms:20s,50ms:20s,250ms:20s} runs phases one after the
+ * other (per-pod batch interval : duration; without it, one phase of {@code --step-ms} for {@code
+ * --seconds}); the warm-up uses the first phase's interval. Each phase prints its published and
+ * applied batches/s, lag and lookup percentiles, the same-process control lookup (an idle index:
+ * what the machine adds to any lookup), GC time and the clears the index applied. The run ends with
+ * one machine-readable line, {@code result: published=<batches/s> applied=<batches/s>
+ * lag_p99_ms=<x> lookup_p99_ms=<y> clears=<n> recovered_s=<s>}: the heaviest phase's (the first
+ * with the shortest interval) figures, the clears over the whole window, and the seconds from the
+ * start of the next lighter phase until the lag is back under 100 ms ({@link #recoveredS}; -1 if
+ * never, or if there is no lighter phase after the heaviest). With several replicas, the worst
+ * replica's figures.
+ *
  * <p>Run: {@code java -Xmx4g -cp benchmarks/target/benchmarks.jar
  * io.kvroute.benchmarks.scale.ScaleModelRun --pods 1000 --replicas 2 --backend memory --seconds 30}
  * ({@code --help} lists every option). Needs about 6 file descriptors per pod and 6 more per pod
@@ -74,6 +88,10 @@ public final class ScaleModelRun {
   static final int BLOCK = 16;
   static final int DOC_BLOCKS = 512;
   static final String MODEL = "scale-model";
+
+  /** A batch applied this late or later is late (the recovery criterion of the load profile). */
+  static final long LATE_MICROS = 100_000L;
+
   private static final long EPOCH_MICROS = System.currentTimeMillis() * 1000L;
   static final long NANO_BASE = System.nanoTime();
 
@@ -106,6 +124,38 @@ public final class ScaleModelRun {
     int shards = 2;
     int redisLagSample = 4;
     long seed = 1;
+    List<Phase> profile = List.of();
+
+    /** One phase of the load profile: every pod publishes a batch every {@code stepMs}. */
+    record Phase(int stepMs, double seconds) {
+      static List<Phase> parse(String spec) {
+        List<Phase> out = new ArrayList<>();
+        for (String part : spec.split(",")) {
+          String[] f = part.trim().split(":");
+          if (f.length != 2 || !f[0].endsWith("ms") || !f[1].endsWith("s")) {
+            throw new IllegalArgumentException(
+                "--profile: a phase is <interval>ms:<duration>s, e.g. 250ms:20s; was " + part);
+          }
+          int step = Integer.parseInt(f[0].substring(0, f[0].length() - 2));
+          double secs = Double.parseDouble(f[1].substring(0, f[1].length() - 1));
+          if (step < 1 || secs <= 0) {
+            throw new IllegalArgumentException("--profile: need interval >= 1 ms, duration > 0");
+          }
+          out.add(new Phase(step, secs));
+        }
+        return List.copyOf(out);
+      }
+
+      @Override
+      public String toString() {
+        return String.format(Locale.ROOT, "%dms:%.0fs", stepMs, seconds);
+      }
+    }
+
+    /** The measured phases' total duration (the warm-up excluded). */
+    double totalSeconds() {
+      return warmup + profile.stream().mapToDouble(Phase::seconds).sum();
+    }
 
     static Options parse(String[] args) {
       Options o = new Options();
@@ -117,7 +167,9 @@ public final class ScaleModelRun {
                   + " --seconds 30 --warmup 10 --step-ms 50 --blocks-min 8 --blocks-max 40"
                   + " --pool-blocks 2048 --docs 128 --tail-min 4 --tail-max 64"
                   + " --publisher-threads 2 --transport tcp|inproc --lookup-pods 100"
-                  + " --lookup-interval-ms 10 --shards 2 --redis-lag-sample 4 --seed 1");
+                  + " --lookup-interval-ms 10 --shards 2 --redis-lag-sample 4 --seed 1"
+                  + " --profile 250ms:20s,50ms:20s,250ms:20s (per-pod batch interval:duration,"
+                  + " phase after phase; replaces --step-ms and --seconds)");
           System.exit(0);
         }
         if (i + 1 >= args.length) {
@@ -146,6 +198,7 @@ public final class ScaleModelRun {
           case "--shards" -> o.shards = Integer.parseInt(v);
           case "--redis-lag-sample" -> o.redisLagSample = Integer.parseInt(v);
           case "--seed" -> o.seed = Long.parseLong(v);
+          case "--profile" -> o.profile = Phase.parse(v);
           default -> throw new IllegalArgumentException("unknown option " + a + " (--help)");
         }
       }
@@ -160,13 +213,18 @@ public final class ScaleModelRun {
             "need 1 <= blocks-min <= blocks-max and pool-blocks >= 4 x blocks-max");
       }
       o.lookupPods = Math.min(o.lookupPods, o.pods);
+      if (o.profile.isEmpty()) {
+        o.profile = List.of(new Phase(o.stepMs, o.seconds));
+      }
+      o.stepMs = o.profile.get(0).stepMs(); // the warm-up's
+      o.seconds = o.profile.stream().mapToDouble(Phase::seconds).sum();
       return o;
     }
 
     String describe() {
       return String.format(
           Locale.ROOT,
-          "%d pods x %d replicas, backend %s%s, %s; step %d ms, %d..%d blocks/batch, pool %d"
+          "%d pods x %d replicas, backend %s%s, %s; profile %s, %d..%d blocks/batch, pool %d"
               + " blocks/pod, %d docs; %d publisher threads, %d shards/replica; warm-up %.0f s,"
               + " measured %.0f s",
           pods,
@@ -174,7 +232,7 @@ public final class ScaleModelRun {
           backend,
           backend.equals("redis") ? " (" + ingest + ")" : "",
           transport,
-          stepMs,
+          profile,
           blocksMin,
           blocksMax,
           poolBlocks,
@@ -216,10 +274,12 @@ public final class ScaleModelRun {
       rep.threads.addAll(newThreads(b));
       replicas.add(rep);
     }
+    ControlLookups control = new ControlLookups(o, workload);
     publishers.start();
     for (Replica rep : replicas) {
       rep.startLookups();
     }
+    control.thread.start();
     System.out.printf(Locale.ROOT, "warming up %.0f s ...%n", o.warmup);
     LockSupport.parkNanos((long) (o.warmup * 1e9));
     // the measurement window
@@ -247,7 +307,15 @@ public final class ScaleModelRun {
     }
     long t0 = System.nanoTime();
     String loadStart = loadAverage();
-    LockSupport.parkNanos((long) (o.seconds * 1e9));
+    long base = nowMicros();
+    for (Replica rep : replicas) {
+      rep.slotBase = base;
+      rep.startPhase();
+    }
+    control.startPhase();
+    List<PhaseResult> phases = runPhases(o, publishers, replicas, control, t0);
+    control.running = false;
+    List<Replica> measured = List.copyOf(replicas);
     double wall = (System.nanoTime() - t0) / 1e9;
     long proc1 = osb.getProcessCpuTime();
     long redisCpu1 = redis == null ? 0 : procCpuNanos(redis.pid());
@@ -288,8 +356,10 @@ public final class ScaleModelRun {
     // heap: with the replicas, then without them
     long heapAll = heapAfterGc();
     List<IndexStats> stats = new ArrayList<>();
+    List<String> reclamation = new ArrayList<>();
     for (Replica rep : replicas) {
       stats.add(rep.stats());
+      reclamation.add(rep.reclamation());
     }
     double redisMem = redis == null ? 0 : redis.info("memory", "used_memory");
     double redisKeys = redis == null ? 0 : dbsize(redis);
@@ -362,7 +432,7 @@ public final class ScaleModelRun {
       System.out.printf(
           Locale.ROOT,
           "index r%d: %d keys, %d entries, %d engine keys, %d pods; dropped %s; evictions %s;"
-              + " heap/entry %.0f B%n",
+              + " heap/entry %.0f B%s%n",
           r,
           s.keys(),
           s.entries(),
@@ -370,7 +440,8 @@ public final class ScaleModelRun {
           s.pods(),
           s.dropped(),
           s.evictions(),
-          s.entries() == 0 ? 0 : heapPerReplica / s.entries());
+          s.entries() == 0 ? 0 : heapPerReplica / s.entries(),
+          reclamation.get(r));
     }
     if (redis != null) {
       System.out.printf(
@@ -386,10 +457,219 @@ public final class ScaleModelRun {
     }
     System.out.println("== load at window start: " + loadStart);
     System.out.println("== load at window end:   " + loadEnd);
+    printProfile(phases, measured);
     if (shared != null) {
       shared.close();
     }
     System.exit(0);
+  }
+
+  // ----------------------------------------------------------------------------- load profile
+
+  /** What one phase of the profile measured (replicas: the worst of them). */
+  record PhaseResult(
+      Options.Phase phase,
+      double startS,
+      double published,
+      double applied,
+      double lagP50,
+      double lagP99,
+      double lookupP99,
+      double controlP99,
+      long gcMillis,
+      long clears) {}
+
+  /**
+   * Runs the load profile's phases one after the other (the publishers take each phase's interval
+   * up at their next cycle) and measures each; the window starts at {@code t0}.
+   */
+  static List<PhaseResult> runPhases(
+      Options o, Publishers publishers, List<Replica> replicas, ControlLookups control, long t0) {
+    List<PhaseResult> out = new ArrayList<>();
+    double at = 0;
+    for (Options.Phase ph : o.profile) {
+      publishers.stepNanos = ph.stepMs() * 1_000_000L;
+      long b0 = publishers.batches.sum();
+      long[] a0 = new long[replicas.size()];
+      long[] c0 = new long[replicas.size()];
+      for (int r = 0; r < replicas.size(); r++) {
+        a0[r] = replicas.get(r).batches.sum();
+        c0[r] = clears(replicas.get(r).stats());
+      }
+      long gc0 = gcMillis();
+      long p0 = System.nanoTime();
+      long end = t0 + (long) ((at + ph.seconds()) * 1e9);
+      for (long left = end - System.nanoTime(); left > 0; left = end - System.nanoTime()) {
+        LockSupport.parkNanos(left);
+      }
+      double secs = (System.nanoTime() - p0) / 1e9;
+      double published = (publishers.batches.sum() - b0) / secs;
+      double applied = Double.MAX_VALUE;
+      double lag50 = 0;
+      double lag99 = 0;
+      double look99 = 0;
+      long clears = 0;
+      for (int r = 0; r < replicas.size(); r++) {
+        Replica rep = replicas.get(r);
+        Histogram[] h = rep.startPhase();
+        applied = Math.min(applied, (rep.batches.sum() - a0[r]) / secs);
+        lag50 = Math.max(lag50, nanToZero(h[0].percentile(0.50)));
+        lag99 =
+            Math.max(lag99, h[0].count() == 0 ? Double.POSITIVE_INFINITY : h[0].percentile(0.99));
+        look99 = Math.max(look99, nanToZero(h[1].percentile(0.99)));
+        clears += clears(rep.stats()) - c0[r];
+      }
+      double control99 = nanToZero(control.startPhase().percentile(0.99));
+      long gc = gcMillis() - gc0;
+      PhaseResult pr =
+          new PhaseResult(ph, at, published, applied, lag50, lag99, look99, control99, gc, clears);
+      out.add(pr);
+      System.out.printf(
+          Locale.ROOT,
+          "phase %s (from %.0f s): published %.0f batches/s, applied %.0f/s, lag p50 %s p99 %s,"
+              + " lookup p99 %s (control %s), GC %d ms, clears %d; load %s%n",
+          ph,
+          at,
+          published,
+          applied,
+          micros(lag50),
+          micros(lag99),
+          micros(look99),
+          micros(control99),
+          gc,
+          clears,
+          loadAverage());
+      at += ph.seconds();
+    }
+    return out;
+  }
+
+  /** Collection time of every garbage collector so far (ms). */
+  static long gcMillis() {
+    long t = 0;
+    for (var gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      t += Math.max(0, gc.getCollectionTime());
+    }
+    return t;
+  }
+
+  private static double nanToZero(double v) {
+    return Double.isNaN(v) ? 0 : v;
+  }
+
+  /** Clears the index applied (AllBlocksCleared and pod removals). */
+  static long clears(IndexStats s) {
+    return s.events().getOrDefault("cleared", 0L) + s.events().getOrDefault("pod_removed", 0L);
+  }
+
+  /**
+   * Seconds from the start of the phase ({@code startS} .. {@code endS}, seconds from the window's
+   * start) until the replica's lag is back under {@link #LATE_MICROS}: the phase is cut into
+   * sliding 1 s windows (100 ms steps); a window is behind if no batch was applied in it or more
+   * than 1% of its batches were applied 100 ms or more after their publication. The answer is the
+   * start of the last behind window plus 100 ms (from there on every window is fine); 0 if none is
+   * behind; -1 if one of the phase's last 2 s is (never recovered, or not for long enough to tell).
+   */
+  static double recoveredS(Replica rep, double startS, double endS) {
+    int s0 = (int) Math.round(startS * 10);
+    int s1 = Math.min((int) Math.round(endS * 10), rep.slotBatches.length());
+    int lastBehind = -1;
+    for (int w = s0; w + 10 <= s1; w++) {
+      long total = 0;
+      long late = 0;
+      for (int k = w; k < w + 10; k++) {
+        total += rep.slotBatches.get(k);
+        late += rep.slotLate.get(k);
+      }
+      if (total == 0 || late * 100 > total) {
+        lastBehind = w;
+      }
+    }
+    if (lastBehind < 0) {
+      return 0;
+    }
+    if (lastBehind + 10 > s1 - 20) {
+      return -1;
+    }
+    return (lastBehind + 1 - s0) / 10.0;
+  }
+
+  /**
+   * Prints the profile's table and the one machine-readable line: published, applied, lag p99 and
+   * lookup p99 of the heaviest phase (the first with the shortest interval), the clears over the
+   * whole window, and the recovery after it (the next phase with a longer interval).
+   */
+  static void printProfile(List<PhaseResult> phases, List<Replica> replicas) {
+    System.out.printf(
+        Locale.ROOT,
+        "%n%-12s %8s %11s %10s %10s %10s %11s %11s %7s %7s %10s%n",
+        "phase",
+        "from s",
+        "published/s",
+        "applied/s",
+        "lag p50",
+        "lag p99",
+        "lookup p99",
+        "control p99",
+        "GC ms",
+        "clears",
+        "recovered");
+    int heavy = 0;
+    for (int i = 1; i < phases.size(); i++) {
+      if (phases.get(i).phase().stepMs() < phases.get(heavy).phase().stepMs()) {
+        heavy = i;
+      }
+    }
+    int light = -1;
+    for (int i = heavy + 1; i < phases.size() && light < 0; i++) {
+      if (phases.get(i).phase().stepMs() > phases.get(heavy).phase().stepMs()) {
+        light = i;
+      }
+    }
+    double recovered = -1;
+    long clears = 0;
+    for (int i = 0; i < phases.size(); i++) {
+      PhaseResult p = phases.get(i);
+      clears += p.clears();
+      String rec = "";
+      if (i == light) {
+        recovered = 0;
+        double end = p.startS() + p.phase().seconds();
+        for (Replica rep : replicas) {
+          double r = recoveredS(rep, p.startS(), end);
+          recovered = r < 0 || recovered < 0 ? -1 : Math.max(recovered, r);
+        }
+        rec = recovered < 0 ? "never" : String.format(Locale.ROOT, "%.1f s", recovered);
+      }
+      System.out.printf(
+          Locale.ROOT,
+          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %11s %7d %7d %10s%n",
+          p.phase(),
+          p.startS(),
+          p.published(),
+          p.applied(),
+          micros(p.lagP50()),
+          micros(p.lagP99()),
+          micros(p.lookupP99()),
+          micros(p.controlP99()),
+          p.gcMillis(),
+          p.clears(),
+          rec);
+    }
+    if (light < 0) {
+      System.out.println("(no lighter phase after the heaviest: recovered_s is -1)");
+    }
+    PhaseResult h = phases.get(heavy);
+    System.out.printf(
+        Locale.ROOT,
+        "result: published=%.0f applied=%.0f lag_p99_ms=%.1f lookup_p99_ms=%.2f clears=%d"
+            + " recovered_s=%s%n",
+        h.published(),
+        h.applied(),
+        h.lagP99() / 1000,
+        h.lookupP99() / 1000,
+        clears,
+        recovered < 0 ? "-1" : String.format(Locale.ROOT, "%.1f", recovered));
   }
 
   // ---------------------------------------------------------------------------------- helpers

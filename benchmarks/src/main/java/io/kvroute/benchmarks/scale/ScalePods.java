@@ -154,7 +154,7 @@ final class ScalePods {
     final LongSet held;
     int head;
     int size;
-    long nextStepNanos;
+    double phase; // when in each engine step it publishes, as a fraction of the step
     long seq;
     // the current request: doc blocks [0, docLen) then tail blocks
     int doc;
@@ -229,6 +229,10 @@ final class ScalePods {
     final LongAdder sendRefused = new LongAdder();
     volatile boolean running = true;
     volatile boolean go;
+
+    /** The engine step (per-pod batch interval) now; taken up at each publisher's next cycle. */
+    volatile long stepNanos;
+
     long b0;
     long s0;
     long r0;
@@ -240,6 +244,7 @@ final class ScalePods {
       this.o = o;
       this.w = w;
       this.ownsContext = shared == null;
+      this.stepNanos = TimeUnit.MILLISECONDS.toNanos(o.stepMs);
       this.context = shared != null ? shared : new ZContext(1);
       String[] eps = new String[o.pods];
       for (int i = 0; i < o.pods; i++) {
@@ -299,31 +304,32 @@ final class ScalePods {
       while (!go && running) {
         LockSupport.parkNanos(10_000_000L);
       }
-      // pods in phase order, a cursor walks them cycle after cycle: O(1) per batch
-      long stepNanos = TimeUnit.MILLISECONDS.toNanos(o.stepMs);
+      // pods in phase order, a cursor walks them cycle after cycle: O(1) per batch; the step
+      // (the load profile's interval) is read at each cycle's start
       for (Pod p : mine) {
-        p.nextStepNanos = p.rnd.nextLong(stepNanos); // the phase
+        p.phase = p.rnd.nextDouble();
         p.newRequest(w);
       }
-      mine.sort((a, b) -> Long.compare(a.nextStepNanos, b.nextStepNanos));
-      long start = System.nanoTime();
-      long cycle = 0;
+      mine.sort((a, b) -> Double.compare(a.phase, b.phase));
+      long step = stepNanos;
+      long cycleStart = System.nanoTime();
       int i = 0;
       while (running && !mine.isEmpty()) {
         Pod p = mine.get(i);
-        long due = start + cycle * stepNanos + p.nextStepNanos;
+        long due = cycleStart + (long) (p.phase * step);
         long now = System.nanoTime();
         if (due - now > 0) {
           LockSupport.parkNanos(due - now);
           continue;
         }
-        if (now - due > stepNanos) { // fell a whole step behind: skip, do not burst
-          cycle = (now - start) / stepNanos;
+        if (now - due > step) { // fell whole steps behind: skip them, do not burst
+          cycleStart += (now - due) / step * step;
         }
         step(p);
         if (++i == mine.size()) {
           i = 0;
-          cycle++;
+          cycleStart += step;
+          step = stepNanos;
         }
       }
       for (Pod p : mine) {

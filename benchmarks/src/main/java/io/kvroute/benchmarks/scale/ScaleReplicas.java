@@ -17,6 +17,7 @@ import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.kvindex.zmq.KvEventSubscriber;
 import io.kvroute.kvindex.zmq.PodEndpoint;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -27,6 +28,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -91,6 +93,67 @@ final class ScaleReplicas {
     }
   }
 
+  /**
+   * The control: the replicas' lookup (a document's 8,192 tokens over 100 pods, every {@code
+   * --lookup-interval-ms}) on an index of its own that nothing writes to, in the same process. Its
+   * latency is what the machine (CPU share, GC pauses, scheduling) adds to any lookup; a replica's
+   * lookups beyond it are the index's.
+   */
+  static final class ControlLookups {
+    final BlockIndex index =
+        BlockIndex.inMemory(IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).build());
+    final long[][] docKeys;
+    final List<String> pods = new ArrayList<>();
+    final Options o;
+    volatile Histogram phase = new Histogram();
+    volatile boolean running = true;
+    final Thread thread;
+
+    ControlLookups(Options o, Workload w) {
+      this.o = o;
+      int docs = Math.min(8, w.docTokens.length);
+      docKeys = new long[docs][];
+      for (int p = 0; p < Math.min(100, o.pods); p++) {
+        pods.add("control-" + p);
+      }
+      for (int d = 0; d < docs; d++) {
+        docKeys[d] = index.requestKeys(w.docTokens[d], (String) null);
+        for (String pod : pods) {
+          index.blockStored(pod, w.docHashes[d], false, 0, w.docTokens[d], BLOCK, null, null, 0);
+        }
+      }
+      thread = new Thread(this::run, "scale-control-lookups");
+      thread.setDaemon(true);
+    }
+
+    void run() {
+      PrefixMatch into = new PrefixMatch();
+      long interval = TimeUnit.MILLISECONDS.toNanos(o.lookupIntervalMs);
+      long next = System.nanoTime();
+      int d = 0;
+      while (running) {
+        long[] keys = docKeys[d++ % docKeys.length];
+        long t0 = System.nanoTime();
+        index.lookup(keys, keys.length, pods, into);
+        phase.record((System.nanoTime() - t0) / 1000);
+        next += interval;
+        long wait = next - System.nanoTime();
+        if (wait > 0) {
+          LockSupport.parkNanos(wait);
+        } else {
+          next = System.nanoTime();
+        }
+      }
+    }
+
+    /** Starts the next phase: returns the last one's latencies. */
+    Histogram startPhase() {
+      Histogram last = phase;
+      phase = new Histogram();
+      return last;
+    }
+  }
+
   /** One gateway replica: a subscriber to every pod, an index, a lookup thread. */
   static final class Replica implements KvEventListener {
     final int n;
@@ -102,8 +165,17 @@ final class ScaleReplicas {
     final Set<Long> threads = ConcurrentHashMap.newKeySet();
     final long[][] docKeys;
     final List<String> podNames = new ArrayList<>();
+    final SimpleMeterRegistry meters = new SimpleMeterRegistry();
     volatile Histogram lag = new Histogram();
     volatile Histogram lookup = new Histogram();
+    volatile Histogram phaseLag = new Histogram();
+    volatile Histogram phaseLookup = new Histogram();
+
+    /** Per 100 ms slot of apply time since {@link #slotBase}: batches applied, and those late. */
+    final AtomicIntegerArray slotBatches;
+
+    final AtomicIntegerArray slotLate;
+    volatile long slotBase = Long.MAX_VALUE;
     final LongAdder batches = new LongAdder();
     final LongAdder problems = new LongAdder();
     final StringBuffer problemKinds = new StringBuffer();
@@ -128,8 +200,16 @@ final class ScaleReplicas {
       this.n = n;
       this.o = o;
       this.w = w;
+      int slots = (int) Math.ceil(o.totalSeconds() * 10) + 600;
+      slotBatches = new AtomicIntegerArray(slots);
+      slotLate = new AtomicIntegerArray(slots);
       IndexConfig ic =
-          IndexConfig.builder().blockSize(BLOCK).modelName(MODEL).maxPodsPerKey(2048).build();
+          IndexConfig.builder()
+              .blockSize(BLOCK)
+              .modelName(MODEL)
+              .maxPodsPerKey(2048)
+              .meterRegistry(meters)
+              .build();
       if (redis != null) {
         redisIndex = redis.index(ic, b -> b.ingestMode(o.ingest).replicaId("replica-" + n));
         index = redisIndex;
@@ -162,7 +242,8 @@ final class ScaleReplicas {
       batches.increment();
       long ts = (long) (batch.ts() * 1e6);
       if (redisIndex == null) {
-        lag.record(nowMicros() - ts);
+        long now = nowMicros();
+        recordLag(now, now - ts);
       } else if (sampleCounter.incrementAndGet() % o.redisLagSample == 0) {
         pendingTs.add(new long[] {ts, Long.parseLong(pod.substring(pod.indexOf('-') + 1))});
       }
@@ -183,6 +264,27 @@ final class ScaleReplicas {
     @Override
     public void onDropped(String pod, long seq, String reason, Exception cause) {
       problem("dropped:" + reason);
+    }
+
+    /** Records a batch's lag (applied at {@code now}, epoch micros). */
+    void recordLag(long now, long lagMicros) {
+      lag.record(lagMicros);
+      phaseLag.record(lagMicros);
+      long slot = (now - slotBase) / 100_000L;
+      if (slot >= 0 && slot < slotBatches.length()) {
+        slotBatches.incrementAndGet((int) slot);
+        if (lagMicros >= ScaleModelRun.LATE_MICROS) {
+          slotLate.incrementAndGet((int) slot);
+        }
+      }
+    }
+
+    /** Starts a phase of the load profile: returns the last phase's lag and lookup histograms. */
+    Histogram[] startPhase() {
+      Histogram[] last = {phaseLag, phaseLookup};
+      phaseLag = new Histogram();
+      phaseLookup = new Histogram();
+      return last;
     }
 
     void problem(String kind) {
@@ -232,7 +334,9 @@ final class ScaleReplicas {
         long[] keys = docKeys[w.pickDoc(rnd)];
         long t0 = System.nanoTime();
         index.lookup(keys, keys.length, chosen, into);
-        lookup.record((System.nanoTime() - t0) / 1000);
+        long took = (System.nanoTime() - t0) / 1000;
+        lookup.record(took);
+        phaseLookup.record(took);
         matchedSum.addAndGet(into.maxMatchedBlocks());
         lookups.incrementAndGet();
         next += interval;
@@ -269,7 +373,7 @@ final class ScaleReplicas {
         long now = nowMicros();
         for (long[] ts : taken) {
           if (owned[(int) ts[1]]) {
-            lag.record(now - ts[0]);
+            recordLag(now, now - ts[0]);
           }
         }
         taken.clear();
@@ -304,6 +408,20 @@ final class ScaleReplicas {
 
     IndexStats stats() {
       return index.stats();
+    }
+
+    /** The in-memory index's stale entries and forced reclamations ("" for Redis). */
+    String reclamation() {
+      var stale = meters.find("kvroute.kvindex.entries.stale").gauge();
+      var forced = meters.find("kvroute.kvindex.reclaims.forced").functionCounter();
+      if (stale == null || forced == null) {
+        return "";
+      }
+      return String.format(
+          Locale.ROOT,
+          "; %.0f stale entries, %.0f forced reclamations",
+          stale.value(),
+          forced.count());
     }
 
     void close() {

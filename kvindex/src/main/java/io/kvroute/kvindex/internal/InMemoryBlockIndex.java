@@ -64,12 +64,40 @@ import org.slf4j.LoggerFactory;
  * randomly sampled keys (approximate LRU, like Redis); stamps are refreshed by stores and by lookup
  * hits. Stamps count coarse ticks of {@code maxKeys / 64} inserts (8 bits: ages compare over about
  * four turnovers of the table). {@code maxPodsPerKey}: the oldest entry of the key is dropped.
- * {@code maxEngineKeys}: the same sampled LRU. {@code allBlocksCleared}/{@code removePod} sweep the
- * table: O(capacity) under the write lock (about 30 ms per 10 million keys).
+ * {@code maxEngineKeys}: the same sampled LRU.
+ *
+ * <p><b>Clears are O(1): pod ids are generations.</b> An entry names its pod by a dense id, and a
+ * pod's name maps to its current id. {@code allBlocksCleared} retires the pod's id and gives the
+ * pod a fresh one; {@code removePod} retires it. A retired (DEAD) id's entries are <em>stale</em>:
+ * no lookup sees them (a lookup only ever intersects with the ids of the pods it was asked about,
+ * all live), and the pod's own counts start again from zero. Nothing is walked: the clear costs a
+ * few array writes, plus one reclaim step. Stale entries are reclaimed lazily: (1) when an insert
+ * finds its key holding {@code maxPodsPerKey} entries (its stale entries are dropped first, so the
+ * bound is never spent on them); (2) by eviction, which takes a sampled key holding only stale
+ * entries before any other; (3) by a cursor that examines up to {@value #RECLAIM_SLOTS} slots (a
+ * big pod set counting for a quarter of its entries) at the end of every write call (store,
+ * removal, clear) while stale entries remain, round the table; a pod set is scanned at most once
+ * per retirement (it remembers the retirement count it was last purged at). A DEAD id becomes FREE
+ * when its last stale entry goes; new ids are the lowest FREE ones, so the lookups' pod bitsets
+ * stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at most 2^19): if a pod
+ * needs an id while every one is live or DEAD (more than {@code maxPods} clears within one round of
+ * the cursor), the reclamation is finished at once by a walk of the table under the write lock
+ * (counted: {@code kvroute.kvindex.reclaims.forced}).
+ *
+ * <p><b>What the sizes mean.</b> {@code entries} (stats and gauge) counts live entries exactly: a
+ * clear subtracts the pod's entries at once. {@code kvroute.kvindex.entries.stale} counts the stale
+ * entries not reclaimed yet, exactly. {@code keys} counts occupied slots, so it includes keys left
+ * holding only stale entries until they are reclaimed; {@code maxKeys} bounds occupied slots (stale
+ * or not), and a full table evicts stale-only keys first. {@link #podEntries} counts the pod's
+ * current id only (zero right after a clear).
  *
  * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
  * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
- * they also refresh access stamps, racily and harmlessly).
+ * they also refresh access stamps, racily and harmlessly). Lookups come first: a writer gives way
+ * (up to 2 ms) while a lookup waits for the read lock, since {@link StampedLock} would let writers
+ * that follow each other take it ahead of the queued lookup. A write holds the lock for its own
+ * work plus at most one reclaim step of {@value #RECLAIM_SLOTS} slots, so a lookup never waits for
+ * a clear's reclamation (except in the forced case above).
  */
 public final class InMemoryBlockIndex extends SampledLruTable implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -80,10 +108,20 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private static final int MAX_POOL = 0x3FFFFFFE; // EMPTY is SET | 0x3FFFFFFF
   private static final int MAX_TIERS = 16;
   private static final int MAX_SIDE_ENTRIES = 1 << 16;
+  // pod id states: FREE (never handed out, or reclaimed), LIVE (a named pod's current id), DEAD (a
+  // cleared or removed pod's former id: its entries are stale, reclaimed lazily)
+  private static final byte FREE = 0;
+  private static final byte LIVE = 1;
+  private static final byte DEAD = 2;
+  private static final int ID_SPACE = 1 << 19; // entries are ints >= 0: pod << 12 < 2^31
+  static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call
 
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
   private final StampedLock lock = new StampedLock();
+  private static final long YIELD_NANOS = 2_000_000L; // how long a writer gives way to lookups
+  private final java.util.concurrent.atomic.AtomicInteger waitingReaders =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final MatchWriter writer = MatchWriter.get();
   private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
 
@@ -99,8 +137,19 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private String[] podNames = new String[64];
   private long[] podTierCounts = new long[64 * MAX_TIERS];
   private int podHigh; // 1 + highest pod id ever handed out
-  private int[] freePods = new int[16];
-  private int freeCount;
+  private byte[] podState = new byte[64]; // by id: FREE, LIVE or DEAD
+  private long[] staleLeft = new long[64]; // by DEAD id: its entries not reclaimed yet
+  private long[] deadBits = new long[1]; // DEAD ids
+  private long[] freeBits = new long[1]; // FREE ids below podHigh
+  private final int idLimit;
+  private final int reclaimBudget;
+  private int deadIds;
+  private int retirements; // pod ids retired with entries so far (sets remember when purged)
+  private long staleEntries;
+  private int reclaimAt; // the reclaimer's cursor (a slot)
+  private long reclaimSlots; // slots the reclaimer examined
+  private final LongAdder forcedReclaims = new LongAdder();
+  private final java.util.function.IntConsumer countRemovedFn = e -> countRemoved(e);
 
   // request-key table (this SampledLruTable)
   // slot i: tab[2i] = key (0: empty), tab[2i + 1] = cell (low 32 bits) | stamp << 32
@@ -129,6 +178,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
   public InMemoryBlockIndex(IndexConfig config) {
+    this(config, RECLAIM_SLOTS);
+  }
+
+  /** An index whose reclaimer examines {@code reclaimSlots} slots per write call (tests). */
+  InMemoryBlockIndex(IndexConfig config, int reclaimSlots) {
     super(
         Objects.requireNonNull(config, "config").maxKeys(),
         8,
@@ -136,6 +190,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         0x9E3779B97F4A7C15L,
         false);
     this.config = config;
+    this.reclaimBudget = reclaimSlots;
+    this.idLimit = (int) Math.min(ID_SPACE, 2L * config.maxPods());
     this.hasher =
         RequestKeyHasher.create(config.blockSize(), config.hashSeed(), config.modelName());
     for (Map.Entry<String, Double> e : config.tierWeights().entrySet()) {
@@ -192,23 +248,96 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     if (id >= 0 || !create) {
       return id;
     }
-    int p;
-    if (freeCount > 0) {
-      p = freePods[--freeCount];
-    } else {
-      if (podHigh >= config.maxPods()) {
-        warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
-        return -1;
-      }
-      p = podHigh++;
-      if (p >= podNames.length) {
-        podNames = Arrays.copyOf(podNames, podNames.length * 2);
-        podTierCounts = Arrays.copyOf(podTierCounts, podNames.length * MAX_TIERS);
-      }
+    if (podIds.size() >= config.maxPods()) {
+      warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
+      return -1;
     }
+    int p = newId();
+    name(pod, p);
+    return p;
+  }
+
+  private void name(String pod, int p) {
     podIds.put(pod, p);
     podNames[p] = pod;
+    podState[p] = LIVE;
+  }
+
+  /**
+   * A FREE pod id, the lowest (so that ids, and the lookups' bitsets, stay as narrow as the live
+   * pods allow); when every id below {@code idLimit} is LIVE or DEAD, reclaims every stale entry
+   * first (a walk of the table: see the class comment).
+   */
+  private int newId() {
+    int p = nextBit(freeBits);
+    if (p < 0) {
+      if (podHigh < idLimit) {
+        p = podHigh++;
+        if (p >= podNames.length) {
+          int n = podNames.length * 2;
+          podNames = Arrays.copyOf(podNames, n);
+          podTierCounts = Arrays.copyOf(podTierCounts, n * MAX_TIERS);
+          podState = Arrays.copyOf(podState, n);
+          staleLeft = Arrays.copyOf(staleLeft, n);
+        }
+        int words = (podHigh + 63) >>> 6;
+        if (words > freeBits.length) {
+          freeBits = Arrays.copyOf(freeBits, Math.max(words, 2 * freeBits.length));
+          deadBits = Arrays.copyOf(deadBits, freeBits.length);
+        }
+        return p;
+      }
+      forceReclaim();
+      p = nextBit(freeBits);
+      if (p < 0) {
+        throw new IllegalStateException("kvindex: no pod id free after reclaiming stale entries");
+      }
+    }
+    freeBits[p >>> 6] &= ~(1L << p);
     return p;
+  }
+
+  private static int nextBit(long[] bits) {
+    for (int w = 0; w < bits.length; w++) {
+      if (bits[w] != 0) {
+        return (w << 6) + Long.numberOfTrailingZeros(bits[w]);
+      }
+    }
+    return -1;
+  }
+
+  /** The entries pod id {@code p} holds, all tiers. */
+  private long podTotal(int p) {
+    long total = 0;
+    for (int t = 0; t < MAX_TIERS; t++) {
+      total += podTierCounts[p * MAX_TIERS + t];
+    }
+    return total;
+  }
+
+  /**
+   * Retires pod id {@code p} (its name was unmapped): its {@code total} entries become stale, no
+   * longer counted in {@link #entries} and invisible to lookups; the id is DEAD until the last of
+   * them is reclaimed, then FREE.
+   */
+  private void retire(int p, long total) {
+    podNames[p] = null;
+    if (total == 0) {
+      free(p);
+      return;
+    }
+    podState[p] = DEAD;
+    deadBits[p >>> 6] |= 1L << p;
+    deadIds++;
+    retirements++;
+    staleLeft[p] = total;
+    entries -= total;
+    staleEntries += total;
+  }
+
+  private void free(int p) {
+    podState[p] = FREE;
+    freeBits[p >>> 6] |= 1L << p;
   }
 
   private static int entry(int pod, int group, int tier) {
@@ -237,7 +366,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
     int[] tokenIds = event.tokenIds();
     int blockSize = event.blockSize();
-    long stamp = lock.writeLock();
+    long stamp = beginWrite();
     try {
       int pod = podIndex(podId, true);
       if (pod < 0) {
@@ -261,7 +390,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           groupIdx,
           event.extraKeys());
     } finally {
-      lock.unlockWrite(stamp);
+      endWrite(stamp);
     }
   }
 
@@ -380,7 +509,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     if (!counters.validGroup(groupIdx, engineHashes.length)) {
       return;
     }
-    long stamp = lock.writeLock();
+    long stamp = beginWrite();
     try {
       int pod = podIndex(podId, false);
       if (pod < 0) {
@@ -411,7 +540,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         counters.blocksRemoved(1);
       }
     } finally {
-      lock.unlockWrite(stamp);
+      endWrite(stamp);
     }
   }
 
@@ -429,26 +558,206 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     sweep(podId, true);
   }
 
-  /** Drops every entry of {@code podId} if known, and with {@code forget} the pod itself. */
+  /**
+   * Drops every entry of {@code podId} if known, and with {@code forget} the pod itself: O(1) plus
+   * one reclaim step. The pod's id is retired (its entries become stale at once) and, unless {@code
+   * forget}, the pod gets a fresh id.
+   */
   private void sweep(String podId, boolean forget) {
-    long stamp = lock.writeLock();
+    long stamp = beginWrite();
     try {
       int pod = podIndex(podId, false);
       if (pod < 0) {
         return;
       }
-      sweepPod(pod);
-      if (forget) {
-        podIds.remove(podId);
-        podNames[pod] = null;
-        if (freeCount == freePods.length) {
-          freePods = Arrays.copyOf(freePods, freeCount * 2);
-        }
-        freePods[freeCount++] = pod;
+      long total = podTotal(pod);
+      if (total == 0 && !forget) {
+        return; // nothing to invalidate: the pod keeps its id
+      }
+      podIds.remove(podId);
+      retire(pod, total);
+      if (!forget) {
+        name(podId, newId());
+      }
+    } finally {
+      endWrite(stamp);
+    }
+  }
+
+  /**
+   * Takes the write lock, first giving way to lookups waiting for the read lock (up to {@value
+   * #YIELD_NANOS} ns): {@link StampedLock} lets a writer take the lock ahead of queued readers, so
+   * two shard threads writing back to back could keep a lookup out for as long as they have work.
+   */
+  private long beginWrite() {
+    if (waitingReaders.get() != 0) {
+      long deadline = System.nanoTime() + YIELD_NANOS;
+      do {
+        Thread.yield();
+      } while (waitingReaders.get() != 0 && System.nanoTime() - deadline < 0);
+    }
+    return lock.writeLock();
+  }
+
+  /** Takes the read lock; while it waits, writers give way ({@link #beginWrite}). */
+  private long beginRead() {
+    long stamp = lock.tryReadLock();
+    if (stamp != 0) {
+      return stamp;
+    }
+    waitingReaders.incrementAndGet();
+    try {
+      return lock.readLock();
+    } finally {
+      waitingReaders.decrementAndGet();
+    }
+  }
+
+  /** Ends a write: one reclaim step if stale entries wait, then releases the write lock. */
+  private void endWrite(long stamp) {
+    try {
+      if (deadIds != 0) {
+        reclaim(reclaimBudget);
       }
     } finally {
       lock.unlockWrite(stamp);
     }
+  }
+
+  // ------------------------------------------------------------------ lazy reclamation
+
+  /**
+   * Examines up to {@code budget} slots from the reclaimer's cursor, dropping the entries of DEAD
+   * pod ids (and keys left with none). The cursor goes round the table for as long as stale entries
+   * are left; keys that other deletions shift past it are found on a later round, or when an insert
+   * or removal touches them, or when eviction samples them.
+   */
+  private void reclaim(int budget) {
+    int i = reclaimAt;
+    for (int n = 0; n < budget && deadIds != 0; n++) {
+      if (i >= cap) {
+        i = 0;
+      }
+      reclaimSlots++;
+      if (tab[2 * i] != 0) {
+        int c = cell(i);
+        if (c < 0 && !isPair(c) && c != EMPTY) {
+          n += sets[index(c)].n >>> 2; // a set costs about its entries
+        }
+        if (purge(i)) {
+          continue; // a later key may have moved into i
+        }
+      }
+      i++;
+    }
+    reclaimAt = i;
+  }
+
+  /**
+   * Reclaims every stale entry now: a walk of the whole table under the write lock. Only when a pod
+   * needs an id and every id below {@code idLimit} (twice {@code maxPods}) is live or awaiting
+   * reclamation: more clears than that within one round of the reclaimer. Counted.
+   */
+  private void forceReclaim() {
+    forcedReclaims.increment();
+    warnOnce(
+        "forced_reclaim",
+        "every pod id (2 x index.maxPods = "
+            + idLimit
+            + ") is live or awaiting reclamation (many clears within one round of the lazy"
+            + " reclaimer); reclaiming now, a walk of the table under the write lock");
+    int i = 0;
+    while (i < cap && deadIds != 0) {
+      reclaimSlots++;
+      if (tab[2 * i] != 0 && purge(i)) {
+        continue;
+      }
+      i++;
+    }
+  }
+
+  private boolean dead(int e) {
+    return podState[podOf(e)] == DEAD;
+  }
+
+  /**
+   * Drops the stale entries of the key in {@code slot} (only called while some id is DEAD); returns
+   * true if the key was left with none and deleted (a later key may have moved into {@code slot}).
+   */
+  private boolean purge(int slot) {
+    int c = cell(slot);
+    if (c >= 0) {
+      if (!dead(c)) {
+        return false;
+      }
+      countRemoved(c);
+    } else if (isPair(c)) {
+      int r = index(c);
+      int a = pairs[2 * r];
+      int b = pairs[2 * r + 1];
+      boolean da = dead(a);
+      boolean db = dead(b);
+      if (!da && !db) {
+        return false;
+      }
+      freePair(r);
+      if (da) {
+        countRemoved(a);
+      }
+      if (db) {
+        countRemoved(b);
+      }
+      if (!(da && db)) {
+        setCell(slot, da ? b : a);
+        return false;
+      }
+    } else if (c == EMPTY) {
+      return false;
+    } else {
+      int si = index(c);
+      PodSet ps = sets[si];
+      if (ps.purgedAt == retirements) {
+        return false; // no pod id was retired since this set was last purged
+      }
+      ps.purgedAt = retirements;
+      if (ps.row >= 0 && !podBits.intersects(ps.row, deadBits, deadBits.length)) {
+        return false;
+      }
+      ps.removeDead(podState, DEAD, countRemovedFn);
+      if (ps.n != 0) {
+        return false;
+      }
+      freeSet(si);
+    }
+    setCell(slot, EMPTY);
+    deleteSlot(slot);
+    return true;
+  }
+
+  /** Whether every entry of the key with cell {@code c} is stale. */
+  private boolean allDead(int c) {
+    if (c >= 0) {
+      return dead(c);
+    }
+    if (isPair(c)) {
+      return dead(pairs[2 * index(c)]) && dead(pairs[2 * index(c) + 1]);
+    }
+    return c != EMPTY && sets[index(c)].allDead(podState, DEAD);
+  }
+
+  /** Stale entries not reclaimed yet (for tests and the gauge). */
+  long staleEntries() {
+    return staleEntries;
+  }
+
+  /** Slots the reclaimer examined so far (for tests). */
+  long reclaimSlots() {
+    return reclaimSlots;
+  }
+
+  /** Pod ids handed out so far (1 + the highest; for tests). */
+  int podIdHigh() {
+    return podHigh;
   }
 
   // ------------------------------------------------------------------ table
@@ -464,7 +773,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   @Override
   int stamp(int slot) {
-    return (int) (tab[2 * slot + 1] >>> 32) & 0xFF;
+    long v = tab[2 * slot + 1];
+    if (deadIds != 0 && allDead((int) v)) {
+      return tick + 1; // only stale entries: the oldest possible, evicted first
+    }
+    return (int) (v >>> 32) & 0xFF;
   }
 
   private void touchSlot(int i) {
@@ -491,32 +804,50 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   /** Evicts the key in {@code slot} (the table is full): drops its entries. */
   @Override
   void evicting(int slot) {
-    dropAllEntries(slot);
-    counters.evicted("max_keys", 1);
+    if (dropAllEntries(slot) != 0) { // a key with only stale entries is reclaimed, not evicted
+      counters.evicted("max_keys", 1);
+    }
   }
 
-  private void dropAllEntries(int slot) {
+  /** Drops every entry of the key in {@code slot}; returns how many were live. */
+  private int dropAllEntries(int slot) {
     int c = cell(slot);
+    int live = 0;
     if (c >= 0) {
-      countRemoved(c);
+      live = countRemoved(c);
     } else if (isPair(c)) {
       int r = index(c);
-      countRemoved(pairs[2 * r]);
-      countRemoved(pairs[2 * r + 1]);
+      live = countRemoved(pairs[2 * r]) + countRemoved(pairs[2 * r + 1]);
       freePair(r);
     } else if (c != EMPTY) {
       PodSet ps = sets[index(c)];
       for (int i = 0; i < ps.n; i++) {
-        countRemoved(ps.e[i]);
+        live += countRemoved(ps.e[i]);
       }
       freeSet(index(c));
     }
     setCell(slot, EMPTY);
+    return live;
   }
 
-  private void countRemoved(int e) {
-    podTierCounts[podOf(e) * MAX_TIERS + tierOf(e)]--;
-    entries--;
+  /**
+   * Counts entry {@code e} out: 1 if it was live; 0 if stale (reclaimed: its DEAD id becomes FREE
+   * with its last entry).
+   */
+  private int countRemoved(int e) {
+    int p = podOf(e);
+    podTierCounts[p * MAX_TIERS + tierOf(e)]--;
+    if (deadIds == 0 || podState[p] != DEAD) {
+      entries--;
+      return 1;
+    }
+    staleEntries--;
+    if (--staleLeft[p] == 0) {
+      deadBits[p >>> 6] &= ~(1L << p);
+      deadIds--;
+      free(p);
+    }
+    return 0;
   }
 
   private void countAdded(int e) {
@@ -590,6 +921,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void addEntry(long rk, int e) {
     int slot = find(rk);
+    if (slot >= 0 && deadIds != 0 && full(cell(slot)) && purge(slot)) {
+      slot = -1; // stale entries are dropped before they could cost a live one its place
+    }
     if (slot < 0) {
       slot = insert(rk, withStamp(EMPTY, tick));
     } else {
@@ -643,6 +977,29 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     countAdded(e);
   }
 
+  /** The entries of the key with cell {@code c} (an upper bound of the pods holding it). */
+  private int holders(int c) {
+    if (c >= 0) {
+      return 1;
+    }
+    if (isPair(c)) {
+      return 2;
+    }
+    return c == EMPTY ? 0 : sets[index(c)].n;
+  }
+
+  /** Whether the key with cell {@code c} holds {@code maxPodsPerKey} entries (live or stale). */
+  private boolean full(int c) {
+    int max = config.maxPodsPerKey();
+    if (c >= 0) {
+      return max <= 1;
+    }
+    if (isPair(c)) {
+      return max <= 2;
+    }
+    return c != EMPTY && sets[index(c)].n >= max;
+  }
+
   private void dropOldest(int e) {
     countRemoved(e);
     counters.evicted("max_pods_per_key", 1);
@@ -691,59 +1048,6 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
   }
 
-  private void sweepPod(int pod) {
-    int i = 0;
-    while (i < cap) {
-      if (tab[2 * i] == 0) {
-        i++;
-        continue;
-      }
-      int c = cell(i);
-      boolean empty = false;
-      if (c >= 0) {
-        if (podOf(c) == pod) {
-          countRemoved(c);
-          empty = true;
-        }
-      } else if (isPair(c)) {
-        int r = index(c);
-        int a = pairs[2 * r];
-        int b = pairs[2 * r + 1];
-        boolean dropA = podOf(a) == pod;
-        boolean dropB = podOf(b) == pod;
-        if (dropA || dropB) {
-          freePair(r);
-          if (dropA) {
-            countRemoved(a);
-          }
-          if (dropB) {
-            countRemoved(b);
-          }
-          empty = dropA && dropB;
-          setCell(i, empty ? EMPTY : dropA ? b : a);
-        }
-      } else {
-        PodSet ps = sets[index(c)];
-        for (int k = ps.n - 1; k >= 0; k--) {
-          if (podOf(ps.e[k]) == pod) {
-            countRemoved(ps.e[k]);
-            ps.removeAt(k);
-          }
-        }
-        empty = ps.n == 0;
-        if (empty) {
-          freeSet(index(c));
-        }
-      }
-      if (empty) {
-        deleteSlot(i); // re-examine i: a later key may have moved into it
-      } else {
-        i++;
-      }
-    }
-    Arrays.fill(podTierCounts, pod * MAX_TIERS, (pod + 1) * MAX_TIERS, 0);
-  }
-
   // ------------------------------------------------------------------ read path
 
   @Override
@@ -760,11 +1064,16 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     lookups.increment();
     int podCount = pods.size();
     Scratch s = scratch.get();
-    long stamp = lock.readLock();
+    long stamp = beginRead();
     try {
       List<String> tierNames = tierNameList;
       writer.reset(into, podCount, numKeys, tierNames);
       int activeCount = s.bind(podIds, podHigh, pods, podCount);
+      // over a big list, record the pods that match when they can only be few (the first
+      // block's holders are at most a quarter of the list): finish then visits only them; up
+      // to 128 pods, or with duplicates, a pass over the list
+      s.recording = s.words > 2 && !s.duplicates;
+      s.touchedCount = 0;
       if (activeCount > 0) {
         if (s.words <= 2) {
           lookupTwoWords(requestKeys, numKeys, activeCount, s, into);
@@ -827,10 +1136,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * held on tiers other than GPU are counted into {@code into} as the scan goes.
    */
   private void scan(int n, int activeCount, Scratch s, PrefixMatch into) {
+    if (s.recording && n > 0 && holders(s.cellOf[0]) > s.boundCount >>> 2) {
+      s.recording = false; // the first block's holders may all match: finish takes a pass
+    }
     int[] rowOf = s.rowOf;
     long[] active = s.active;
     int words = s.words;
     int[] matchedOf = s.matchedOf;
+    boolean rec = s.recording;
     long[] dense = podBits.bits();
     int stride = podBits.stride();
     // fast path: a row of pod bits, every entry on GPU, rows as wide as the active set
@@ -845,7 +1158,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           long a = active[w];
           long nx = a & dense[base + w];
           if (nx != a) {
-            left -= dropped(a & ~nx, w, b, matchedOf);
+            left -= rec ? s.dropped(a & ~nx, w, b) : dropped(a & ~nx, w, b, matchedOf);
             active[w] = nx;
           }
         }
@@ -859,9 +1172,12 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     // pods that hold every resolved block
     for (int w = 0; w < words; w++) {
       long a = active[w];
-      while (a != 0) {
-        matchedOf[(w << 6) + Long.numberOfTrailingZeros(a)] = b;
-        a &= a - 1;
+      if (a != 0) {
+        if (rec) {
+          s.dropped(a, w, b);
+        } else {
+          dropped(a, w, b, matchedOf);
+        }
       }
       active[w] = 0;
     }
@@ -999,7 +1315,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   /**
-   * Records that the pods of {@code gone} (word {@code w}) matched {@code b} blocks; counts them.
+   * Records that the pods of {@code gone} (word {@code w}) matched {@code b} blocks; counts them
+   * (the two-word lookup, which never records: see {@link Scratch#dropped}).
    */
   private static int dropped(long gone, int w, int b, int[] matchedOf) {
     int count = Long.bitCount(gone);
@@ -1045,7 +1362,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       long nx = w < lim ? a & row[base + w] : 0;
       if (nx != a) {
-        left -= dropped(a & ~nx, w, b, s.matchedOf);
+        left -= s.dropped(a & ~nx, w, b);
         active[w] = nx;
       }
       if (offGpu && nx != 0) {
@@ -1053,9 +1370,41 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
     }
     if (v < 0) {
-      Arrays.fill(row, 0, 2 * words, 0);
+      unmarkSparse(c, row, words);
     }
     return left;
+  }
+
+  /**
+   * Clears what {@link #markSparse} set for cell {@code c} in {@code sparse}: by its entries' words
+   * when it has fewer entries than the row has words, else the whole row.
+   */
+  private void unmarkSparse(int c, long[] sparse, int words) {
+    if (c >= 0) {
+      int w = podOf(c) >>> 6;
+      sparse[w] = 0;
+      sparse[words + w] = 0;
+    } else if (isPair(c)) {
+      int r = index(c);
+      int wa = podOf(pairs[2 * r]) >>> 6;
+      int wb = podOf(pairs[2 * r + 1]) >>> 6;
+      sparse[wa] = 0;
+      sparse[words + wa] = 0;
+      sparse[wb] = 0;
+      sparse[words + wb] = 0;
+    } else {
+      PodSet ps = sets[index(c)];
+      if (ps.n >= words) {
+        Arrays.fill(sparse, 0, 2 * words, 0);
+        return;
+      }
+      int[] es = ps.e;
+      for (int k = 0; k < ps.n; k++) {
+        int w = podOf(es[k]) >>> 6;
+        sparse[w] = 0;
+        sparse[words + w] = 0;
+      }
+    }
   }
 
   /**
@@ -1104,21 +1453,64 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
   }
 
-  /** Writes each requested pod's match and score (duplicates copy their first occurrence). */
+  /**
+   * Writes the requested pods' matches and scores. When the scan recorded the pods that matched
+   * (few of a big list), the pod ids of every position at once, then only those pods (the others
+   * keep the zeros of the reset), so that a lookup over a big fleet costs what its matches cost;
+   * else one pass over the positions (duplicates copy their first occurrence), reading every
+   * requested pod's {@code matchedOf}, which the scan then wrote for every one of them.
+   */
   private void finish(List<String> pods, int podCount, Scratch s, PrefixMatch into, int tiers) {
-    int[] podOfPos = s.podOfPos;
     int[] posOf = s.posOf;
     int[] matchedOf = s.matchedOf;
-    double gpuWeight = tierWeights[0];
-    for (int i = 0; i < podCount; i++) {
-      String pod = pods.get(i);
-      int p = podOfPos[i];
-      int matched = p < 0 ? 0 : matchedOf[p];
-      if (matched == 0) {
-        writer.set(into, i, pod, 0, 0);
-        continue;
+    int[] touched = s.touched;
+    int n = s.touchedCount;
+    if (s.recording) { // every match recorded, and few: visit only them
+      writer.names(into, pods);
+      for (int k = 0; k < n; k++) {
+        int p = touched[k];
+        int i = posOf[p];
+        result(pods, i, i, matchedOf[p], into, tiers);
       }
-      int src = posOf[p];
+    } else { // many matched (or a small list, or duplicates): one pass over the positions
+      int[] podOfPos = s.podOfPos;
+      boolean dup = s.duplicates;
+      double gpuWeight = tierWeights[0];
+      for (int i = 0; i < podCount; i++) {
+        String pod = pods.get(i);
+        int p = podOfPos[i];
+        int matched = p < 0 ? 0 : matchedOf[p];
+        if (matched == 0) {
+          writer.set(into, i, pod, 0, 0);
+          continue;
+        }
+        // as result(), written out: this loop runs once per requested pod
+        int src = posOf[p];
+        double score = 0;
+        int offGpu = 0;
+        for (int t = 1; t < tiers; t++) {
+          int c = writer.tierBlocks(into, src, t);
+          if (c != 0) {
+            offGpu += c;
+            score += c * tierWeights[t];
+            if (src != i) {
+              writer.addTierBlocks(into, i, t, c);
+            }
+          }
+        }
+        writer.addTierBlocks(into, i, 0, matched - offGpu);
+        score += (matched - offGpu) * gpuWeight;
+        writer.set(into, i, pod, matched, score);
+      }
+    }
+    s.touchedCount = 0;
+  }
+
+  /** Writes position {@code i}'s result ({@code src}: where the scan counted its tiers). */
+  private void result(List<String> pods, int i, int src, int matched, PrefixMatch into, int tiers) {
+    {
+      // the single pass of finish writes the same out
+      double gpuWeight = tierWeights[0];
       double score = 0;
       int offGpu = 0;
       for (int t = 1; t < tiers; t++) {
@@ -1133,7 +1525,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       writer.addTierBlocks(into, i, 0, matched - offGpu);
       score += (matched - offGpu) * gpuWeight;
-      writer.set(into, i, pod, matched, score);
+      writer.set(into, i, pods.get(i), matched, score);
     }
   }
 
@@ -1227,11 +1619,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
 
   private void bindMeters(MeterRegistry r) {
     Gauge.builder("kvroute.kvindex.keys", this, i -> i.size)
-        .description("request keys held")
+        .description("request keys held (some may hold only stale entries)")
         .register(r);
     Gauge.builder("kvroute.kvindex.entries", this, i -> i.entries)
-        .description("(key, pod, tier, group) entries held")
+        .description("(key, pod, tier, group) entries held, stale ones not counted")
         .register(r);
+    Gauge.builder("kvroute.kvindex.entries.stale", this, i -> i.staleEntries)
+        .description("entries of cleared or removed pods not reclaimed yet")
+        .register(r);
+    IndexCounters.counter(r, "kvroute.kvindex.reclaims.forced", null, null, forcedReclaims);
     Gauge.builder("kvroute.kvindex.engine.keys", this, i -> i.engine.size())
         .description("engine-key mappings held")
         .register(r);
@@ -1240,6 +1636,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   // ------------------------------------------------------------------ helpers
+
+  private static final Class<?> LIST12 = List.of("").getClass();
+  private static final Class<?> LISTN = List.of("", "", "").getClass();
 
   /** Per-thread lookup scratch. */
   private static final class Scratch {
@@ -1250,7 +1649,16 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     long[] sparse = new long[32];
     long[] two = new long[2]; // lookupTwoWords: one key's pod bits
     int[] posOf = new int[0]; // pod id -> first position in the bound list, or -1
-    int[] matchedOf = new int[0]; // pod id -> blocks matched (written by the scan)
+    // pod id -> blocks matched, written by the scan for every active pod, or (recording) only for
+    // those that matched a block, which touched then lists
+    int[] matchedOf = new int[0];
+    int[] touched = new int[0];
+    int touchedCount;
+    boolean recording;
+    boolean duplicates; // the bound list names a known pod more than once
+    // the bound list's pods by name -> position (null if it has duplicates): for catchUp
+    java.util.HashMap<String, Integer> positions;
+    List<String> boundList; // the bound list itself (trusted when an unmodifiable JDK list)
     // phase 1 results by request block
     int[] cellOf = new int[1024];
     int[] rowOf = new int[1024];
@@ -1270,18 +1678,117 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
      * distinct known pods.
      */
     int bind(PodIds ids, int high, List<String> pods, int count) {
-      if (boundVersion == ids.version() && boundCount == count) {
-        String[] names = boundNames;
-        int i = 0;
-        while (i < count && pods.get(i) == names[i]) {
-          i++;
+      if (boundVersion == ids.version() && boundCount == count && pods == boundList) {
+        Class<?> c = pods.getClass();
+        if (c == LISTN || c == LIST12) { // unmodifiable: the same instance, the same pods
+          System.arraycopy(initActive, 0, active, 0, words);
+          return initCount;
         }
-        if (i == count) {
+      }
+      long v = ids.version();
+      if (boundCount == count
+          && (v == boundVersion || (positions != null && v - boundVersion < PodIds.LOG))) {
+        boolean same = pods == boundList && (pods.getClass() == LISTN || pods.getClass() == LIST12);
+        if (!same) {
+          String[] names = boundNames;
+          int i = 0;
+          while (i < count && pods.get(i) == names[i]) {
+            i++;
+          }
+          same = i == count;
+        }
+        if (same) {
+          if (v != boundVersion) {
+            catchUp(ids, high, v);
+          }
           System.arraycopy(initActive, 0, active, 0, words);
           return initCount;
         }
       }
       return rebind(ids, high, pods, count);
+    }
+
+    /**
+     * Brings the binding of the same list from {@code boundVersion} to version {@code v}: only the
+     * pods whose mapping changed in between (new pods, cleared pods' fresh ids, removed pods) are
+     * resolved again, so pods joining or being cleared do not cost each lookup thread a walk of the
+     * whole list (a list without duplicates only).
+     */
+    private void catchUp(PodIds ids, int high, long v) {
+      grow(high);
+      // first the changed pods' old ids go, then their new ids come (two pods may swap ids)
+      for (long x = boundVersion + 1; x <= v; x++) {
+        Integer at = positions.get(ids.changed(x));
+        if (at != null) {
+          int i = at;
+          int old = podOfPos[i];
+          if (old >= 0) {
+            posOf[old] = -1;
+            initActive[old >>> 6] &= ~(1L << old);
+            initCount--;
+            podOfPos[i] = -1;
+          }
+        }
+      }
+      for (long x = boundVersion + 1; x <= v; x++) {
+        String pod = ids.changed(x);
+        Integer at = positions.get(pod);
+        if (at != null && podOfPos[at] < 0) {
+          int i = at;
+          int now = ids.get(pod);
+          if (now >= 0) {
+            podOfPos[i] = now;
+            posOf[now] = i;
+            initActive[now >>> 6] |= 1L << now;
+            initCount++;
+          }
+        }
+      }
+      boundVersion = v;
+    }
+
+    /** Grows the arrays indexed by pod id (contents kept) for ids below {@code high}. */
+    private void grow(int high) {
+      int w = (high + 63) >>> 6;
+      if (active.length < w) {
+        active = Arrays.copyOf(active, w * 2);
+        sparse = new long[w * 4];
+        initActive = Arrays.copyOf(initActive, w * 2);
+      }
+      if (w > words) {
+        words = w;
+      }
+      if (posOf.length < high) {
+        int old = posOf.length;
+        posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
+        Arrays.fill(posOf, old, posOf.length, -1);
+        matchedOf = Arrays.copyOf(matchedOf, posOf.length);
+        touched = Arrays.copyOf(touched, posOf.length);
+      }
+    }
+
+    /** Records that the pods of {@code gone} (word {@code w}) matched {@code b}; counts them. */
+    int dropped(long gone, int w, int b) {
+      int count = Long.bitCount(gone);
+      int first = w << 6;
+      int[] m = matchedOf;
+      if (!recording) { // finish reads every requested pod's value
+        do {
+          m[first + Long.numberOfTrailingZeros(gone)] = b;
+          gone &= gone - 1;
+        } while (gone != 0);
+      } else if (b != 0) { // finish reads the recorded ones only: a pod that matched none is left
+        int[] t = touched;
+        int k = touchedCount;
+        do {
+          int p = first + Long.numberOfTrailingZeros(gone);
+          m[p] = b;
+          t[k++] = p;
+          gone &= gone - 1;
+        } while (gone != 0);
+        touchedCount = k;
+      }
+      return count;
     }
 
     private int rebind(PodIds ids, int high, List<String> pods, int count) {
@@ -1302,6 +1809,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         posOf = Arrays.copyOf(posOf, Math.max(high, old * 2));
         Arrays.fill(posOf, old, posOf.length, -1);
         matchedOf = new int[posOf.length];
+        touched = new int[posOf.length];
       }
       if (boundNames.length < count) {
         boundNames = new String[Math.max(count, boundNames.length * 2)];
@@ -1309,6 +1817,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       int[] pos = podOfPos(count);
       Arrays.fill(initActive, 0);
       int known = 0;
+      boolean dup = false;
       for (int i = 0; i < count; i++) {
         String pod = pods.get(i);
         boundNames[i] = pod;
@@ -1318,11 +1827,24 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           posOf[p] = i;
           initActive[p >>> 6] |= 1L << p;
           known++;
+        } else if (p >= 0) {
+          dup = true;
         }
       }
       Arrays.fill(boundNames, count, boundNames.length, null);
+      positions = null;
+      java.util.HashMap<String, Integer> byName = new java.util.HashMap<>(count * 2);
+      for (int i = 0; i < count; i++) {
+        if (byName.put(pods.get(i), i) != null) {
+          byName = null; // a name twice: no catching up for this list
+          break;
+        }
+      }
+      positions = byName;
       boundCount = count;
       boundVersion = ids.version();
+      boundList = pods;
+      duplicates = dup;
       words = w;
       initCount = known;
       System.arraycopy(initActive, 0, active, 0, w);

@@ -31,6 +31,12 @@ public abstract class MatchWriter {
   /** Sets pod {@code i}'s results. */
   public abstract void set(PrefixMatch m, int i, String pod, int matched, double score);
 
+  /**
+   * Sets the pod ids of every position from {@code pods} (after {@link #reset}); {@link #set} then
+   * need not be called for pods that matched nothing.
+   */
+  public abstract void names(PrefixMatch m, List<String> pods);
+
   /** Adds to pod {@code i}'s block count on {@code tier}. */
   public abstract void addTierBlocks(PrefixMatch m, int i, int tier, int count);
 

@@ -116,6 +116,26 @@ final class PodBits {
     }
   }
 
+  /** Clears both halves of row {@code r}. */
+  void clearRow(int r) {
+    Arrays.fill(bits, r * 2 * stride, (r + 1) * 2 * stride, 0);
+  }
+
+  /**
+   * Whether row {@code r}'s any-tier half has a pod of {@code mask} (a bitset of pod ids, {@code
+   * words} long).
+   */
+  boolean intersects(int r, long[] mask, int words) {
+    int base = r * 2 * stride;
+    int lim = Math.min(stride, words);
+    for (int w = 0; w < lim; w++) {
+      if ((bits[base + w] & mask[w]) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Whether pod {@code p} is set in row {@code r}'s any-tier (or, if {@code gpu}, GPU) half. */
   boolean get(int r, int p, boolean gpu) {
     int w = p >>> 6;

@@ -8,6 +8,10 @@ import java.util.Arrays;
  * string). Not thread-safe: written under the index's write lock, read under its read lock.
  */
 final class PodIds {
+  /** Changes remembered ({@link #changed}): a lookup bound this many versions ago catches up. */
+  static final int LOG = 1024;
+
+  private final String[] log = new String[LOG];
   private String[] keys = new String[64];
   private int[] hashes = new int[64];
   private int[] ids = new int[64];
@@ -21,6 +25,18 @@ final class PodIds {
   /** Changes whenever a mapping is added, changed or removed (lookups cache resolved lists). */
   long version() {
     return version;
+  }
+
+  /**
+   * The pod whose mapping changed at version {@code v} (valid while {@code version() - v < LOG}).
+   */
+  String changed(long v) {
+    return log[(int) (v & (LOG - 1))];
+  }
+
+  private void bump(String pod) {
+    version++;
+    log[(int) (version & (LOG - 1))] = pod;
   }
 
   /** The id of {@code pod}, or -1. */
@@ -45,7 +61,7 @@ final class PodIds {
     if ((size + 1) * 2 > keys.length) {
       grow();
     }
-    version++;
+    bump(pod);
     int h = pod.hashCode();
     int m = keys.length - 1;
     int i = mix(h) & m;
@@ -68,7 +84,7 @@ final class PodIds {
     int i = mix(h) & m;
     while (keys[i] != null) {
       if (keys[i].equals(pod)) {
-        version++;
+        bump(pod);
         // backward-shift deletion
         int j = i;
         while (true) {

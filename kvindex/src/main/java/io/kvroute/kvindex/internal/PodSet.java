@@ -1,6 +1,7 @@
 package io.kvroute.kvindex.internal;
 
 import java.util.Arrays;
+import java.util.function.IntConsumer;
 
 /**
  * The entries of one request key once it has more than two, in insertion order. Above a size
@@ -16,6 +17,7 @@ final class PodSet {
   int n;
   int nonGpu; // entries on a tier other than GPU
   int row = -1; // row in bits once dense, else -1
+  int purgedAt = -1; // the index's retirement count when this set was last purged of stale entries
   private int id = -1; // index in the index's sets[], once allocated
 
   PodSet(PodBits bits) {
@@ -23,6 +25,9 @@ final class PodSet {
   }
 
   int indexOf(int entry) {
+    if (row >= 0 && !bits.get(row, entry >>> 12, false)) {
+      return -1; // the pod holds none of this key's entries (one load, not a scan)
+    }
     for (int i = 0; i < n; i++) {
       if (e[i] == entry) {
         return i;
@@ -86,6 +91,46 @@ final class PodSet {
       bits.clear(row, p, !stillAny, !stillGpu);
     }
     describe();
+  }
+
+  /**
+   * Removes, in one pass, the entries whose pod {@code p} has {@code podState[p] == dead}, handing
+   * each to {@code removed}; the row (if any) is rebuilt from what is left. O(n + row width).
+   */
+  void removeDead(byte[] podState, byte dead, IntConsumer removed) {
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+      int x = e[i];
+      if (podState[x >>> 12] == dead) {
+        removed.accept(x);
+        if ((x & 0xF) != 0) {
+          nonGpu--;
+        }
+      } else {
+        e[w++] = x;
+      }
+    }
+    if (w == n) {
+      return;
+    }
+    n = w;
+    if (row >= 0) {
+      bits.clearRow(row);
+      for (int i = 0; i < n; i++) {
+        setBits(e[i]);
+      }
+    }
+    describe();
+  }
+
+  /** Whether every entry's pod {@code p} has {@code podState[p] == dead} (false when empty). */
+  boolean allDead(byte[] podState, byte dead) {
+    for (int i = 0; i < n; i++) {
+      if (podState[e[i] >>> 12] != dead) {
+        return false;
+      }
+    }
+    return n > 0;
   }
 
   /** Returns the bitset row (the set is being dropped). */
