@@ -122,8 +122,12 @@ class KvEventSubscriberTest {
     long last = p.publish(stored(14));
     Await.until("last batch applied", () -> listener.seen("pod-c", last));
     assertThat(sink.blocks("pod-c")).contains(11L, 12L, 13L, 14L);
-    assertThat(fx.count("kvroute.kvindex.catchups")).isEqualTo(1);
+    // one catch-up per handshake: a loaded machine may drop a slow handshake and reconnect, and
+    // the catch-up that follows must find nothing missing (no gap, no restart, no resync)
+    assertThat(fx.count("kvroute.kvindex.catchups")).isGreaterThanOrEqualTo(1);
     assertThat(fx.count("kvroute.kvindex.gaps")).isZero();
+    assertThat(fx.count("kvroute.kvindex.restarts")).isZero();
+    assertThat(fx.count("kvroute.kvindex.resyncs")).isZero();
   }
 
   /**
@@ -139,7 +143,7 @@ class KvEventSubscriberTest {
     sub.addPod(PodEndpoint.of("pod-q", p.endpoint()).withReplay(p.replayEndpoint())).join();
     Await.until("batches published before joining applied", () -> listener.seen("pod-q", last));
     assertThat(sink.blocks("pod-q")).containsExactlyInAnyOrder(21L, 22L, 23L);
-    Await.until("catch-up counted", () -> fx.count("kvroute.kvindex.catchups") == 1);
+    Await.until("catch-up counted", () -> fx.count("kvroute.kvindex.catchups") >= 1);
     // later batches follow in order, with no gap
     long next = p.publish(stored(24));
     Await.until("live batch after the catch-up", () -> listener.seen("pod-q", next));

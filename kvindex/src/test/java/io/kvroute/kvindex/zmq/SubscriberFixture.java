@@ -48,9 +48,11 @@ final class SubscriberFixture implements AfterEachCallback {
         .reconnectIntervalMax(Duration.ofMillis(50));
   }
 
-  /** The counter {@code name} with {@code tags} (0 if it was never incremented). */
+  /**
+   * The sum of the counters {@code name} with {@code tags} (every other tag's value summed; 0 if
+   * none was ever incremented).
+   */
   double count(String name, String... tags) {
-    Counter c = registry.find(name).tags(tags).counter();
-    return c == null ? 0 : c.count();
+    return registry.find(name).tags(tags).counters().stream().mapToDouble(Counter::count).sum();
   }
 }
