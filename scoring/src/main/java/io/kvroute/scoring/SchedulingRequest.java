@@ -46,6 +46,7 @@ public final class SchedulingRequest {
   private final String profile;
   private final Boolean disaggregation;
   private final String chatTemplateInputs;
+  private final boolean preciseScoring;
 
   private SchedulingRequest(Builder b, int[] tokens) {
     this.model = b.model;
@@ -61,6 +62,7 @@ public final class SchedulingRequest {
     this.profile = b.profile;
     this.disaggregation = b.disaggregation;
     this.chatTemplateInputs = b.chatTemplateInputs;
+    this.preciseScoring = b.preciseScoring;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -82,6 +84,7 @@ public final class SchedulingRequest {
     b.profile = profile;
     b.disaggregation = disaggregation;
     b.chatTemplateInputs = chatTemplateInputs;
+    b.preciseScoring = preciseScoring;
     return b;
   }
 
@@ -181,6 +184,17 @@ public final class SchedulingRequest {
     return Optional.ofNullable(chatTemplateInputs);
   }
 
+  /**
+   * Whether the precise prefix index may score this request (default true). False routes it as if
+   * it had no token ids for the index: the precise prefix scorer falls back to the approximate
+   * index ({@link SchedulingContext#hasPreciseMatches()} is false), while tokenizers still run and
+   * the token ids stay on the request. The router sets it for a model whose KV-cache parity check
+   * failed.
+   */
+  public boolean preciseScoring() {
+    return preciseScoring;
+  }
+
   @Override
   public String toString() {
     // Never print prompt text (it may be sensitive); sizes only.
@@ -211,8 +225,18 @@ public final class SchedulingRequest {
     private String profile;
     private Boolean disaggregation;
     private String chatTemplateInputs;
+    private boolean preciseScoring = true;
 
     private Builder() {}
+
+    /**
+     * Whether the precise prefix index may score the request (default true; see {@link
+     * SchedulingRequest#preciseScoring()}).
+     */
+    public Builder preciseScoring(boolean allowed) {
+      this.preciseScoring = allowed;
+      return this;
+    }
 
     /**
      * The chat request's template inputs as a JSON object (see {@link
