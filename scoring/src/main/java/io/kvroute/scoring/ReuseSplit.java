@@ -156,6 +156,21 @@ public record ReuseSplit(long promptTokens, long available, long captured, long 
     return new ReuseSplit(promptTokens, available, captured, cachedTokens);
   }
 
+  /**
+   * This split measured by the engine's report: its prompt length ({@code usage.prompt_tokens})
+   * replaces the router's count, {@code available} and {@code captured} are capped at what that
+   * prompt can reuse ({@code promptTokens - 1}), and {@code delivered} is {@code cachedTokens}.
+   */
+  public ReuseSplit withUsage(long promptTokens, long cachedTokens) {
+    if (promptTokens < 0 || cachedTokens < 0) {
+      throw new IllegalArgumentException(
+          "usage must be >= 0, was prompt " + promptTokens + ", cached " + cachedTokens);
+    }
+    long cap = Math.max(0, promptTokens - 1);
+    return new ReuseSplit(
+        promptTokens, Math.min(available, cap), Math.min(captured, cap), cachedTokens);
+  }
+
   /** True when the engine reported its cached tokens ({@link #delivered()} is known). */
   public boolean measured() {
     return delivered != UNKNOWN;
