@@ -103,6 +103,9 @@ public final class ParityMonitor implements AutoCloseable {
   /** Idle engine watches kept (an engine's watch is reused by its next sample). */
   private static final int MAX_IDLE_WATCHES = 1024;
 
+  /** Root events kept per model for a diagnosis. */
+  private static final int MAX_ROOTS = 16;
+
   /** Events kept per sample for a diagnosis. */
   private static final int EVIDENCE = 64;
 
@@ -354,6 +357,7 @@ public final class ParityMonitor implements AutoCloseable {
     private volatile long answered = -1;
     private volatile long reportedCached = -1;
     private volatile boolean dropped;
+    private volatile boolean judged;
     // the monitor's thread only: the predicted hashes, which of them were seen, and the events
     // read so far (the first EVIDENCE of them kept for a diagnosis)
     long[] predicted;
@@ -401,6 +405,11 @@ public final class ParityMonitor implements AutoCloseable {
     /** The request failed, was cancelled, or another engine served it: nothing to judge. */
     void drop() {
       dropped = true;
+    }
+
+    /** True once the monitor is done with the sample (judged, dropped or expired). */
+    boolean judged() {
+      return judged;
     }
 
     /** Drops the sample when {@code computing} is not the engine it watches. */
@@ -550,6 +559,7 @@ public final class ParityMonitor implements AutoCloseable {
       }
       if (outcome != null) {
         it.remove();
+        s.judged = true;
         pending.decrementAndGet();
         outcome(outcome);
         if (s.watch.watchers.decrementAndGet() == 0) {
@@ -649,6 +659,7 @@ public final class ParityMonitor implements AutoCloseable {
     m.add(s.computing.id(), s.matched, s.predicted.length);
     if (s.matched < s.predicted.length) {
       m.lastMiss = s;
+      m.keepRoots(s.evidence);
     }
     m.evaluate();
   }
@@ -686,6 +697,9 @@ public final class ParityMonitor implements AutoCloseable {
     volatile ParityStatus.State state = ParityStatus.State.UNKNOWN;
     private volatile ParityDiagnosis diagnosis;
     volatile Sample lastMiss;
+    // root BlockStored events (with their own tokens) of recent samples that missed: they let a
+    // diagnosis identify the engine's hashing even when the last miss stored only later blocks
+    private final java.util.ArrayDeque<KvEvent.BlockStored> roots = new java.util.ArrayDeque<>();
     final AtomicLong usageMeasured = new AtomicLong();
     final AtomicLong usageExact = new AtomicLong();
     private final Map<ParityDiagnosis.Cause, Counter> failures = new ConcurrentHashMap<>();
@@ -731,6 +745,21 @@ public final class ParityMonitor implements AutoCloseable {
       }
     }
 
+    synchronized void keepRoots(List<KvEvent.BlockStored> events) {
+      for (KvEvent.BlockStored e : events) {
+        if (!e.hasParent() && e.blockSize() > 0 && e.tokenIds().length > 0) {
+          if (roots.size() == MAX_ROOTS) {
+            roots.removeFirst();
+          }
+          roots.addLast(e);
+        }
+      }
+    }
+
+    synchronized List<KvEvent.BlockStored> roots() {
+      return new ArrayList<>(roots);
+    }
+
     private synchronized void reset() {
       count = 0;
       next = 0;
@@ -770,7 +799,7 @@ public final class ParityMonitor implements AutoCloseable {
 
     private void fail(double r, int n) {
       Sample miss = lastMiss;
-      ParityDiagnosis d = miss == null ? null : diagnose(miss);
+      ParityDiagnosis d = miss == null ? null : diagnose(miss, roots());
       diagnosis = d;
       state = ParityStatus.State.FAILED;
       reset();
@@ -840,12 +869,16 @@ public final class ParityMonitor implements AutoCloseable {
     }
   }
 
-  private ParityDiagnosis diagnose(Sample s) {
+  private ParityDiagnosis diagnose(Sample s, List<KvEvent.BlockStored> roots) {
     ParityEvidence.Builder ev =
         ParityEvidence.builder()
             .promptTokens(s.request.tokenIds().orElseThrow())
             .extraKeys(extras(s.request));
-    for (KvEvent.BlockStored e : s.evidence) {
+    java.util.Set<KvEvent.BlockStored> events =
+        java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    events.addAll(roots);
+    events.addAll(s.evidence);
+    for (KvEvent.BlockStored e : events) {
       ev.storedEvent(e);
     }
     try {
