@@ -105,6 +105,37 @@ public final class FloorTable {
                 sample("scoring.SchedulerPickBenchmark.floorLookup", null, null)),
             Double.NaN,
             50));
+    // the KV-cache parity check (issue 29): the same work with the check off is the floor
+    Bench routeOff = sample("router.ParityCostBenchmark.route", "sampling", "off");
+    rows.add(
+        new Row(
+            "parity: route, default sampling vs off",
+            sample("router.ParityCostBenchmark.route", "sampling", "default"),
+            List.of(routeOff),
+            1.05,
+            Double.NaN));
+    rows.add(
+        new Row(
+            "parity: route, every request vs off",
+            sample("router.ParityCostBenchmark.route", "sampling", "every"),
+            List.of(routeOff),
+            Double.NaN,
+            Double.NaN));
+    Bench ingestOff = thrpt("ParityIngestBenchmark.ingest", "parity", "off");
+    rows.add(
+        new Row(
+            "parity: ingest, tap idle vs off",
+            thrpt("ParityIngestBenchmark.ingest", "parity", "idle"),
+            List.of(ingestOff),
+            1.05,
+            Double.NaN));
+    rows.add(
+        new Row(
+            "parity: ingest, every pod watched vs off",
+            thrpt("ParityIngestBenchmark.ingest", "parity", "watched"),
+            List.of(ingestOff),
+            1.05,
+            Double.NaN));
     return rows;
   }
 
