@@ -121,6 +121,14 @@ public final class FloorTable {
             List.of(routeOff),
             Double.NaN,
             Double.NaN));
+    Bench decideOff = sample("router.ParityCostBenchmark.decide", "sampling", "off");
+    rows.add(
+        new Row(
+            "parity: decide, default sampling vs off",
+            sample("router.ParityCostBenchmark.decide", "sampling", "default"),
+            List.of(decideOff),
+            1.05,
+            Double.NaN));
     Bench ingestOff = thrpt("ParityIngestBenchmark.ingest", "parity", "off");
     rows.add(
         new Row(

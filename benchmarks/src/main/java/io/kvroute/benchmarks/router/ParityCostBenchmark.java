@@ -10,6 +10,7 @@ import io.kvroute.kvindex.hash.HashAlgorithm;
 import io.kvroute.kvindex.parity.HashSettings;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.ParityMonitor;
+import io.kvroute.router.RouteDecision;
 import io.kvroute.router.RoutedResponse;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Scheduler;
@@ -38,6 +39,9 @@ import org.openjdk.jmh.annotations.TearDown;
  * limiter), or sampling every request ({@code every}: each one predicted and judged on the
  * monitor's thread, which on a small machine competes with the request thread).
  *
+ * <p>{@link #decide} measures the same requests on the path of a gateway that proxies itself
+ * (decide, then complete), without the connector.
+ *
  * <p>{@code benchmarks/run.sh --only parity} prints the ratios to the floor (goal: ≤ 1.05).
  */
 @BenchmarkMode(Mode.AverageTime)
@@ -46,6 +50,7 @@ public class ParityCostBenchmark extends BenchmarkDefaults {
   static final String MODEL = "Qwen/Qwen3-8B";
   static final int PROMPT_TOKENS = 1024;
   private static final int BODIES = 64;
+  private static final Duration LATENCY = Duration.ofMillis(1);
 
   /** Parity check off, at its default sampling rate, or sampling every request. */
   @Param({"off", "default", "every"})
@@ -103,6 +108,25 @@ public class ParityCostBenchmark extends BenchmarkDefaults {
   @TearDown(Level.Trial)
   public void tearDown() {
     router.close();
+  }
+
+  /**
+   * One decision as a gateway that proxies itself takes it ({@link KvRouter#decide}, then {@link
+   * RouteDecision#complete}): the request path without the connector's thread hand-offs, so the
+   * check's share is measured on the router's own CPU.
+   */
+  @Benchmark
+  public RouteDecision decide() {
+    long i = n++;
+    InferenceRequest r =
+        InferenceRequest.of(
+            InferenceRequest.Api.COMPLETIONS,
+            bodies[(int) (i & (BODIES - 1))],
+            headers,
+            "bench-" + Long.toHexString(i));
+    RouteDecision d = router.decide(r);
+    d.complete(RouteDecision.Outcome.SUCCESS, LATENCY, LATENCY);
+    return d;
   }
 
   /** One routed request, its answer read to the end. */
