@@ -238,7 +238,7 @@ public final class FloorTable {
       StringBuilder goal = new StringBuilder();
       if (!Double.isNaN(r.maxRatio())) {
         goal.append(
-            String.format(Locale.ROOT, "ratio <= %.1f %s", r.maxRatio(), ok(q <= r.maxRatio())));
+            String.format(Locale.ROOT, "ratio <= %.2f %s", r.maxRatio(), ok(q <= r.maxRatio())));
       }
       if (!Double.isNaN(r.maxMicros())) {
         if (goal.length() > 0) {
