@@ -119,6 +119,45 @@ public final class FloorTable {
                 sample("scoring.SchedulerPickBenchmark.floorLookup", null, null)),
             Double.NaN,
             50));
+    // the KV-cache parity check (issue 29): the same work with the check off is the floor
+    Bench routeOff = sample("router.ParityCostBenchmark.route", "sampling", "off");
+    rows.add(
+        new Row(
+            "parity: route, default sampling vs off",
+            sample("router.ParityCostBenchmark.route", "sampling", "default"),
+            List.of(routeOff),
+            1.05,
+            Double.NaN));
+    rows.add(
+        new Row(
+            "parity: route, every request vs off",
+            sample("router.ParityCostBenchmark.route", "sampling", "every"),
+            List.of(routeOff),
+            Double.NaN,
+            Double.NaN));
+    Bench decideOff = sample("router.ParityCostBenchmark.decide", "sampling", "off");
+    rows.add(
+        new Row(
+            "parity: decide, default sampling vs off",
+            sample("router.ParityCostBenchmark.decide", "sampling", "default"),
+            List.of(decideOff),
+            1.05,
+            Double.NaN));
+    Bench ingestOff = thrpt("ParityIngestBenchmark.ingest", "parity", "off");
+    rows.add(
+        new Row(
+            "parity: ingest, tap idle vs off",
+            thrpt("ParityIngestBenchmark.ingest", "parity", "idle"),
+            List.of(ingestOff),
+            1.05,
+            Double.NaN));
+    rows.add(
+        new Row(
+            "parity: ingest, every pod watched vs off",
+            thrpt("ParityIngestBenchmark.ingest", "parity", "watched"),
+            List.of(ingestOff),
+            1.05,
+            Double.NaN));
     return rows;
   }
 
@@ -213,7 +252,7 @@ public final class FloorTable {
       StringBuilder goal = new StringBuilder();
       if (!Double.isNaN(r.maxRatio())) {
         goal.append(
-            String.format(Locale.ROOT, "ratio <= %.1f %s", r.maxRatio(), ok(q <= r.maxRatio())));
+            String.format(Locale.ROOT, "ratio <= %.2f %s", r.maxRatio(), ok(q <= r.maxRatio())));
       }
       if (!Double.isNaN(r.maxMicros())) {
         if (goal.length() > 0) {

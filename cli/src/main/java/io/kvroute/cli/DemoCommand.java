@@ -12,9 +12,13 @@ import io.kvroute.connector.KVConnectors;
 import io.kvroute.connector.p2pnccl.P2pNcclRegistry;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.hash.HashAlgorithm;
+import io.kvroute.kvindex.parity.HashSettings;
+import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.router.KvEventFeed;
 import io.kvroute.router.KvEventFeeds;
 import io.kvroute.router.KvRouter;
+import io.kvroute.router.ParityMonitor;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Filters;
 import io.kvroute.scoring.Pickers;
@@ -327,7 +331,18 @@ final class DemoCommand implements Callable<Integer> {
                         new ConnectorConfig.Retry(
                             3, Duration.ofMillis(10), Duration.ofMillis(100))));
     if (strategy.equals("precise")) {
-      rb.eventFeed(KvEventFeeds.zmq(KvEventFeeds.subscriberFor(index).build(), index));
+      // the parity check a gateway runs: the pods hash as vLLM does by default
+      ParityMonitor parity =
+          ParityMonitor.builder(HashSettings.of(HashAlgorithm.SHA256, blockSize, null))
+              .meterRegistry(meters)
+              .build();
+      rb.parity(parity)
+          .eventFeed(
+              KvEventFeeds.zmq(
+                  KvEventFeeds.subscriberFor(index)
+                      .listener(parity.eventListener(KvEventListener.NONE))
+                      .build(),
+                  index));
     }
     if (registered != null) {
       for (Endpoint e : registered) {
@@ -450,6 +465,7 @@ final class DemoCommand implements Callable<Integer> {
               s.meanTtft().toNanos() / 1e6));
     }
     double[] t = ttfts.stream().mapToDouble(Double::doubleValue).toArray();
+    Report.Parity parity = parity(meters);
     return new Report.Result(
         strategy,
         description,
@@ -460,7 +476,54 @@ final class DemoCommand implements Callable<Integer> {
         t,
         seconds,
         perPod,
-        prediction(meters));
+        prediction(meters),
+        parity);
+  }
+
+  /**
+   * The routers' parity check ({@code kvroute.routing.parity.*}), summed over the replicas, once
+   * the samples of the run's last requests are judged (their engines' events get a grace period):
+   * {@link Report.Parity#NONE} for a strategy that does not check.
+   */
+  private static Report.Parity parity(List<MeterRegistry> registries) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    boolean checking = false;
+    while (true) {
+      double pending = 0;
+      for (MeterRegistry m : registries) {
+        io.micrometer.core.instrument.Gauge g = m.find("kvroute.routing.parity.pending").gauge();
+        if (g != null) {
+          checking = true;
+          pending += g.value();
+        }
+      }
+      if (!checking) {
+        return Report.Parity.NONE;
+      }
+      if (pending == 0 || System.nanoTime() > deadline) {
+        break;
+      }
+      TimeUnit.MILLISECONDS.sleep(50);
+    }
+    long matched = 0;
+    long missing = 0;
+    long checked = 0;
+    boolean degraded = false;
+    for (MeterRegistry m : registries) {
+      matched += count(m.find("kvroute.routing.parity.blocks").tag("result", "matched").counter());
+      missing += count(m.find("kvroute.routing.parity.blocks").tag("result", "missing").counter());
+      checked +=
+          count(m.find("kvroute.routing.parity.samples").tag("outcome", "checked").counter());
+      for (io.micrometer.core.instrument.Gauge g :
+          m.find("kvroute.routing.parity.degraded").gauges()) {
+        degraded |= g.value() > 0;
+      }
+    }
+    return new Report.Parity(checked, matched, missing, degraded);
+  }
+
+  private static long count(Counter c) {
+    return c == null ? 0 : (long) c.count();
   }
 
   /** The routers' routing-accuracy meters, summed over the replicas. */

@@ -63,7 +63,8 @@ final class DoctorCommand implements Callable<Integer> {
       names = "--config",
       paramLabel = "FILE",
       description =
-          "The gateway's configuration: its index.blockSize and the model's local tokenizer"
+          "The gateway's configuration: its index.blockSize, index.hashAlgorithm,"
+              + " index.pythonHashSeed and the model's local tokenizer"
               + " (default: kvroute's defaults)")
   Path config;
 
@@ -84,17 +85,18 @@ final class DoctorCommand implements Callable<Integer> {
 
   @Option(
       names = "--hash-algo",
-      defaultValue = "sha256",
       paramLabel = "NAME",
       description =
           "The --prefix-caching-hash-algo kvroute expects: sha256 (vLLM's default), sha256_cbor,"
-              + " xxhash, xxhash_cbor")
+              + " xxhash, xxhash_cbor (default: the config's index.hashAlgorithm, else sha256)")
   String hashAlgorithm;
 
   @Option(
       names = "--hash-seed",
       paramLabel = "VALUE",
-      description = "The engine's PYTHONHASHSEED kvroute expects (default: unset, as vLLM's)")
+      description =
+          "The engine's PYTHONHASHSEED kvroute expects (default: the config's"
+              + " index.pythonHashSeed, else unset, as vLLM's)")
   String hashSeed;
 
   @Option(
@@ -133,13 +135,19 @@ final class DoctorCommand implements Callable<Integer> {
         || engine.getHost() == null) {
       throw new Main.CliException("--engine: not an http(s) URL: \"" + engine + "\"");
     }
+    GatewayConfig cfg = config == null ? null : GatewayConfig.load(config);
+    RouterSettings.Index index = cfg == null ? null : cfg.settings().index();
     HashAlgorithm algorithm;
     try {
-      algorithm = HashAlgorithm.fromVllmName(hashAlgorithm);
+      algorithm =
+          HashAlgorithm.fromVllmName(
+              hashAlgorithm != null
+                  ? hashAlgorithm
+                  : index != null ? index.hashAlgorithm() : HashAlgorithm.SHA256.vllmName());
     } catch (IllegalArgumentException e) {
       throw new Main.CliException("--hash-algo: " + e.getMessage());
     }
-    GatewayConfig cfg = config == null ? null : GatewayConfig.load(config);
+    String seed = hashSeed != null ? hashSeed : index != null ? index.pythonHashSeed() : null;
     int size =
         blockSize != null
             ? blockSize
@@ -149,7 +157,7 @@ final class DoctorCommand implements Callable<Integer> {
     if (size <= 0) {
       throw new Main.CliException("--block-size must be > 0, was " + size);
     }
-    HashSettings expected = HashSettings.of(algorithm, size, hashSeed);
+    HashSettings expected = HashSettings.of(algorithm, size, seed);
     URI base = URI.create(engine.toString().replaceAll("/+$", ""));
     Doctor.Options options =
         new Doctor.Options(

@@ -45,7 +45,8 @@ final class EppCommand extends ServingCommand<EppServer> {
 
   @Option(
       names = "--metrics-port",
-      description = "Serve Prometheus /metrics (and /healthz) on this HTTP port (default: none)")
+      description =
+          "Serve Prometheus /metrics (and /healthz, /readyz) on this HTTP port (default: none)")
   Integer metricsPort;
 
   @Option(
@@ -97,6 +98,15 @@ final class EppCommand extends ServingCommand<EppServer> {
                       "GET",
                       "/healthz",
                       ex -> ex.respond(200, "text/plain", "ok\n".getBytes(StandardCharsets.UTF_8)))
+                  // the gRPC health service carries no detail: the parity check's verdict is here
+                  .route(
+                      "GET",
+                      "/readyz",
+                      ex ->
+                          ex.respond(
+                              router.endpoints().isEmpty() ? 503 : 200,
+                              "text/plain",
+                              GatewayCommand.readiness(router).getBytes(StandardCharsets.UTF_8)))
                   .build()
                   .start();
         }

@@ -155,8 +155,7 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
                       ex.respond(
                           router.endpoints().isEmpty() ? 503 : 200,
                           "text/plain",
-                          (router.endpoints().isEmpty() ? "no endpoints\n" : "ready\n")
-                              .getBytes(UTF_8)));
+                          readiness(router).getBytes(UTF_8)));
       if (adminConfig != null) {
         fb.admin(adminConfig);
         AdminApi api = new AdminApi(router);
@@ -185,6 +184,18 @@ final class GatewayCommand extends ServingCommand<OpenAiFront> {
       server.close();
     }
     return 0;
+  }
+
+  /**
+   * The body of {@code /readyz}: {@code ready} (or {@code no endpoints}), then a line per model on
+   * the KV-cache parity check when it runs. A failed parity leaves the gateway ready (it routes the
+   * model with approximate scoring) and says why on its line.
+   */
+  static String readiness(KvRouter router) {
+    StringBuilder sb =
+        new StringBuilder(router.endpoints().isEmpty() ? "no endpoints\n" : "ready\n");
+    router.parity().ifPresent(p -> p.readiness().forEach(l -> sb.append(l).append('\n')));
+    return sb.toString();
   }
 
   /**

@@ -35,6 +35,12 @@ class DemoCommandTest {
       assertThat(report).containsPattern("(?m)^" + strategy + " +12 +0 ");
     }
     assertThat(report).contains("TTFT p50").contains("cache hit ratio");
+    // precise routing proves its parity with the pods' KV events, and the pods hash as expected
+    java.util.regex.Matcher parity =
+        java.util.regex.Pattern.compile("parity check: ([0-9.]+) ").matcher(report);
+    assertThat(parity.find()).as(report).isTrue();
+    assertThat(Double.parseDouble(parity.group(1))).as(report).isGreaterThanOrEqualTo(0.99);
+    assertThat(report).doesNotContain("DEGRADED");
     assertThat(err.toString()).contains("12/12 requests");
     assertThat(Files.readString(html)).contains("<table>").contains("precise");
   }

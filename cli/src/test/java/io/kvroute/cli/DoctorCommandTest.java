@@ -182,6 +182,23 @@ class DoctorCommandTest {
     }
   }
 
+  /** The gateway's configuration names the engines' hashing: the doctor expects it. */
+  @Test
+  void theConfigsHashSettingsAreExpected(@TempDir Path dir) throws Exception {
+    Path config = dir.resolve("gateway.yaml");
+    Files.writeString(
+        config,
+        "index: { blockSize: 16, hashAlgorithm: sha256_cbor, pythonHashSeed: \"42\" }\n",
+        StandardCharsets.UTF_8);
+    try (VllmSimulator pod = pod(b -> b.hashAlgorithm(HashAlgorithm.SHA256_CBOR).hashSeed("42"))) {
+      assertThat(doctor(pod, "--config", config.toString())).as(out + err).isZero();
+      assertThat(out).contains("kvroute expects: sha256_cbor, block size 16, PYTHONHASHSEED=42");
+      // the options still win over the file
+      assertThat(doctor(pod, "--config", config.toString(), "--hash-seed", "0")).isEqualTo(2);
+      assertThat(status("hash algorithm and seed")).isEqualTo("FAIL");
+    }
+  }
+
   /** An engine whose /tokenize and render endpoints add a BOS its chat completions do not. */
   private static final EngineTokenizer EXTRA_BOS =
       new EngineTokenizer() {

@@ -55,7 +55,10 @@ class EppCommandTest {
       Path cfg = dir.resolve("epp.yaml");
       Files.writeString(
           cfg,
-          "endpoints:\n  - { id: pod-0, url: \"" + pod.baseUrl() + "\", role: both }\n",
+          "index: { blockSize: 16 }\n"
+              + "endpoints:\n  - { id: pod-0, url: \""
+              + pod.baseUrl()
+              + "\", role: both }\n",
           StandardCharsets.UTF_8);
       EppCommand cmd = new EppCommand();
       RunningCommand<EppCommand> epp =
@@ -79,6 +82,13 @@ class EppCommandTest {
             .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
 
         assertThat(destination(ch)).isEqualTo(pod.hostPort());
+        // the gRPC health service has no room for details: /readyz on the metrics port has them
+        java.util.regex.Matcher m =
+            java.util.regex.Pattern.compile("metrics on :(\\d+)").matcher(epp.out.toString());
+        assertThat(m.find()).as(epp.out.toString()).isTrue();
+        var ready = TestHttp.get("http://127.0.0.1:" + m.group(1) + "/readyz");
+        assertThat(ready.statusCode()).isEqualTo(200);
+        assertThat(ready.body()).startsWith("ready\n").contains("parity: ");
       } finally {
         ch.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
         cmd.shutdown();

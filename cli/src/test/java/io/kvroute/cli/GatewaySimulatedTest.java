@@ -209,6 +209,13 @@ class GatewaySimulatedTest {
             .isEqualTo(404);
         String metrics = get(base + "/metrics");
         assertThat(metrics).contains("kvroute_connector_prefill_seconds_count");
+        // the reuse split of every completed request, and the parity check's verdict
+        assertThat(metrics)
+            .contains("kvroute_routing_reuse_requests_total{measured=\"true\"}")
+            .contains("kvroute_routing_reuse_tokens_total{split=\"delivered\"}");
+        String ready = get(base + "/readyz");
+        assertThat(ready).startsWith("ready\n").contains("parity: model sim: parity");
+        assertThat(ready).as(ready).doesNotContain("(failed");
         assertThat(cluster.prefillPods().get(0).stats().requests()).as("PD ran").isPositive();
       } finally {
         gateway.command.shutdown();

@@ -12,6 +12,7 @@ import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.pd.MicrometerConnectorListener;
 import io.kvroute.router.KvEventFeeds;
 import io.kvroute.router.KvRouter;
+import io.kvroute.router.ParityMonitor;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulerConfigLoader;
@@ -222,11 +223,29 @@ public final class RouterAssembly implements AutoCloseable {
         }
         if (index != null) {
           sb.prefixCacheLookup(BlockIndexLookup.of(index));
+          KvEventListener listener = eventListener;
+          RouterSettings.Parity p = settings.index().parity();
+          if (p.enabled()) {
+            ParityMonitor parity =
+                ParityMonitor.builder(settings.index().hashSettings())
+                    .threshold(p.threshold())
+                    .minSamples(p.minSamples())
+                    .window(p.window())
+                    .grace(p.grace())
+                    .samplesPerSecond(p.samplesPerSecond())
+                    .maxPending(p.maxPending())
+                    .degrade(p.degrade())
+                    .meterRegistry(meterRegistry)
+                    .build();
+            undo.push(parity);
+            b.parity(parity);
+            listener = parity.eventListener(eventListener);
+          }
           b.eventFeed(
               KvEventFeeds.zmq(
                   KvEventFeeds.subscriberFor(index)
                       .meterRegistry(meterRegistry)
-                      .listener(eventListener)
+                      .listener(listener)
                       .build(),
                   index));
         }

@@ -5,6 +5,8 @@ import io.kvroute.config.ConfigBinder;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kvindex.hash.HashAlgorithm;
+import io.kvroute.kvindex.parity.HashSettings;
 import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.router.KvEventFeed;
 import java.nio.file.Path;
@@ -231,8 +233,21 @@ public record RouterSettings(
    * @param backend {@code memory} (each replica its own index, the default) or {@code redis} (one
    *     index shared by every replica on Redis or Valkey; needs {@code kvindex-redis})
    * @param redis the Redis backend's settings (with {@code backend: redis})
+   * @param hashAlgorithm the engines' {@code --prefix-caching-hash-algo}: {@code sha256} (vLLM's
+   *     default), {@code sha256_cbor}, {@code xxhash}, {@code xxhash_cbor}; what the parity check
+   *     and {@code kvroute doctor --config} expect
+   * @param pythonHashSeed the engines' {@code PYTHONHASHSEED} (default: unset, as a default vLLM);
+   *     required with {@code xxhash} and {@code xxhash_cbor} unless the parity check is off
+   * @param parity the parity check of kvroute's predicted block hashes against the engines' events
+   *     (default: on)
    */
-  public record Index(Integer blockSize, String backend, Redis redis) {
+  public record Index(
+      Integer blockSize,
+      String backend,
+      Redis redis,
+      String hashAlgorithm,
+      String pythonHashSeed,
+      Parity parity) {
     /** Validates and applies the defaults. */
     public Index {
       blockSize = blockSize == null ? 16 : blockSize;
@@ -247,6 +262,79 @@ public record RouterSettings(
       if (backend.equals("redis") && redis == null) {
         redis = new Redis(null, null, null, null, null, null);
       }
+      hashAlgorithm = hashAlgorithm == null ? HashAlgorithm.SHA256.vllmName() : hashAlgorithm;
+      HashAlgorithm algorithm;
+      try {
+        algorithm = HashAlgorithm.fromVllmName(hashAlgorithm);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException("hashAlgorithm", e.getMessage());
+      }
+      parity = parity == null ? new Parity(null, null, null, null, null, null, null, null) : parity;
+      if (parity.enabled()
+          && !HashSettings.of(algorithm, blockSize, pythonHashSeed).reproducible()) {
+        throw new ConfigException(
+            "pythonHashSeed",
+            "is required with hashAlgorithm "
+                + hashAlgorithm
+                + ": without PYTHONHASHSEED vLLM draws that NONE_HASH at random per process, so"
+                + " no one can predict the engines' block hashes; start the engines with"
+                + " PYTHONHASHSEED set and give the same value here, or turn the parity check off"
+                + " (parity.enabled: false)");
+      }
+    }
+
+    /** What the engines are expected to hash with: block size, algorithm and seed. */
+    public HashSettings hashSettings() {
+      return HashSettings.of(HashAlgorithm.fromVllmName(hashAlgorithm), blockSize, pythonHashSeed);
+    }
+  }
+
+  /**
+   * {@code index.parity}: the parity check of kvroute's predicted block hashes against the engines'
+   * KV events ({@code io.kvroute.router.ParityMonitor}; see {@code docs/routing.md}).
+   *
+   * @param enabled check parity (default true)
+   * @param threshold the share of predicted block hashes the engines must publish, below which a
+   *     model's parity fails (default 0.8)
+   * @param minSamples checked requests a model needs before a verdict (default 10)
+   * @param window checked requests the share covers, per model (default 64)
+   * @param grace how long after an engine answered its events are awaited (default 1s)
+   * @param samplesPerSecond requests sampled per second, at most (default 50)
+   * @param maxPending samples waiting at once, at most (default 1024)
+   * @param degrade route a model whose parity failed with approximate scoring until it returns
+   *     (default true)
+   */
+  public record Parity(
+      Boolean enabled,
+      Double threshold,
+      Integer minSamples,
+      Integer window,
+      Duration grace,
+      Double samplesPerSecond,
+      Integer maxPending,
+      Boolean degrade) {
+    /** Validates and applies the defaults. */
+    public Parity {
+      enabled = enabled == null || enabled;
+      threshold = threshold == null ? 0.8 : threshold;
+      if (!(threshold > 0 && threshold <= 1)) {
+        throw new ConfigException("threshold", "must be in (0, 1], was " + threshold);
+      }
+      window = window == null ? 64 : window;
+      Checks.range("window", window, 1, 1_000_000);
+      minSamples = minSamples == null ? Math.min(10, window) : minSamples;
+      Checks.range("minSamples", minSamples, 1, window);
+      grace = grace == null ? Duration.ofSeconds(1) : grace;
+      if (grace.isNegative()) {
+        throw new ConfigException("grace", "must be >= 0, was " + grace);
+      }
+      samplesPerSecond = samplesPerSecond == null ? 50.0 : samplesPerSecond;
+      if (!(samplesPerSecond > 0)) {
+        throw new ConfigException("samplesPerSecond", "must be > 0, was " + samplesPerSecond);
+      }
+      maxPending = maxPending == null ? 1024 : maxPending;
+      Checks.range("maxPending", maxPending, 1, 1_000_000);
+      degrade = degrade == null || degrade;
     }
   }
 

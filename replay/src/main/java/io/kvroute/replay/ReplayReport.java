@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.kvroute.replay.internal.Html;
+import io.kvroute.scoring.ReuseSplit;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
@@ -149,7 +150,7 @@ public record ReplayReport(
             "lost:queue"));
     for (StrategyResult s : strategies) {
       double p = Math.max(1, s.promptTokens());
-      StrategyResult.Reuse r = s.reuse();
+      ReuseSplit r = s.reuse();
       sb.append(
           String.format(
               Locale.ROOT,
@@ -158,8 +159,8 @@ public record ReplayReport(
               100 * r.available() / p,
               100 * r.captured() / p,
               100 * r.delivered() / p,
-              100 * (r.available() - r.captured()) / p,
-              100 * (r.captured() - r.delivered()) / p));
+              100 * r.loadMissTokens() / p,
+              100 * r.staleMissTokens() / p));
     }
     sb.append(
         String.format(

@@ -1,5 +1,6 @@
 package io.kvroute.replay;
 
+import io.kvroute.scoring.ReuseSplit;
 import java.util.List;
 import java.util.Objects;
 
@@ -20,7 +21,11 @@ import java.util.Objects;
  * @param goodputRps requests meeting the SLO per second of that span
  * @param sloAttainment fraction of all requests meeting the SLO
  * @param imbalance the busiest engine's busy time over the mean busy time (1 is perfect)
- * @param reuse prompt tokens available, captured and delivered (see {@link Reuse})
+ * @param reuse the reuse split summed over completed requests, in prompt tokens: <em>available</em>
+ *     is the longest prefix any eligible engine held when the request was routed, <em>captured</em>
+ *     what the chosen engine held then, <em>delivered</em> what the engine reported cached when it
+ *     scheduled the request (for prefill/decode pairs, the prefill engine): the engines' true
+ *     state, where the router's own meters use its index's view (see {@link ReuseSplit})
  * @param preemptions requests preempted by full KV caches, over all engines
  * @param simulatedSeconds the span, in virtual seconds
  * @param wallSeconds wall-clock seconds this strategy's replay took
@@ -40,7 +45,7 @@ public record StrategyResult(
     double goodputRps,
     double sloAttainment,
     double imbalance,
-    Reuse reuse,
+    ReuseSplit reuse,
     long preemptions,
     double simulatedSeconds,
     double wallSeconds,
@@ -51,6 +56,7 @@ public record StrategyResult(
   /** Copies the lists. */
   public StrategyResult {
     Objects.requireNonNull(name, "name");
+    Objects.requireNonNull(reuse, "reuse");
     ttftCdfMs = List.copyOf(ttftCdfMs);
     hitRatioOverTime = List.copyOf(hitRatioOverTime);
   }
@@ -63,17 +69,4 @@ public record StrategyResult(
    * @param p99 99th percentile
    */
   public record Percentiles(double p50, double p90, double p99) {}
-
-  /**
-   * The reuse split, in prompt tokens summed over completed requests: <em>available</em> is the
-   * longest prefix any eligible engine held when the request was routed, <em>captured</em> what the
-   * chosen engine held then, <em>delivered</em> what the engine reported cached when it scheduled
-   * the request (for prefill/decode pairs, the prefill engine). Captured &lt; available is a miss
-   * caused by the routing; delivered &lt; captured is one caused by evictions while queued.
-   *
-   * @param available tokens some eligible engine held
-   * @param captured tokens the chosen engine held
-   * @param delivered tokens the engine reused
-   */
-  public record Reuse(long available, long captured, long delivered) {}
 }

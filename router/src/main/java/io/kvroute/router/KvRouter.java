@@ -28,6 +28,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -84,6 +85,7 @@ public final class KvRouter implements AutoCloseable {
   private final Timer routeTimer;
   private final Counter routeErrors;
   private final RouteRunner routeRunner;
+  private final ParityMonitor parity;
 
   /**
    * Validates everything first (connector types included), then starts the executor, the scraper
@@ -101,6 +103,7 @@ public final class KvRouter implements AutoCloseable {
     this.eventFeed = b.eventFeed;
     this.observabilityHeaders = b.observabilityHeaders;
     this.drainTimeout = b.drainTimeout;
+    this.parity = b.parity;
 
     Deque<Runnable> undo = new ArrayDeque<>();
     try {
@@ -210,6 +213,11 @@ public final class KvRouter implements AutoCloseable {
   /** The scheduler (for its metrics store, profiles and hooks). */
   public Scheduler scheduler() {
     return scheduler;
+  }
+
+  /** The parity check given to {@link Builder#parity}, if any. */
+  public Optional<ParityMonitor> parity() {
+    return Optional.ofNullable(parity);
   }
 
   /** Requests decided or routed that have not completed yet. */
@@ -336,7 +344,12 @@ public final class KvRouter implements AutoCloseable {
           saturated);
     }
     inFlight.incrementAndGet();
-    return new RouteDecision(this, sr.model(), d, nanos);
+    RouteDecision rd = new RouteDecision(this, sr.model(), d, nanos);
+    if (parity != null) {
+      Endpoint computing = d.prefill().orElseGet(() -> d.primary().orElseThrow());
+      rd.paritySample = parity.sample(d, computing, scheduler.prefixCacheLookup().orElse(null));
+    }
+    return rd;
   }
 
   /** The orchestrator that runs {@code model}'s requests (its connector's). */
@@ -351,6 +364,15 @@ public final class KvRouter implements AutoCloseable {
       RouteDecision.Outcome outcome,
       Duration latency) {
     scheduler.onComplete(rd.scheduling(), decode, prefill);
+    ParityMonitor.Sample sample = rd.paritySample;
+    if (sample != null) {
+      if (outcome == RouteDecision.Outcome.SUCCESS) {
+        sample.served(prefill != null ? prefill : decode);
+        sample.answered(nanoClock.getAsLong());
+      } else {
+        sample.drop();
+      }
+    }
     if (outcome != RouteDecision.Outcome.CANCELLED
         && outcome != RouteDecision.Outcome.CLIENT_ERROR) {
       Throwable failure =
@@ -364,11 +386,6 @@ public final class KvRouter implements AutoCloseable {
       routeTimer.record(latency);
     }
     inFlight.decrementAndGet();
-  }
-
-  /** Prompt tokens {@code e} holds in its prefix cache, per the scheduler's prefix index. */
-  long cachedTokens(Decision d, Endpoint e) {
-    return d.prefixMatch(e).cachedTokens();
   }
 
   // ---------------------------------------------------------------- route
@@ -414,8 +431,14 @@ public final class KvRouter implements AutoCloseable {
 
   private SchedulingRequest toSchedulingRequest(
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
-    return OpenAiRequests.toSchedulingRequest(
-        request, model -> endpoints.candidates(model, candidateFilter));
+    SchedulingRequest sr =
+        OpenAiRequests.toSchedulingRequest(
+            request, model -> endpoints.candidates(model, candidateFilter));
+    if (parity != null && parity.degraded(sr.model())) {
+      // the model's KV-cache parity failed: its precise index would route on nothing
+      sr = sr.toBuilder().preciseScoring(false).build();
+    }
+    return sr;
   }
 
   private void checkOpen() {
@@ -449,6 +472,9 @@ public final class KvRouter implements AutoCloseable {
     }
     if (eventFeed != null) {
       eventFeed.close();
+    }
+    if (parity != null) {
+      parity.close();
     }
     if (scraper != null) {
       scraper.close();
@@ -501,6 +527,7 @@ public final class KvRouter implements AutoCloseable {
     private Duration drainTimeout = Duration.ofSeconds(30);
     private MeterRegistry meterRegistry = new SimpleMeterRegistry();
     private RouteListener routeListener = RouteListener.NONE;
+    private ParityMonitor parity;
     private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
 
     private Builder() {}
@@ -573,6 +600,17 @@ public final class KvRouter implements AutoCloseable {
     /** Subscribes to endpoints' KV events (see {@link KvEventFeed}). */
     public Builder eventFeed(KvEventFeed feed) {
       this.eventFeed = Objects.requireNonNull(feed, "eventFeed");
+      return this;
+    }
+
+    /**
+     * The KV-cache parity check of precisely routed requests (default: none): the router samples
+     * its decisions into it and routes a model whose parity failed with approximate scoring. Give
+     * its {@link ParityMonitor#eventListener} to the subscriber of the {@link #eventFeed}. The
+     * router closes it.
+     */
+    public Builder parity(ParityMonitor parity) {
+      this.parity = Objects.requireNonNull(parity, "parity");
       return this;
     }
 

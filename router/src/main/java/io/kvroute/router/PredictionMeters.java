@@ -1,6 +1,6 @@
 package io.kvroute.router;
 
-import io.kvroute.scoring.PrefixCacheMatch;
+import io.kvroute.scoring.ReuseSplit;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -14,7 +14,8 @@ import io.micrometer.core.instrument.MeterRegistry;
  * response, {@link io.kvroute.connector.StreamingResponse#prefillUsage()}, read by the connector
  * from the answer it parses anyway; the decode engine would count the transferred KV as cached) and
  * the decode endpoint otherwise. The prediction is capped at what vLLM can report (it never counts
- * the prompt's last token as cached: at most the full blocks before it). Thread-safe.
+ * the prompt's last token as cached: at most the full blocks before it; {@link
+ * ReuseSplit#captured()}). Thread-safe.
  */
 final class PredictionMeters {
   private final DistributionSummary predicted;
@@ -51,18 +52,17 @@ final class PredictionMeters {
         .register(registry);
   }
 
-  /** Records the computing engine's usage against {@code rd}'s prediction. */
-  void record(RouteDecision rd, long promptTokens, long cachedTokens) {
+  /**
+   * Records a measured split: its {@code captured} (the index's prediction for the computing
+   * engine, capped at what vLLM can report) against its {@code delivered}.
+   */
+  void record(ReuseSplit split) {
+    long promptTokens = split.promptTokens();
+    long cachedTokens = split.delivered();
     if (promptTokens <= 0 || cachedTokens < 0) {
       return;
     }
-    PrefixCacheMatch m = rd.scheduling().prefixMatch(rd.servedPrefill().orElse(rd.servedDecode()));
-    long p = rd.predictedCachedTokens();
-    int block = m.blockSizeTokens();
-    if (block > 0) {
-      // vLLM never reports the prompt's last token as cached: at most the full blocks before it.
-      p = Math.min(p, (promptTokens - 1) / block * block);
-    }
+    long p = split.captured();
     predicted.record(p);
     actual.record(cachedTokens);
     long diff = Math.abs(p - cachedTokens);

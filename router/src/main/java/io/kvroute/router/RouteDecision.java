@@ -3,6 +3,7 @@ package io.kvroute.router;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.scoring.Decision;
+import io.kvroute.scoring.ReuseSplit;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -43,6 +44,8 @@ public final class RouteDecision {
   private final AtomicBoolean completed = new AtomicBoolean();
   private volatile Endpoint servedDecode;
   private volatile Endpoint servedPrefill;
+  // the parity check's sample of this request, or null
+  volatile ParityMonitor.Sample paritySample;
 
   RouteDecision(KvRouter router, String model, Decision decision, long schedulingNanos) {
     this.router = router;
@@ -100,7 +103,10 @@ public final class RouteDecision {
   /**
    * Headers to write on the client response: the scheduler's (e.g. a session token), plus, when the
    * router's {@code observabilityHeaders} option is on, {@code x-kvroute-decode}, {@code
-   * x-kvroute-prefill}, {@code x-kvroute-cached-blocks} and {@code x-kvroute-scheduling-us}.
+   * x-kvroute-prefill}, {@code x-kvroute-cached-tokens} (the prompt tokens the decode endpoint
+   * holds per the scheduler's index, counted as vLLM counts cached tokens: whole blocks before the
+   * prompt's last token, see {@link ReuseSplit#reusableTokens}) and {@code
+   * x-kvroute-scheduling-us}.
    */
   public Map<String, String> responseHeaders() {
     Endpoint d = servedDecode;
@@ -113,7 +119,7 @@ public final class RouteDecision {
       if (servedPrefill != null) {
         out.put("x-kvroute-prefill", servedPrefill.id());
       }
-      out.put("x-kvroute-cached-tokens", Long.toString(router.cachedTokens(decision, d)));
+      out.put("x-kvroute-cached-tokens", Long.toString(ReuseSplit.of(decision, d).captured()));
       out.put("x-kvroute-scheduling-us", Long.toString(schedulingNanos / 1000));
     }
     return Collections.unmodifiableMap(out);
@@ -135,12 +141,24 @@ public final class RouteDecision {
   /**
    * Prompt tokens the index predicted the engine computing the prompt already holds: the prefill
    * endpoint's prefix-cache match when the request is disaggregated, else the decode endpoint's
-   * (block-granular, from {@link Decision#prefixMatch}; 0 when the scheduler knew nothing).
+   * (from {@link Decision#prefixMatch}, counted as vLLM counts cached tokens; 0 when the scheduler
+   * knew nothing): {@link #reuse()}'s {@code captured}.
    */
   public long predictedCachedTokens() {
+    return reuse().captured();
+  }
+
+  /**
+   * The reuse split as the scheduler saw it when it decided, for the endpoint computing the prompt
+   * (the serving prefill endpoint when disaggregated, else the serving decode endpoint): the
+   * longest prefix any eligible endpoint held ({@code available}) and the prefix that endpoint held
+   * ({@code captured}); {@code delivered} is {@link ReuseSplit#UNKNOWN} (the engine's report comes
+   * with the response: {@link RouteListener.RequestListener#reuse}).
+   */
+  public ReuseSplit reuse() {
     Endpoint p = servedPrefill;
     Endpoint e = p != null ? p : servedDecode;
-    return e == null ? 0 : router.cachedTokens(decision, e);
+    return e == null ? ReuseSplit.ZERO : ReuseSplit.of(decision, e);
   }
 
   /** The scheduler's decision, with per-scorer scores for debugging. */

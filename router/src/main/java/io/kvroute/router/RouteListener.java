@@ -3,6 +3,7 @@ package io.kvroute.router;
 import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.pd.PdOrchestrator;
+import io.kvroute.scoring.ReuseSplit;
 import java.util.Map;
 import java.util.Optional;
 
@@ -33,7 +34,8 @@ public interface RouteListener {
    * The listener of one routed request. Every method has a no-op default. Calls arrive in this
    * order: {@link #upstreamHeaders} once, {@link #decided} (unless scheduling failed), {@link
    * #attemptStarted} and {@link #attemptEnded} per (prefill, decode) attempt, {@link #engineUsage}
-   * and {@link #usage} when the engines reported it, and {@link #ended} exactly once.
+   * and {@link #usage} when the engines reported it, {@link #reuse} when the response completed,
+   * and {@link #ended} exactly once.
    */
   interface RequestListener {
     /** A request listener that ignores everything. */
@@ -80,6 +82,16 @@ public interface RouteListener {
      * or cancelled request.
      */
     default void engineUsage(Optional<EngineUsage> prefill, Optional<EngineUsage> decode) {}
+
+    /**
+     * The request's reuse split, once its response completed: the prompt tokens some eligible
+     * endpoint held ({@code available}), the chosen endpoint held ({@code captured}) and the engine
+     * that computed the prompt reported cached ({@code delivered}, {@link ReuseSplit#UNKNOWN} when
+     * it reported none), with {@link ReuseSplit#misses()} naming the causes of a miss. The same
+     * split the {@code kvroute.routing.reuse.*} meters count. Called after {@link #usage}, before
+     * {@link #ended}; never for a failed or cancelled request.
+     */
+    default void reuse(ReuseSplit split) {}
 
     /**
      * The request ended: its response stream completed ({@code failure} null), failed or was

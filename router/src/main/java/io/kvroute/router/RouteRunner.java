@@ -5,6 +5,7 @@ import io.kvroute.connector.EngineUsage;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.StreamingResponse;
 import io.kvroute.pd.PdOrchestrator;
+import io.kvroute.scoring.ReuseSplit;
 import io.kvroute.scoring.Scheduler;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Map;
@@ -36,6 +37,7 @@ final class RouteRunner {
   private final Scheduler scheduler;
   private final RouteListener routeListener;
   private final PredictionMeters predictionMeters;
+  private final ReuseMeters reuseMeters;
   private final LongSupplier nanoClock;
 
   RouteRunner(
@@ -47,6 +49,7 @@ final class RouteRunner {
     this.scheduler = router.scheduler();
     this.routeListener = routeListener;
     this.predictionMeters = new PredictionMeters(registry);
+    this.reuseMeters = new ReuseMeters(registry);
     this.nanoClock = nanoClock;
   }
 
@@ -93,10 +96,16 @@ final class RouteRunner {
               f.whenComplete(
                   (resp, t) -> {
                     if (t != null) {
+                      dropSample(rd);
                       rd.finishRouted(start, true);
                       end.accept(rd, CancellableFutures.unwrap(t));
                       out.completeExceptionally(t);
                       return;
+                    }
+                    ParityMonitor.Sample sample = rd.paritySample;
+                    if (sample != null) {
+                      // the engine computed the prompt: its blocks' events are on their way
+                      sample.answered(nanoClock.getAsLong());
                     }
                     Optional<EngineUsage> prefill = resp.prefillUsage();
                     RoutedResponse routed =
@@ -158,6 +167,10 @@ final class RouteRunner {
     public void started(int attempt, PdOrchestrator.Pair pair) {
       scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
       rd.served(pair.decode(), pair.prefill());
+      ParityMonitor.Sample sample = rd.paritySample;
+      if (sample != null) {
+        sample.served(pair.prefill() != null ? pair.prefill() : pair.decode());
+      }
       listen(() -> rl.attemptStarted(attempt, pair));
     }
 
@@ -170,8 +183,9 @@ final class RouteRunner {
 
   /**
    * What the engines reported for a completed request: both legs' usage to the listener, and the
-   * routing accuracy from the engine that computed the prompt (the prefill engine when the request
-   * was disaggregated, else the decode engine) against the index's prediction.
+   * routing accuracy and the reuse split from the engine that computed the prompt (the prefill
+   * engine when the request was disaggregated, else the decode engine) against the index's
+   * prediction.
    */
   private void reportUsage(
       RouteDecision rd,
@@ -181,14 +195,31 @@ final class RouteRunner {
     if (prefill.isPresent() || decode.isPresent()) {
       listen(() -> rl.engineUsage(prefill, decode));
     }
+    ReuseSplit split = rd.reuse();
     Optional<EngineUsage> computing = rd.servedPrefill().isPresent() ? prefill : decode;
-    if (computing.isEmpty() || !computing.get().complete() || computing.get().promptTokens() == 0) {
-      return;
+    if (computing.isPresent() && computing.get().complete() && computing.get().promptTokens() > 0) {
+      long prompt = computing.get().promptTokens();
+      long cached = computing.get().cachedTokens();
+      split = split.withUsage(prompt, cached);
+      predictionMeters.record(split);
+      ParityMonitor.Sample sample = rd.paritySample;
+      if (sample != null) {
+        sample.reported(cached);
+      }
+      ReuseSplit measured = split;
+      router.parity().ifPresent(p -> p.usage(rd.model(), measured));
+      listen(() -> rl.usage(prompt, cached));
     }
-    long prompt = computing.get().promptTokens();
-    long cached = computing.get().cachedTokens();
-    predictionMeters.record(rd, prompt, cached);
-    listen(() -> rl.usage(prompt, cached));
+    reuseMeters.record(split);
+    ReuseSplit reported = split;
+    listen(() -> rl.reuse(reported));
+  }
+
+  private static void dropSample(RouteDecision rd) {
+    ParityMonitor.Sample sample = rd.paritySample;
+    if (sample != null) {
+      sample.drop();
+    }
   }
 
   /** Runs a route-listener callback; a listener that throws is logged, never propagated. */

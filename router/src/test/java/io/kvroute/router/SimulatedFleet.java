@@ -81,6 +81,20 @@ final class SimulatedFleet {
     return CompletableFuture.completedFuture(SimTokenizer.get().encode(r.prompt().orElse("")));
   }
 
+  /** The simulator's chat template and tokenization of the request's messages, in process. */
+  static CompletableFuture<int[]> tokenizeChat(SchedulingRequest r) {
+    if (r.messages().isEmpty()) {
+      return tokenize(r);
+    }
+    com.fasterxml.jackson.databind.node.ArrayNode arr =
+        com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+    for (SchedulingRequest.ChatMessage m : r.messages().get()) {
+      arr.addObject().put("role", m.role()).put("content", m.content());
+    }
+    SimTokenizer tok = SimTokenizer.get();
+    return CompletableFuture.completedFuture(tok.encode(tok.applyChatTemplate(arr, true)));
+  }
+
   /** A four-token completion of {@code prompt} for {@link #MODEL}, its id from the prompt. */
   static InferenceRequest completion(String prompt) {
     return InferenceRequest.of(

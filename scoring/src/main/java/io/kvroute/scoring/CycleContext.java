@@ -86,7 +86,7 @@ final class CycleContext extends ContextBase {
 
   @Override
   public boolean hasPreciseMatches() {
-    return scheduler.lookup != null && tokens != null;
+    return scheduler.lookup != null && tokens != null && request.preciseScoring();
   }
 
   long[] requestKeys() {

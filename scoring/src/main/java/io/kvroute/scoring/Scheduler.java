@@ -231,6 +231,13 @@ public final class Scheduler {
     return DefaultProfiles.of(precise, Objects.requireNonNull(isDown, "isDown"));
   }
 
+  /**
+   * The precise prefix-cache index the scheduler reads ({@link Builder#prefixCacheLookup}), if any.
+   */
+  public Optional<PrefixCacheLookup> prefixCacheLookup() {
+    return Optional.ofNullable(lookup);
+  }
+
   /** The engine metrics store (push metrics into it, or let a {@link MetricsScraper} fill it). */
   public MetricsStore metricsStore() {
     return metrics;

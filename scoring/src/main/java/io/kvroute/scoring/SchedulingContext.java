@@ -30,7 +30,10 @@ public interface SchedulingContext {
    */
   PrefixCacheMatch preciseMatch(Endpoint endpoint);
 
-  /** True when precise matches are available for this request (an index and token ids). */
+  /**
+   * True when precise matches are available for this request: an index, token ids, and {@link
+   * SchedulingRequest#preciseScoring()}.
+   */
   boolean hasPreciseMatches();
 
   /** The match from the router's own approximate index of its past decisions. */

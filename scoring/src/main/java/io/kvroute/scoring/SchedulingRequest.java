@@ -69,6 +69,7 @@ public final class SchedulingRequest {
   private final Boolean disaggregation;
   private final String chatTemplateInputs;
   private final NativeRequest nativeRequest;
+  private final boolean preciseScoring;
 
   private SchedulingRequest(Builder b, int[] tokens) {
     this.model = b.model;
@@ -85,6 +86,7 @@ public final class SchedulingRequest {
     this.disaggregation = b.disaggregation;
     this.chatTemplateInputs = b.chatTemplateInputs;
     this.nativeRequest = b.nativeRequest;
+    this.preciseScoring = b.preciseScoring;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -107,6 +109,7 @@ public final class SchedulingRequest {
     b.disaggregation = disaggregation;
     b.chatTemplateInputs = chatTemplateInputs;
     b.nativeRequest = nativeRequest;
+    b.preciseScoring = preciseScoring;
     return b;
   }
 
@@ -216,6 +219,17 @@ public final class SchedulingRequest {
     return Optional.ofNullable(nativeRequest);
   }
 
+  /**
+   * Whether the precise prefix index may score this request (default true). False routes it as if
+   * it had no token ids for the index: the precise prefix scorer falls back to the approximate
+   * index ({@link SchedulingContext#hasPreciseMatches()} is false), while tokenizers still run and
+   * the token ids stay on the request. The router sets it for a model whose KV-cache parity check
+   * failed.
+   */
+  public boolean preciseScoring() {
+    return preciseScoring;
+  }
+
   @Override
   public String toString() {
     // Never print prompt text (it may be sensitive); sizes only.
@@ -247,6 +261,7 @@ public final class SchedulingRequest {
     private Boolean disaggregation;
     private String chatTemplateInputs;
     private NativeRequest nativeRequest;
+    private boolean preciseScoring = true;
 
     private Builder() {}
 
@@ -256,6 +271,15 @@ public final class SchedulingRequest {
      */
     public Builder nativeRequest(NativeRequest nativeRequest) {
       this.nativeRequest = nativeRequest;
+      return this;
+    }
+
+    /**
+     * Whether the precise prefix index may score the request (default true; see {@link
+     * SchedulingRequest#preciseScoring()}).
+     */
+    public Builder preciseScoring(boolean allowed) {
+      this.preciseScoring = allowed;
       return this;
     }
 

@@ -226,7 +226,7 @@ public final class VllmSimulator implements AutoCloseable {
     int gpuBlocks = 2048;
     int cpuBlocks;
     HashAlgorithm hashAlgorithm = HashAlgorithm.SHA256;
-    String hashSeed = "0";
+    String hashSeed;
     int maxModelLen = 32_768;
     int defaultMaxTokens = 16;
     SimRole role = SimRole.BOTH;
@@ -362,9 +362,10 @@ public final class VllmSimulator implements AutoCloseable {
     }
 
     /**
-     * {@code PYTHONHASHSEED} (default {@code "0"}); {@code null} runs the pod as a vLLM without
-     * {@code PYTHONHASHSEED} (its {@code NONE_HASH} from {@code "vllm-none-hash"}, which needs
-     * {@code sha256} or {@code sha256_cbor}: vLLM draws the others at random).
+     * {@code PYTHONHASHSEED} (default {@code null}: the pod runs as a vLLM without {@code
+     * PYTHONHASHSEED}, its {@code NONE_HASH} from {@code "vllm-none-hash"}, which needs {@code
+     * sha256} or {@code sha256_cbor}: vLLM draws the others at random; kvroute's default parity
+     * settings expect this).
      */
     public Builder hashSeed(String pythonHashSeed) {
       this.hashSeed = pythonHashSeed;

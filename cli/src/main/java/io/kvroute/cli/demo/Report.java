@@ -20,7 +20,8 @@ public final class Report {
       double[] ttftMillis,
       double seconds,
       List<String> perPod,
-      Prediction prediction) {
+      Prediction prediction,
+      Parity parity) {
 
     /** Cached prompt tokens / prompt tokens, in [0, 1]. */
     public double hitRatio() {
@@ -80,6 +81,42 @@ public final class Report {
     }
   }
 
+  /**
+   * The routers' KV-cache parity check for one strategy (precise only): samples checked against the
+   * engines' KV events, the predicted block hashes the engines published and did not, and whether a
+   * model was degraded to approximate scoring.
+   */
+  public record Parity(long samples, long matched, long missing, boolean degraded) {
+
+    /** Not checked (the strategy does not score precisely). */
+    public static final Parity NONE = new Parity(0, 0, 0, false);
+
+    /** Matched over predicted block hashes, NaN when nothing was checked. */
+    public double ratio() {
+      long predicted = matched + missing;
+      return predicted == 0 ? Double.NaN : (double) matched / predicted;
+    }
+
+    /** One line for the report, or null when not checked. */
+    public String line() {
+      if (this == NONE) {
+        return null;
+      }
+      if (matched + missing == 0) {
+        return "parity check: no sample judged (no KV events in time)";
+      }
+      return String.format(
+          Locale.ROOT,
+          "parity check: %.4f (%d of %d predicted block hashes published by the engines, %d"
+              + " samples)%s",
+          ratio(),
+          matched,
+          matched + missing,
+          samples,
+          degraded ? "; DEGRADED to approximate scoring" : "");
+    }
+  }
+
   private Report() {}
 
   /** Prints the comparison table and a bar chart of TTFT p50 and cache hits. */
@@ -134,6 +171,9 @@ public final class Report {
     for (Result r : results) {
       out.println(r.strategy() + ": " + r.description());
       out.println("    " + r.prediction().line());
+      if (r.parity().line() != null) {
+        out.println("    " + r.parity().line());
+      }
       for (String line : r.perPod()) {
         out.println("    " + line);
       }
@@ -182,6 +222,9 @@ public final class Report {
           .append("</p><pre>")
           .append(escape(r.prediction().line()))
           .append('\n');
+      if (r.parity().line() != null) {
+        sb.append(escape(r.parity().line())).append('\n');
+      }
       for (String line : r.perPod()) {
         sb.append(escape(line)).append('\n');
       }

@@ -14,7 +14,9 @@ import org.springframework.boot.health.contributor.HealthIndicator;
  * endpoint that can decode (role {@code decode} or {@code both}), {@code DOWN} otherwise (every
  * request would fail). Details: the endpoints by role, requests in flight and, when precise prefix
  * scoring is on, the index's freshness (milliseconds since each pod's last KV-event batch, batches
- * applied, dropped and resynchronised). Reads memory only.
+ * applied, dropped and resynchronised) and the KV-cache parity check's verdict per model (a failed
+ * parity leaves the gateway {@code UP}: the model is routed with approximate scoring, and the
+ * detail says why). Reads memory only.
  */
 public final class KvRouteHealthIndicator implements HealthIndicator {
   private final KvRouter router;
@@ -43,6 +45,21 @@ public final class KvRouteHealthIndicator implements HealthIndicator {
     if (!canDecode) {
       h.withDetail("reason", "no endpoint can decode: every request would fail");
     }
+    router
+        .parity()
+        .ifPresent(
+            p -> {
+              Map<String, Object> models = new TreeMap<>();
+              for (io.kvroute.router.ParityStatus s : p.models()) {
+                models.put(s.model(), s.describe());
+              }
+              h.withDetail(
+                  "parity",
+                  Map.of(
+                      "expected", p.expected().describe(),
+                      "failing", p.failing(),
+                      "models", models));
+            });
     if (freshness != null) {
       h.withDetail(
           "index",

@@ -208,6 +208,9 @@ class PdRelayTest {
         .contains("\"kvroute\":{")
         .contains("\"decode\":2")
         .contains("\"prefill\":1")
-        .contains("\"lastEventAgeMillis\"");
+        .contains("\"lastEventAgeMillis\"")
+        // the KV-cache parity check's verdict (a failed parity would leave the gateway UP)
+        .contains("\"parity\":{")
+        .contains("\"expected\":\"sha256, block size 16");
   }
 }

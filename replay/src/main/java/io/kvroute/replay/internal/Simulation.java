@@ -19,6 +19,7 @@ import io.kvroute.scoring.Filters;
 import io.kvroute.scoring.MetricsStore;
 import io.kvroute.scoring.Pickers;
 import io.kvroute.scoring.Profile;
+import io.kvroute.scoring.ReuseSplit;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulingRequest;
 import io.kvroute.scoring.Scorers;
@@ -175,8 +176,7 @@ public final class Simulation {
   private int met;
   private long promptTokens;
   private long outputTokens;
-  private long available;
-  private long captured;
+  private ReuseSplit reuse = ReuseSplit.ZERO;
   private long delivered;
   private long lastFinish;
   private final long[] bucketPrompt = new long[TIMELINE_BUCKETS];
@@ -526,8 +526,7 @@ public final class Simulation {
     long del = Math.max(0, f.delivered);
     promptTokens += f.promptLen;
     outputTokens += f.outputLen;
-    available += f.available;
-    captured += f.captured;
+    reuse = reuse.plus(new ReuseSplit(f.promptLen, f.available, f.captured, del));
     delivered += del;
     int bucket = bucket(f.index);
     bucketPrompt[bucket] += f.promptLen;
@@ -585,7 +584,7 @@ public final class Simulation {
         met / span,
         (double) met / records.size(),
         meanBusy == 0 ? 1 : maxBusy / meanBusy,
-        new StrategyResult.Reuse(available, captured, delivered),
+        reuse,
         preemptions,
         span,
         wallSeconds,
