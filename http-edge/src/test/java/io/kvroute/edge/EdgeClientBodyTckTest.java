@@ -37,7 +37,7 @@ public class EdgeClientBodyTckTest extends FlowPublisherVerification<ByteBuffer>
       Endpoint.of("http://127.0.0.1:" + upstream.port(), Endpoint.Role.DECODE);
 
   public EdgeClientBodyTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @AfterClass

@@ -9,7 +9,7 @@ import org.reactivestreams.tck.flow.FlowPublisherVerification;
 public class BufferedFlowRelayTckTest extends FlowPublisherVerification<ByteBuffer> {
 
   public BufferedFlowRelayTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @Override

@@ -10,7 +10,7 @@ import org.reactivestreams.tck.flow.FlowPublisherVerification;
 public class StreamingResponseOfTckTest extends FlowPublisherVerification<ByteBuffer> {
 
   public StreamingResponseOfTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @Override

@@ -9,7 +9,7 @@ import org.reactivestreams.tck.flow.FlowPublisherVerification;
 public class TappedResponseTckTest extends FlowPublisherVerification<ByteBuffer> {
 
   public TappedResponseTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @Override

@@ -14,7 +14,7 @@ import org.reactivestreams.tck.flow.FlowPublisherVerification;
 public class ObservedStreamTckTest extends FlowPublisherVerification<ByteBuffer> {
 
   public ObservedStreamTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @Override

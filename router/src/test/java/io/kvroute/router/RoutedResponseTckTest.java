@@ -9,7 +9,7 @@ import org.reactivestreams.tck.flow.FlowPublisherVerification;
 public class RoutedResponseTckTest extends FlowPublisherVerification<ByteBuffer> {
 
   public RoutedResponseTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @Override

@@ -29,7 +29,7 @@ public class OkHttpBodyTckTest extends FlowPublisherVerification<ByteBuffer> {
   private final Endpoint endpoint = Endpoint.of("http://127.0.0.1:9", Endpoint.Role.DECODE);
 
   public OkHttpBodyTckTest() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @AfterClass

@@ -13,7 +13,7 @@ import org.reactivestreams.tck.flow.FlowPublisherVerification;
 public abstract class PeekedStreamVerification extends FlowPublisherVerification<ByteBuffer> {
 
   protected PeekedStreamVerification() {
-    super(TckSupport.environment());
+    super(TckSupport.environment(), TckSupport.GC_TIMEOUT_MILLIS);
   }
 
   @Override
