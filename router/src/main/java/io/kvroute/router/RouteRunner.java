@@ -56,6 +56,8 @@ final class RouteRunner {
     RouteListener.RequestListener rl = startListener(request);
     InferenceRequest upstream = request.withHeaders(upstreamHeaders(rl));
     AtomicBoolean ended = new AtomicBoolean();
+    LatencyFeed latency =
+        new LatencyFeed(scheduler.latencyPredictor(), nanoClock, router.flowController());
     BiConsumer<RouteDecision, Throwable> end =
         (rd, t) -> {
           if (ended.compareAndSet(false, true)) {
@@ -78,7 +80,7 @@ final class RouteRunner {
             rd -> {
               listen(() -> rl.decided(rd));
               CompletableFuture<StreamingResponse> f =
-                  rd.orchestrator().execute(upstream, rd.pairs(), new Attempts(rd, rl));
+                  rd.orchestrator().execute(upstream, rd.pairs(), new Attempts(rd, rl, latency));
               CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
               out.whenComplete(
                   (r, t) -> {
@@ -103,6 +105,7 @@ final class RouteRunner {
                         new RoutedResponse(
                             resp,
                             rd,
+                            latency,
                             (failure, decodeUsage) -> {
                               if (failure == null) {
                                 reportUsage(rd, rl, prefill, Optional.ofNullable(decodeUsage));
@@ -147,15 +150,18 @@ final class RouteRunner {
   private final class Attempts implements PdOrchestrator.AttemptObserver {
     private final RouteDecision rd;
     private final RouteListener.RequestListener rl;
+    private final LatencyFeed latency;
 
-    Attempts(RouteDecision rd, RouteListener.RequestListener rl) {
+    Attempts(RouteDecision rd, RouteListener.RequestListener rl, LatencyFeed latency) {
       this.rd = rd;
       this.rl = rl;
+      this.latency = latency;
     }
 
     @Override
     public void started(int attempt, PdOrchestrator.Pair pair) {
       scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+      latency.started(rd.scheduling(), pair.decode(), pair.prefill());
       rd.served(pair.decode(), pair.prefill());
       listen(() -> rl.attemptStarted(attempt, pair));
     }
@@ -163,6 +169,9 @@ final class RouteRunner {
     @Override
     public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
       scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+      if (failure != null) {
+        latency.failed();
+      }
       listen(() -> rl.attemptEnded(attempt, pair, failure));
     }
   }

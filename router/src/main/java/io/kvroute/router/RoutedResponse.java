@@ -22,20 +22,29 @@ public final class RoutedResponse implements StreamingResponse {
   private final StreamingResponse body;
 
   /**
+   * @param latency told of the stream's head, chunks and end (the latency predictor's feed)
    * @param onEnd called once when the stream ends, with the failure (null on completion) and, on
    *     completion, the usage block of the body (null when it had none)
    */
   RoutedResponse(
       StreamingResponse delegate,
       RouteDecision decision,
+      LatencyFeed latency,
       BiConsumer<Throwable, EngineUsage> onEnd) {
     this.decision = decision;
     UsageScanner scanner = new UsageScanner();
+    latency.head(delegate.headers());
     this.body =
         StreamingResponse.tap(
             delegate,
-            scanner::keep,
-            t -> onEnd.accept(t, t == null ? scanner.finish().usage() : null));
+            chunk -> {
+              scanner.keep(chunk);
+              latency.chunk(chunk);
+            },
+            t -> {
+              latency.ended(t);
+              onEnd.accept(t, t == null ? scanner.finish().usage() : null);
+            });
   }
 
   /** The routing decision, with the endpoints that actually served the request. */

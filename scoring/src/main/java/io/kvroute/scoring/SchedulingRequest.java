@@ -46,6 +46,7 @@ public final class SchedulingRequest {
   private final String profile;
   private final Boolean disaggregation;
   private final String chatTemplateInputs;
+  private final LatencySlo slo;
 
   private SchedulingRequest(Builder b, int[] tokens) {
     this.model = b.model;
@@ -61,6 +62,7 @@ public final class SchedulingRequest {
     this.profile = b.profile;
     this.disaggregation = b.disaggregation;
     this.chatTemplateInputs = b.chatTemplateInputs;
+    this.slo = b.slo;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -82,6 +84,7 @@ public final class SchedulingRequest {
     b.profile = profile;
     b.disaggregation = disaggregation;
     b.chatTemplateInputs = chatTemplateInputs;
+    b.slo = slo;
     return b;
   }
 
@@ -181,6 +184,14 @@ public final class SchedulingRequest {
     return Optional.ofNullable(chatTemplateInputs);
   }
 
+  /**
+   * The request's latency objective ({@link LatencySlo#NONE} when it has none): what the {@code
+   * predicted-latency-scorer} tries to meet.
+   */
+  public LatencySlo slo() {
+    return slo;
+  }
+
   @Override
   public String toString() {
     // Never print prompt text (it may be sensitive); sizes only.
@@ -211,8 +222,15 @@ public final class SchedulingRequest {
     private String profile;
     private Boolean disaggregation;
     private String chatTemplateInputs;
+    private LatencySlo slo = LatencySlo.NONE;
 
     private Builder() {}
+
+    /** The request's latency objective (default {@link LatencySlo#NONE}). */
+    public Builder slo(LatencySlo slo) {
+      this.slo = Objects.requireNonNull(slo, "slo");
+      return this;
+    }
 
     /**
      * The chat request's template inputs as a JSON object (see {@link
