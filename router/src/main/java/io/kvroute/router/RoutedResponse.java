@@ -22,9 +22,19 @@ public final class RoutedResponse implements StreamingResponse {
   private final StreamingResponse body;
 
   /**
-   * @param latency told of the stream's head, chunks and end (the latency predictor's feed)
    * @param onEnd called once when the stream ends, with the failure (null on completion) and, on
    *     completion, the usage block of the body (null when it had none)
+   */
+  RoutedResponse(
+      StreamingResponse delegate,
+      RouteDecision decision,
+      BiConsumer<Throwable, EngineUsage> onEnd) {
+    this(delegate, decision, null, onEnd);
+  }
+
+  /**
+   * @param latency told of the stream's head, chunks and end (null: nobody)
+   * @param onEnd as above
    */
   RoutedResponse(
       StreamingResponse delegate,
@@ -33,6 +43,14 @@ public final class RoutedResponse implements StreamingResponse {
       BiConsumer<Throwable, EngineUsage> onEnd) {
     this.decision = decision;
     UsageScanner scanner = new UsageScanner();
+    if (latency == null) {
+      this.body =
+          StreamingResponse.tap(
+              delegate,
+              scanner::keep,
+              t -> onEnd.accept(t, t == null ? scanner.finish().usage() : null));
+      return;
+    }
     latency.head(delegate.headers());
     this.body =
         StreamingResponse.tap(
