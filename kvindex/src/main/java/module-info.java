@@ -10,6 +10,7 @@ module io.kvroute.kvindex {
 
   exports io.kvroute.kvindex;
   exports io.kvroute.kvindex.event;
+  exports io.kvroute.kvindex.fleet;
   exports io.kvroute.kvindex.hash;
   exports io.kvroute.kvindex.parity;
   exports io.kvroute.kvindex.zmq;

@@ -42,6 +42,7 @@ final class ReplayProbe {
     try (ZContext ctx = new ZContext()) {
       ZMQ.Socket s = ctx.createSocket(SocketType.DEALER);
       s.setLinger(0);
+      s.setHandshakeIvl(1000); // a rare stalled JeroMQ handshake is retried, not waited out 30 s
       s.setReceiveTimeOut((int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
       s.connect(endpoint);
       s.sendMore(new byte[0]);

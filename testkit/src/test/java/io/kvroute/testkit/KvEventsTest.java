@@ -177,6 +177,7 @@ class KvEventsTest {
       ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
       try {
         dealer.setLinger(0);
+        dealer.setHandshakeIvl(1000);
         dealer.setReceiveTimeOut(1000);
         dealer.connect(endpoint);
         dealer.sendMore(new byte[0]);

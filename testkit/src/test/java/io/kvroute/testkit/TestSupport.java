@@ -143,6 +143,7 @@ final class TestSupport {
     private ZMQ.Socket open(String endpoint, String filter) {
       ZMQ.Socket s = ctx.createSocket(SocketType.SUB);
       s.setLinger(0);
+      s.setHandshakeIvl(1000); // a rare stalled JeroMQ handshake is retried, not waited out 30 s
       s.connect(endpoint);
       s.subscribe(filter.getBytes(ZMQ.CHARSET));
       return s;

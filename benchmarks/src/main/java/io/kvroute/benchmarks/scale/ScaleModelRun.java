@@ -188,6 +188,10 @@ public final class ScaleModelRun {
 
   /** Runs one configuration and prints its table. */
   public static void main(String[] args) throws Exception {
+    if (Arrays.asList(args).contains("--redis-cluster")) { // the model on a Redis Cluster
+      ScaleClusterRun.main(args);
+      return;
+    }
     Options o = Options.parse(args);
     System.out.println("== scale model: " + o.describe());
     System.out.println("== machine: " + machine());

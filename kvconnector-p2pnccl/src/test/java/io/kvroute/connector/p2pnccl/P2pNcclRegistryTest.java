@@ -96,6 +96,10 @@ class P2pNcclRegistryTest {
     ZMQ.Socket d = zmq.createSocket(SocketType.DEALER);
     d.setLinger(0);
     d.setIdentity(kvAddress.getBytes(StandardCharsets.UTF_8));
+    // JeroMQ's connecting side rarely stalls in its ZMTP handshake on loopback (its channel never
+    // watched); JeroMQ's own 30 s default would outlast the test's wait, 1 s drops and reconnects
+    // (the queued registration goes out on the new connection)
+    d.setHandshakeIvl(1000);
     d.connect(registry.endpoint());
     dealers.add(d);
     return d;

@@ -39,6 +39,13 @@ public interface RedisBlockIndex extends BlockIndex, AutoCloseable {
   /** The namespace (the hash tag is {@code {keyPrefix:namespace}}). */
   String namespace();
 
+  /**
+   * The hash tag of {@code podId}'s keys (its pod group's; see {@link
+   * RedisIndexConfig#podGroups()}): {@code redis-cli cluster keyslot <tag>} tells its slot, so its
+   * shard.
+   */
+  String hashTag(String podId);
+
   /** Waits (bounded by the command timeout) until this index's queued writes were applied. */
   void flush();
 

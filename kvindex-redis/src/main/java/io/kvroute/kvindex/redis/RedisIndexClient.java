@@ -1,12 +1,15 @@
 package io.kvroute.kvindex.redis;
 
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.fleet.FleetConfig;
+import io.kvroute.kvindex.fleet.FleetState;
 import io.kvroute.kvindex.redis.internal.RedisClientImpl;
 
 /**
- * Connections to one Redis (or Valkey) server shared by the block indexes of several models: one
- * connection for lookups and registry reads, one pipelined connection and one writer thread for all
- * indexes' writes.
+ * Connections to one Redis (or Valkey) server, or one Redis Cluster, shared by the block indexes of
+ * several models and the fleet state of the gateway replicas: one connection for lookups, registry
+ * reads and the fleet state, one pipelined connection and one writer thread for all indexes' writes
+ * (plus one writer thread per fleet).
  *
  * <p><b>Never fails requests.</b> If the server is unreachable when the client starts, or later,
  * lookups answer "no cache information" (every pod matched 0 blocks), writes are dropped, both
@@ -38,6 +41,18 @@ public interface RedisIndexClient extends AutoCloseable {
    * and hash seed.
    */
   RedisBlockIndex index(IndexConfig config, String namespace);
+
+  /**
+   * This replica's handle on the state the gateway replicas of {@code config.fleet()} share in this
+   * Redis: in-flight requests and tokens per endpoint (leased: a replica that dies leaves the view
+   * within {@link FleetConfig#leaseTtl()}), and speculative prefix entries. Views answer within
+   * {@link FleetConfig#viewTimeout()}, from the local view when Redis is slow or down. All the
+   * fleet's keys carry the hash tag {@code {keyPrefix:fleet:<fleet>}} (one Cluster slot). Closed
+   * with the client; closing it withdraws its counts at once.
+   *
+   * @throws IllegalStateException if the client is closed
+   */
+  FleetState fleet(FleetConfig config);
 
   /** Whether the server answered the last command. */
   boolean available();

@@ -1,5 +1,6 @@
 package io.kvroute.kvindex.redis;
 
+import io.kvroute.kvindex.fleet.PodGroups;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Objects;
@@ -14,7 +15,16 @@ import java.util.function.LongSupplier;
  *   <caption>Options</caption>
  *   <tr><th>option</th><th>default</th><th>meaning</th></tr>
  *   <tr><td>url</td><td>redis://127.0.0.1:6379</td><td>Redis URI ({@code redis://},
- *       {@code rediss://}, with password and database as Lettuce parses them)</td></tr>
+ *       {@code rediss://}, with password and database as Lettuce parses them); with {@code
+ *       cluster}, one or more seed nodes separated by commas</td></tr>
+ *   <tr><td>cluster</td><td>false</td><td>the URL names Redis Cluster nodes: commands go to the
+ *       shard of their slot, the topology is followed (failovers, resharding)</td></tr>
+ *   <tr><td>clusterRefresh</td><td>5 s</td><td>with {@code cluster}, how often the topology is
+ *       re-read (also on MOVED redirects and reconnections, at most once a second)</td></tr>
+ *   <tr><td>podGroups</td><td>one group</td><td>pods split into groups by a hash of their id, each
+ *       with its own hash tag, so one model's keys spread over a Cluster's shards; lookups fan out
+ *       to the groups' shards; a replica writes only the pods of the groups it follows
+ *       ({@link PodGroups})</td></tr>
  *   <tr><td>keyPrefix</td><td>kvroute</td><td>first part of every key's hash tag:
  *       {@code {keyPrefix:namespace}}</td></tr>
  *   <tr><td>ingestMode</td><td>{@link IngestMode#LEASED}</td><td>who writes a pod's events</td></tr>
@@ -69,6 +79,9 @@ public final class RedisIndexConfig {
   }
 
   private final String url;
+  private final boolean cluster;
+  private final Duration clusterRefresh;
+  private final PodGroups podGroups;
   private final String keyPrefix;
   private final IngestMode ingestMode;
   private final String replicaId;
@@ -87,6 +100,9 @@ public final class RedisIndexConfig {
 
   private RedisIndexConfig(Builder b) {
     this.url = b.url;
+    this.cluster = b.cluster;
+    this.clusterRefresh = b.clusterRefresh;
+    this.podGroups = b.podGroups;
     this.keyPrefix = b.keyPrefix;
     this.ingestMode = b.ingestMode;
     this.replicaId = b.replicaId;
@@ -112,6 +128,21 @@ public final class RedisIndexConfig {
   /** The Redis URI. */
   public String url() {
     return url;
+  }
+
+  /** Whether {@link #url()} names Redis Cluster nodes. */
+  public boolean cluster() {
+    return cluster;
+  }
+
+  /** How often a Cluster's topology is re-read. */
+  public Duration clusterRefresh() {
+    return clusterRefresh;
+  }
+
+  /** The pod groups (one hash tag each) and the groups this replica follows. */
+  public PodGroups podGroups() {
+    return podGroups;
   }
 
   /** First part of every key's hash tag. */
@@ -191,15 +222,24 @@ public final class RedisIndexConfig {
 
   @Override
   public String toString() {
-    // the URL may carry a password: show its host part only
-    String u = url;
-    int at = u.lastIndexOf('@');
-    int scheme = u.indexOf("://");
-    if (at > 0 && scheme > 0) {
-      u = u.substring(0, scheme + 3) + "***@" + u.substring(at + 1);
+    // the URLs may carry a password: show their host parts only
+    StringBuilder masked = new StringBuilder();
+    for (String one : url.split(",")) {
+      String u = one.trim();
+      int at = u.lastIndexOf('@');
+      int scheme = u.indexOf("://");
+      if (at > 0 && scheme > 0) {
+        u = u.substring(0, scheme + 3) + "***@" + u.substring(at + 1);
+      }
+      masked.append(masked.length() == 0 ? "" : ",").append(u);
     }
+    String u = masked.toString();
     return "RedisIndexConfig{url="
         + u
+        + ", cluster="
+        + cluster
+        + ", podGroups="
+        + podGroups
         + ", keyPrefix="
         + keyPrefix
         + ", ingestMode="
@@ -232,6 +272,9 @@ public final class RedisIndexConfig {
   /** Validating builder of {@link RedisIndexConfig}; not thread-safe. */
   public static final class Builder {
     private String url = "redis://127.0.0.1:6379";
+    private boolean cluster;
+    private Duration clusterRefresh = Duration.ofSeconds(5);
+    private PodGroups podGroups = PodGroups.single();
     private String keyPrefix = "kvroute";
     private IngestMode ingestMode = IngestMode.LEASED;
     private String replicaId =
@@ -254,6 +297,32 @@ public final class RedisIndexConfig {
     /** Redis URI (default {@code redis://127.0.0.1:6379}). */
     public Builder url(String url) {
       this.url = Objects.requireNonNull(url, "url");
+      return this;
+    }
+
+    /**
+     * Whether the URL names Redis Cluster nodes (default false); several seed nodes are separated
+     * by commas ({@code redis://10.0.0.1:7000,redis://10.0.0.2:7000}).
+     */
+    public Builder cluster(boolean cluster) {
+      this.cluster = cluster;
+      return this;
+    }
+
+    /** How often a Cluster's topology is re-read (default 5 s). */
+    public Builder clusterRefresh(Duration period) {
+      this.clusterRefresh = Objects.requireNonNull(period, "clusterRefresh");
+      return this;
+    }
+
+    /**
+     * Pod groups (default one): each group's keys carry their own hash tag, spread evenly over the
+     * slot space, so {@code groups} a multiple of the Cluster's masters spreads a model evenly.
+     * Every replica sharing an index uses the same number of groups; each may follow a different
+     * subset ({@link PodGroups#followedBy}).
+     */
+    public Builder podGroups(PodGroups groups) {
+      this.podGroups = Objects.requireNonNull(groups, "podGroups");
       return this;
     }
 
@@ -353,9 +422,18 @@ public final class RedisIndexConfig {
      * @throws IllegalArgumentException naming the first invalid field
      */
     public RedisIndexConfig build() {
+      for (String one : url.split(",")) {
+        String x = one.trim();
+        check(
+            x.startsWith("redis://") || x.startsWith("rediss://") || x.startsWith("valkey://"),
+            "index.redis.url must start with redis://, rediss:// or valkey://, was " + url);
+      }
       check(
-          url.startsWith("redis://") || url.startsWith("rediss://") || url.startsWith("valkey://"),
-          "index.redis.url must start with redis://, rediss:// or valkey://, was " + url);
+          cluster || url.indexOf(',') < 0,
+          "index.redis.url names several servers: set index.redis.cluster, was " + url);
+      check(
+          clusterRefresh.toMillis() >= 100,
+          "index.redis.clusterRefresh must be >= 100ms, was " + clusterRefresh);
       check(
           !keyPrefix.isEmpty() && keyPrefix.indexOf('{') < 0 && keyPrefix.indexOf('}') < 0,
           "index.redis.keyPrefix must be non-empty and hold no braces, was \"" + keyPrefix + "\"");

@@ -32,6 +32,7 @@ public final class RedisServer implements AutoCloseable {
   private final Path dir;
   private final int port;
   private Process process;
+  private boolean paused;
 
   private RedisServer(Path binary, Path dir, int port) {
     this.binary = binary;
@@ -211,8 +212,45 @@ public final class RedisServer implements AutoCloseable {
     }
   }
 
+  /** The server's process id. */
+  public long pid() {
+    return process.pid();
+  }
+
+  /**
+   * Freezes the server (SIGSTOP): it keeps its connections open and answers nothing, as a server
+   * stuck in a long command or a stalled host would, until {@link #resume()}.
+   */
+  public void pause() {
+    signal("-STOP");
+    paused = true;
+  }
+
+  /** Lets a {@link #pause() paused} server run again (SIGCONT). */
+  public void resume() {
+    signal("-CONT");
+    paused = false;
+  }
+
+  private void signal(String sig) {
+    try {
+      Process k = new ProcessBuilder("kill", sig, Long.toString(process.pid())).start();
+      if (!k.waitFor(30, TimeUnit.SECONDS) || k.exitValue() != 0) {
+        throw new IllegalStateException("kill " + sig + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Stops the server (its data is lost: no persistence). */
   public void stop() {
+    if (process != null && paused) {
+      resume();
+    }
     if (process != null) {
       process.destroy();
       try {

@@ -49,7 +49,7 @@ final class Leases extends IndexPart {
     synchronized (l) {
       long now = now();
       if (l.token == null && now >= l.nextAttempt) {
-        acquire(l, op.pod, now);
+        acquire(l, op.podName, op.pod, now);
       }
       if (l.token != null) {
         op.token = l.tokenBytes;
@@ -71,9 +71,9 @@ final class Leases extends IndexPart {
   }
 
   /** Tries to take the pod's lease; on success replays the backlog. Caller holds {@code l}. */
-  private void acquire(Lease l, int pod, long now) {
+  private void acquire(Lease l, String podName, int pod, long now) {
     String token = rc.replicaId() + "/" + Long.toHexString(random.nextLong());
-    if (call('A', pod, token)) {
+    if (call('A', podName, pod, token)) {
       l.token = token;
       l.tokenBytes = Bytes.utf8(token);
       l.renewAt = now + rc.leaseTtl().toNanos() / 3;
@@ -91,7 +91,8 @@ final class Leases extends IndexPart {
     }
   }
 
-  private boolean call(char op, int pod, String token) {
+  private boolean call(char op, String podName, int pod, String token) {
+    KeyLayout keys = index.layout(podName);
     try {
       Long r =
           client.call(
@@ -125,7 +126,7 @@ final class Leases extends IndexPart {
           // take over a quiet pod whose writer went away: what this replica buffered is replayed
           Integer pod = pods.cached(e.getKey());
           if (!l.backlog.isEmpty() && now >= l.nextAttempt && pod != null) {
-            acquire(l, pod, now);
+            acquire(l, e.getKey(), pod, now);
           }
           continue;
         }
@@ -133,7 +134,7 @@ final class Leases extends IndexPart {
           continue;
         }
         Integer pod = pods.cached(e.getKey());
-        if (pod != null && call('R', pod, l.token)) {
+        if (pod != null && call('R', e.getKey(), pod, l.token)) {
           l.renewAt = now + rc.leaseTtl().toNanos() / 3;
         } else {
           lost(l);
@@ -156,7 +157,7 @@ final class Leases extends IndexPart {
     for (Map.Entry<String, Lease> e : leases.entrySet()) {
       Integer pod = pods.cached(e.getKey());
       if (pod != null) {
-        release(e.getValue(), pod);
+        release(e.getValue(), e.getKey(), pod);
       }
     }
     leases.clear();
@@ -168,14 +169,14 @@ final class Leases extends IndexPart {
   }
 
   /** Gives up {@code l} in Redis if it is held. */
-  void release(Lease l, int pod) {
+  void release(Lease l, String podName, int pod) {
     String token;
     synchronized (l) {
       token = l.token;
       l.token = null;
     }
     if (token != null) {
-      call('D', pod, token);
+      call('D', podName, pod, token);
     }
   }
 

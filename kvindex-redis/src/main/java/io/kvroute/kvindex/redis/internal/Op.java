@@ -1,7 +1,7 @@
 package io.kvroute.kvindex.redis.internal;
 
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.List;
 
 /**
@@ -17,7 +17,7 @@ abstract class Op {
   }
 
   /** Sends the command (not flushed). */
-  abstract RedisFuture<List<Object>> dispatch(RedisAsyncCommands<byte[], byte[]> c);
+  abstract RedisFuture<List<Object>> dispatch(RedisClusterAsyncCommands<byte[], byte[]> c);
 
   /** Handles the reply; returns false if the op must be sent again (its pod was re-registered). */
   abstract boolean done(List<Object> reply);

@@ -2,7 +2,9 @@ package io.kvroute.kvindex.redis.internal;
 
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.KeyValue;
+import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -57,6 +59,7 @@ final class Pods extends IndexPart {
     if (create) {
       return register(pod);
     }
+    KeyLayout keys = index.layout(pod);
     byte[] v = client.call(c -> c.hget(keys.podsKey, Bytes.utf8(pod)), rc.commandTimeout(), "read");
     if (v == null) {
       return -1;
@@ -69,6 +72,7 @@ final class Pods extends IndexPart {
   /** Registers {@code pod} (again): its id, or -1 if {@code maxPods} are registered. */
   int register(String pod) {
     ids.remove(pod);
+    KeyLayout keys = index.layout(pod);
     long preferred = preferredId(pod);
     List<Object> r =
         client.call(
@@ -105,10 +109,14 @@ final class Pods extends IndexPart {
     return (h >>> 40) & (ID_SPACE - 1);
   }
 
-  /** Names never seen: one read (HMGET) for all of them, then cached; misses for a second. */
+  /**
+   * Names never seen: one read (HMGET) per group for all of them, the groups' reads in flight
+   * together, then cached; misses for a second. A group whose shard does not answer is left
+   * unresolved (its pods match nothing this time).
+   */
   void resolveUnknown(List<String> pods) {
     long now = now();
-    List<String> unknown = null;
+    List<List<String>> byGroup = null;
     for (String p : pods) {
       if (ids.containsKey(p)) {
         continue;
@@ -117,31 +125,74 @@ final class Pods extends IndexPart {
       if (until != null && now < until) {
         continue;
       }
-      if (unknown == null) {
-        unknown = new ArrayList<>();
+      if (byGroup == null) {
+        byGroup = new ArrayList<>();
+        for (int g = 0; g < index.layouts.length; g++) {
+          byGroup.add(null);
+        }
       }
-      unknown.add(p);
+      int g = index.groups.group(p);
+      if (byGroup.get(g) == null) {
+        byGroup.set(g, new ArrayList<>());
+      }
+      byGroup.get(g).add(p);
     }
-    if (unknown == null) {
+    if (byGroup == null) {
       return;
     }
-    byte[][] fields = new byte[unknown.size()][];
-    for (int i = 0; i < fields.length; i++) {
-      fields[i] = Bytes.utf8(unknown.get(i));
+    RedisClusterAsyncCommands<byte[], byte[]> c = client.reads();
+    if (c == null) {
+      client.health.failed("lookup", null);
+      throw new RedisClientImpl.Unavailable(null);
     }
-    List<KeyValue<byte[], byte[]>> r =
-        client.call(c -> c.hmget(keys.podsKey, fields), rc.lookupTimeout(), "lookup");
+    List<RedisFuture<List<KeyValue<byte[], byte[]>>>> futures = new ArrayList<>();
+    for (int g = 0; g < byGroup.size(); g++) {
+      List<String> unknown = byGroup.get(g);
+      if (unknown == null) {
+        futures.add(null);
+        continue;
+      }
+      byte[][] fields = new byte[unknown.size()][];
+      for (int i = 0; i < fields.length; i++) {
+        fields[i] = Bytes.utf8(unknown.get(i));
+      }
+      futures.add(c.hmget(index.layouts[g].podsKey, fields));
+    }
     if (unknownUntil.size() > MAX_SIDE_ENTRIES) {
       unknownUntil.clear();
     }
-    for (int i = 0; i < fields.length; i++) {
-      KeyValue<byte[], byte[]> kv = r.get(i);
-      if (kv.hasValue()) {
-        ids.put(unknown.get(i), (int) Bytes.parseLong(kv.getValue()));
-        unknownUntil.remove(unknown.get(i));
-      } else {
-        unknownUntil.put(unknown.get(i), now + NEGATIVE_TTL_NANOS);
+    long deadline = now + rc.lookupTimeout().toNanos();
+    RedisClientImpl.Unavailable failed = null;
+    int answered = 0;
+    for (int g = 0; g < byGroup.size(); g++) {
+      List<String> unknown = byGroup.get(g);
+      if (unknown == null) {
+        continue;
       }
+      List<KeyValue<byte[], byte[]>> r;
+      try {
+        r =
+            client.await(
+                futures.get(g),
+                java.time.Duration.ofNanos(Math.max(1, deadline - now())),
+                "lookup");
+      } catch (RedisClientImpl.Unavailable e) {
+        failed = e;
+        continue;
+      }
+      answered++;
+      for (int i = 0; i < unknown.size(); i++) {
+        KeyValue<byte[], byte[]> kv = r.get(i);
+        if (kv.hasValue()) {
+          ids.put(unknown.get(i), (int) Bytes.parseLong(kv.getValue()));
+          unknownUntil.remove(unknown.get(i));
+        } else {
+          unknownUntil.put(unknown.get(i), now + NEGATIVE_TTL_NANOS);
+        }
+      }
+    }
+    if (answered == 0 && failed != null) {
+      throw failed;
     }
   }
 }

@@ -9,7 +9,7 @@ import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.KeyValue;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -33,6 +33,7 @@ final class Reads extends IndexPart {
   private final long[] touchedKeys = new long[4096];
   private final long[] touchedAt = new long[4096];
   final LongAdder degraded = new LongAdder();
+  final LongAdder partial = new LongAdder();
 
   Reads(RedisIndexImpl index) {
     super(index);
@@ -72,80 +73,219 @@ final class Reads extends IndexPart {
     }
   }
 
+  /** One group's part of a lookup: its candidates, their unique pod ids, the replies awaited. */
+  private static final class Part {
+    final KeyLayout keys;
+    final int[] positions; // candidate indexes
+    final int count;
+    int[] uids;
+    int u;
+    RedisFuture<List<Object>> script;
+    RedisFuture<List<KeyValue<byte[], byte[]>>> epochs;
+    RedisFuture<List<KeyValue<byte[], byte[]>>> values;
+
+    Part(KeyLayout keys, int[] positions, int count) {
+      this.keys = keys;
+      this.positions = positions;
+      this.count = count;
+    }
+  }
+
+  /**
+   * Looks up the candidates group by group: every group's read is sent first (one round trip to
+   * each group's shard, all in flight together), then each reply is scanned as it is awaited within
+   * the lookup deadline. A group whose shard does not answer leaves its candidates at no match
+   * (counted as a partial lookup); if none answers, the lookup is degraded.
+   */
   private void lookupInto(
       long[] requestKeys, int numKeys, List<String> candidates, PrefixMatch into) {
     int podCount = candidates.size();
+    long deadline = now() + rc.lookupTimeout().toNanos();
     Scratch s = scratch.get();
     s.ensure(podCount);
     pods.resolveUnknown(candidates);
-    // unique candidate ids
-    int u = 0;
-    s.clearTable();
-    for (int i = 0; i < podCount; i++) {
-      Integer id = pods.cached(candidates.get(i));
-      if (id == null) {
-        s.posU[i] = -1;
+    RedisClusterAsyncCommands<byte[], byte[]> c = client.reads();
+    if (c == null) {
+      client.health.failed("lookup", null);
+      throw new RedisClientImpl.Unavailable(null);
+    }
+    List<Part> parts = partition(candidates, podCount);
+    byte[][] keysOf = null;
+    for (Part p : parts) {
+      dispatch(c, p, candidates, requestKeys, numKeys, s);
+    }
+    int answered = 0;
+    int failed = 0;
+    RedisClientImpl.Unavailable lastFailure = null;
+    for (Part p : parts) {
+      if (p.u == 0) {
         continue;
       }
-      int x = s.find(id);
-      if (x < 0) {
-        x = u++;
-        s.put(id, x);
-        s.uid[x] = id;
+      byte[][] values = keysOf == null || keysOf.length < numKeys ? new byte[numKeys][] : keysOf;
+      keysOf = values;
+      int got;
+      try {
+        got = collect(c, p, requestKeys, numKeys, s, values, deadline);
+      } catch (RedisClientImpl.Unavailable e) {
+        failed++;
+        lastFailure = e;
+        continue;
       }
-      s.posU[i] = x;
+      answered++;
+      s.clearTable();
+      for (int x = 0; x < p.u; x++) {
+        s.put(p.uids[x], x);
+      }
+      int scanned = scan(values, got, p.u, s);
+      int nTiers = tiers.names().size();
+      int maxMatched = 0;
+      for (int j = 0; j < p.count; j++) {
+        int i = p.positions[j];
+        Integer id = pods.cached(candidates.get(i));
+        int x = id == null ? -1 : s.find(id);
+        if (x < 0) {
+          continue;
+        }
+        int matched = s.matched[x];
+        double score = 0;
+        for (int t = 0; t < nTiers; t++) {
+          int cnt = s.tierCounts[x * MAX_TIERS + t];
+          if (cnt != 0) {
+            matchWriter.addTierBlocks(into, i, t, cnt);
+            score += cnt * tiers.weight(t);
+          }
+        }
+        matchWriter.set(into, i, candidates.get(i), matched, score);
+        maxMatched = Math.max(maxMatched, matched);
+      }
+      if (scanned > 0 && maxMatched > 0) {
+        touch(p.keys, requestKeys, maxMatched);
+      }
     }
+    if (failed > 0) {
+      if (answered == 0) {
+        throw lastFailure;
+      }
+      partial.increment();
+    }
+  }
+
+  /** The candidates split by pod group (one part when there is a single group). */
+  private List<Part> partition(List<String> candidates, int podCount) {
+    KeyLayout[] layouts = index.layouts;
+    if (layouts.length == 1) {
+      int[] all = new int[podCount];
+      for (int i = 0; i < podCount; i++) {
+        all[i] = i;
+      }
+      return List.of(new Part(layouts[0], all, podCount));
+    }
+    int[] count = new int[layouts.length];
+    int[] group = new int[podCount];
+    for (int i = 0; i < podCount; i++) {
+      group[i] = index.groups.group(candidates.get(i));
+      count[group[i]]++;
+    }
+    List<Part> parts = new ArrayList<>();
+    int[][] pos = new int[layouts.length][];
+    int[] fill = new int[layouts.length];
+    for (int g = 0; g < layouts.length; g++) {
+      if (count[g] > 0) {
+        pos[g] = new int[count[g]];
+      }
+    }
+    for (int i = 0; i < podCount; i++) {
+      pos[group[i]][fill[group[i]]++] = i;
+    }
+    for (int g = 0; g < layouts.length; g++) {
+      if (count[g] > 0) {
+        parts.add(new Part(layouts[g], pos[g], count[g]));
+      }
+    }
+    return parts;
+  }
+
+  /** Sends one group's read (not awaited): its candidates' epochs and the prompt's keys. */
+  private void dispatch(
+      RedisClusterAsyncCommands<byte[], byte[]> c,
+      Part p,
+      List<String> candidates,
+      long[] requestKeys,
+      int numKeys,
+      Scratch s) {
+    s.clearTable();
+    int[] uids = new int[p.count];
+    int u = 0;
+    for (int j = 0; j < p.count; j++) {
+      Integer id = pods.cached(candidates.get(p.positions[j]));
+      if (id == null || s.find(id) >= 0) {
+        continue;
+      }
+      s.put(id, u);
+      uids[u++] = id;
+    }
+    p.uids = uids;
+    p.u = u;
     if (u == 0) {
       return;
     }
     byte[][] idArgs = new byte[u][];
     for (int x = 0; x < u; x++) {
-      idArgs[x] = Bytes.num(s.uid[x]);
+      idArgs[x] = Bytes.num(uids[x]);
     }
-    byte[][] values = new byte[numKeys][];
-    int got = fetch(requestKeys, numKeys, idArgs, s, values);
-    int scanned = scan(values, got, u, s);
-    // results
-    int nTiers = tiers.names().size();
-    int maxMatched = 0;
-    for (int i = 0; i < podCount; i++) {
-      int x = s.posU[i];
-      if (x < 0) {
-        continue;
-      }
-      int matched = s.matched[x];
-      double score = 0;
-      for (int t = 0; t < nTiers; t++) {
-        int c = s.tierCounts[x * MAX_TIERS + t];
-        if (c != 0) {
-          matchWriter.addTierBlocks(into, i, t, c);
-          score += c * tiers.weight(t);
-        }
-      }
-      matchWriter.set(into, i, candidates.get(i), matched, score);
-      maxMatched = Math.max(maxMatched, matched);
-    }
-    if (scanned > 0 && maxMatched > 0) {
-      touch(requestKeys, maxMatched);
-    }
-  }
-
-  /** Fetches pod epochs into {@code s.uEpoch} and values in key order; returns values read. */
-  private int fetch(long[] requestKeys, int numKeys, byte[][] idArgs, Scratch s, byte[][] out) {
-    int u = idArgs.length;
+    KeyLayout keys = p.keys;
     if (rc.lookupMode() == LookupMode.SCRIPT) {
       byte[][] k = new byte[1 + numKeys][];
       k[0] = keys.epochKey;
       for (int i = 0; i < numKeys; i++) {
         k[1 + i] = keys.request(requestKeys[i]);
       }
-      List<Object> r =
-          client.call(
-              c ->
-                  client.scripts.<List<Object>>call(
-                      c, Script.LOOKUP, ScriptOutputType.MULTI, k, idArgs),
-              rc.lookupTimeout(),
-              "lookup");
+      p.script = client.scripts.call(c, Script.LOOKUP, ScriptOutputType.MULTI, k, idArgs);
+      return;
+    }
+    byte[][] k = new byte[numKeys][];
+    for (int i = 0; i < numKeys; i++) {
+      k[i] = keys.request(requestKeys[i]);
+    }
+    p.epochs = c.hmget(keys.epochKey, idArgs);
+    p.values = c.mget(k);
+  }
+
+  /**
+   * Awaits one group's reply (within the lookup's deadline): epochs into {@code s.uEpoch} (by the
+   * part's unique ids), values in key order into {@code out}; returns the values read.
+   */
+  private int collect(
+      RedisClusterAsyncCommands<byte[], byte[]> c,
+      Part p,
+      long[] requestKeys,
+      int numKeys,
+      Scratch s,
+      byte[][] out,
+      long deadline) {
+    int u = p.u;
+    if (p.script != null) {
+      List<Object> r;
+      try {
+        r = client.await(p.script, left(deadline), "lookup");
+      } catch (io.lettuce.core.RedisNoScriptException e) {
+        client.reloadScripts();
+        byte[][] k = new byte[1 + numKeys][];
+        k[0] = p.keys.epochKey;
+        for (int i = 0; i < numKeys; i++) {
+          k[1 + i] = p.keys.request(requestKeys[i]);
+        }
+        byte[][] idArgs = new byte[u][];
+        for (int x = 0; x < u; x++) {
+          idArgs[x] = Bytes.num(p.uids[x]);
+        }
+        r =
+            client.await(
+                client.scripts.<List<Object>>eval(
+                    c, Script.LOOKUP, ScriptOutputType.MULTI, k, idArgs),
+                left(deadline),
+                "lookup");
+      }
       @SuppressWarnings("unchecked")
       List<Object> epochs = (List<Object>) r.get(0);
       for (int x = 0; x < u; x++) {
@@ -158,19 +298,8 @@ final class Reads extends IndexPart {
       }
       return n;
     }
-    RedisAsyncCommands<byte[], byte[]> c = client.reads();
-    if (c == null) {
-      client.health.failed("lookup", null);
-      throw new RedisClientImpl.Unavailable(null);
-    }
-    byte[][] k = new byte[numKeys][];
-    for (int i = 0; i < numKeys; i++) {
-      k[i] = keys.request(requestKeys[i]);
-    }
-    RedisFuture<List<KeyValue<byte[], byte[]>>> fe = c.hmget(keys.epochKey, idArgs);
-    RedisFuture<List<KeyValue<byte[], byte[]>>> fv = c.mget(k);
-    List<KeyValue<byte[], byte[]>> epochs = client.await(fe, rc.lookupTimeout(), "lookup");
-    List<KeyValue<byte[], byte[]>> vals = client.await(fv, rc.lookupTimeout(), "lookup");
+    List<KeyValue<byte[], byte[]>> epochs = client.await(p.epochs, left(deadline), "lookup");
+    List<KeyValue<byte[], byte[]>> vals = client.await(p.values, left(deadline), "lookup");
     for (int x = 0; x < u; x++) {
       KeyValue<byte[], byte[]> e = epochs.get(x);
       s.uEpoch[x] = e.hasValue() ? (int) Bytes.parseLong(e.getValue()) : 0;
@@ -183,6 +312,10 @@ final class Reads extends IndexPart {
       out[n++] = kv.getValue();
     }
     return n;
+  }
+
+  private java.time.Duration left(long deadline) {
+    return java.time.Duration.ofNanos(Math.max(1, deadline - now()));
   }
 
   /** The longest-prefix scan over 8-byte entries; returns the blocks scanned. */
@@ -237,7 +370,7 @@ final class Reads extends IndexPart {
   }
 
   /** Refreshes the TTL of matched keys, at most once per quarter TTL per key and replica. */
-  private void touch(long[] requestKeys, int matched) {
+  private void touch(KeyLayout keys, long[] requestKeys, int matched) {
     long ttl = rc.entryTtl().toNanos();
     if (ttl <= 0) {
       return;
@@ -247,11 +380,12 @@ final class Reads extends IndexPart {
     synchronized (touchedKeys) {
       for (int i = 0; i < matched; i++) {
         long rk = requestKeys[i];
-        int slot = (int) ((rk * 0x9E3779B97F4A7C15L) >>> 52);
-        if (touchedKeys[slot] == rk && now - touchedAt[slot] < ttl / 4) {
+        long tk = rk + keys.group * 0xC2B2AE3D27D4EB4FL; // the same key in another group is another
+        int slot = (int) ((tk * 0x9E3779B97F4A7C15L) >>> 52);
+        if (touchedKeys[slot] == tk && now - touchedAt[slot] < ttl / 4) {
           continue;
         }
-        touchedKeys[slot] = rk;
+        touchedKeys[slot] = tk;
         touchedAt[slot] = now;
         if (k == null) {
           k = new ArrayList<>();

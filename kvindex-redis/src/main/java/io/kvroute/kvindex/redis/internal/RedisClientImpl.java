@@ -1,6 +1,8 @@
 package io.kvroute.kvindex.redis.internal;
 
 import io.kvroute.kvindex.IndexConfig;
+import io.kvroute.kvindex.fleet.FleetConfig;
+import io.kvroute.kvindex.fleet.FleetState;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.redis.RedisIndexClient;
 import io.kvroute.kvindex.redis.RedisIndexConfig;
@@ -11,8 +13,10 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
@@ -57,10 +61,11 @@ public final class RedisClientImpl implements RedisIndexClient {
   final Scripts scripts = new Scripts();
   final Health health;
   private final ClientResources resources;
-  private final RedisClient client;
+  private final RedisClient client; // standalone, or null
+  private final RedisClusterClient clusterClient; // cluster, or null
   private final Object connectLock = new Object();
-  private volatile StatefulRedisConnection<byte[], byte[]> readConn;
-  private volatile StatefulRedisConnection<byte[], byte[]> writeConn;
+  private volatile Conn readConn;
+  private volatile Conn writeConn;
   private final ArrayBlockingQueue<Op> queue;
   private final AtomicLong submitted = new AtomicLong();
   private volatile long applied;
@@ -69,44 +74,85 @@ public final class RedisClientImpl implements RedisIndexClient {
   private final Thread writer;
   private final ScheduledExecutorService scheduler;
   private final List<RedisIndexImpl> indexes = new CopyOnWriteArrayList<>();
+  private final List<RedisFleet> fleets = new CopyOnWriteArrayList<>();
   private final LongAdder queueDropped = new LongAdder();
   private final LongAdder batches = new LongAdder();
   private final LongAdder opsSent = new LongAdder();
   private volatile boolean running = true;
 
-  /** Connects (see {@link RedisIndexClient#connect}). */
+  /**
+   * Connects (see {@link RedisIndexClient#connect}). Lettuce 7 marks the adaptive-refresh trigger
+   * setters deprecated without a replacement in this version; they are what makes a client follow a
+   * failover within a second, hence the suppression.
+   */
+  @SuppressWarnings("deprecation")
   public RedisClientImpl(RedisIndexConfig config) {
     this.config = Objects.requireNonNull(config, "config");
-    String url = config.url();
-    if (url.startsWith("valkey://")) {
-      url = "redis://" + url.substring("valkey://".length());
+    List<RedisURI> uris = new ArrayList<>();
+    for (String one : config.url().split(",")) {
+      String url = one.trim();
+      if (url.startsWith("valkey://")) {
+        url = "redis://" + url.substring("valkey://".length());
+      }
+      RedisURI uri = RedisURI.create(url);
+      uri.setTimeout(config.commandTimeout());
+      uris.add(uri);
     }
-    RedisURI uri = RedisURI.create(url);
-    uri.setTimeout(config.commandTimeout());
-    this.health = new Health(uri.getHost() + ":" + uri.getPort());
+    String where = uris.get(0).getHost() + ":" + uris.get(0).getPort();
+    this.health = new Health(config.cluster() ? "Cluster (seed " + where + ")" : "at " + where);
     this.resources =
         DefaultClientResources.builder()
-            .ioThreadPoolSize(1)
+            .ioThreadPoolSize(config.cluster() ? 2 : 1)
             .computationThreadPoolSize(1)
             .reconnectDelay(
                 Delay.exponential(
                     Duration.ofMillis(10), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS))
             .build();
-    this.client = RedisClient.create(resources, uri);
-    client.setOptions(
-        ClientOptions.builder()
-            .autoReconnect(true)
-            // commands awaiting a reply per connection: lookups that timed out stay queued until
-            // the server answers; beyond this bound new ones fail at once (counted, degraded)
-            .requestQueueSize(REQUEST_QUEUE)
-            .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-            .socketOptions(
-                SocketOptions.builder()
-                    .connectTimeout(min(config.commandTimeout(), Duration.ofSeconds(2)))
-                    .tcpNoDelay(true)
-                    .build())
-            .timeoutOptions(TimeoutOptions.enabled(config.commandTimeout()))
-            .build());
+    SocketOptions socket =
+        SocketOptions.builder()
+            .connectTimeout(min(config.commandTimeout(), Duration.ofSeconds(2)))
+            .tcpNoDelay(true)
+            .build();
+    if (config.cluster()) {
+      this.client = null;
+      this.clusterClient = RedisClusterClient.create(resources, uris);
+      clusterClient.setOptions(
+          ClusterClientOptions.builder()
+              .autoReconnect(true)
+              .requestQueueSize(REQUEST_QUEUE)
+              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+              .socketOptions(socket)
+              .timeoutOptions(TimeoutOptions.enabled(config.commandTimeout()))
+              // follow failovers: re-read the topology periodically, and at once (at most once a
+              // second) on MOVED/ASK redirects and on a node that keeps failing to reconnect
+              .topologyRefreshOptions(
+                  ClusterTopologyRefreshOptions.builder()
+                      .enablePeriodicRefresh(config.clusterRefresh())
+                      .enableAdaptiveRefreshTrigger(
+                          ClusterTopologyRefreshOptions.RefreshTrigger.MOVED_REDIRECT,
+                          ClusterTopologyRefreshOptions.RefreshTrigger.ASK_REDIRECT,
+                          ClusterTopologyRefreshOptions.RefreshTrigger.PERSISTENT_RECONNECTS,
+                          ClusterTopologyRefreshOptions.RefreshTrigger.UNCOVERED_SLOT,
+                          ClusterTopologyRefreshOptions.RefreshTrigger.UNKNOWN_NODE)
+                      .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1))
+                      .refreshTriggersReconnectAttempts(3)
+                      .closeStaleConnections(true)
+                      .build())
+              .build());
+    } else {
+      this.clusterClient = null;
+      this.client = RedisClient.create(resources, uris.get(0));
+      client.setOptions(
+          ClientOptions.builder()
+              .autoReconnect(true)
+              // commands awaiting a reply per connection: lookups that timed out stay queued until
+              // the server answers; beyond this bound new ones fail at once (counted, degraded)
+              .requestQueueSize(REQUEST_QUEUE)
+              .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+              .socketOptions(socket)
+              .timeoutOptions(TimeoutOptions.enabled(config.commandTimeout()))
+              .build());
+    }
     this.queue = new ArrayBlockingQueue<>(config.writeQueueCapacity());
     this.scheduler =
         Executors.newSingleThreadScheduledExecutor(
@@ -135,13 +181,13 @@ public final class RedisClientImpl implements RedisIndexClient {
       if (readConn != null || !running) {
         return;
       }
-      StatefulRedisConnection<byte[], byte[]> r = null;
-      StatefulRedisConnection<byte[], byte[]> w = null;
+      Conn r = null;
+      Conn w = null;
       try {
-        r = client.connect(ByteArrayCodec.INSTANCE);
-        w = client.connect(ByteArrayCodec.INSTANCE);
-        w.setAutoFlushCommands(false);
-        scripts.load(r.sync());
+        r = newConnection();
+        w = newConnection();
+        w.manualFlush();
+        loadScripts(r);
         readConn = r;
         writeConn = w;
         health.ok();
@@ -157,10 +203,40 @@ public final class RedisClientImpl implements RedisIndexClient {
     }
   }
 
+  /** A new connection (to the server, or to the Cluster); throws if it cannot be made. */
+  Conn newConnection() {
+    if (clusterClient != null) {
+      Conn c = new Conn(clusterClient.connect(ByteArrayCodec.INSTANCE));
+      c.warm(true, config.commandTimeout().toMillis());
+      return c;
+    }
+    return new Conn(client.connect(ByteArrayCodec.INSTANCE));
+  }
+
+  /**
+   * Loads the scripts. On a Cluster a node that is down makes it fail: that must not keep the
+   * client from connecting (a script missing on a node is sent whole on NOSCRIPT).
+   */
+  private void loadScripts(Conn c) {
+    try {
+      scripts.load(c::scriptLoad);
+    } catch (RuntimeException e) {
+      if (clusterClient == null) {
+        throw e;
+      }
+      LOG.debug(
+          "kvindex: SCRIPT LOAD failed on a Cluster node; scripts will be sent on NOSCRIPT", e);
+    }
+  }
+
   private void maintain() {
     try {
       if (readConn == null) {
         tryConnect();
+      } else if (clusterClient != null) {
+        // after a failover the new master's connection would open with the first command
+        readConn.warm(false, 0);
+        writeConn.warm(false, 0);
       }
       for (RedisIndexImpl idx : indexes) {
         idx.maintain();
@@ -171,17 +247,26 @@ public final class RedisClientImpl implements RedisIndexClient {
   }
 
   /** The auto-flushed connection's commands, or null while not connected. */
-  RedisAsyncCommands<byte[], byte[]> reads() {
-    StatefulRedisConnection<byte[], byte[]> c = readConn;
+  RedisClusterAsyncCommands<byte[], byte[]> reads() {
+    Conn c = readConn;
     return c == null ? null : c.async();
   }
 
-  /** Reloads the scripts (the server restarted and lost them). */
+  /** Reloads the scripts (the server, or a Cluster node, restarted and lost them). */
   void reloadScripts() {
-    StatefulRedisConnection<byte[], byte[]> c = readConn;
+    Conn c = readConn;
     if (c != null) {
-      scripts.load(c.sync());
+      try {
+        loadScripts(c);
+      } catch (RuntimeException e) {
+        LOG.debug("kvindex: SCRIPT LOAD failed", e);
+      }
     }
+  }
+
+  /** Whether the client speaks to a Redis Cluster. */
+  boolean isCluster() {
+    return clusterClient != null;
   }
 
   /**
@@ -215,10 +300,10 @@ public final class RedisClientImpl implements RedisIndexClient {
 
   /** A synchronous call on the read connection, reloading the scripts once on NOSCRIPT. */
   <T> T call(
-      java.util.function.Function<RedisAsyncCommands<byte[], byte[]>, RedisFuture<T>> cmd,
+      java.util.function.Function<RedisClusterAsyncCommands<byte[], byte[]>, RedisFuture<T>> cmd,
       Duration timeout,
       String op) {
-    RedisAsyncCommands<byte[], byte[]> c = reads();
+    RedisClusterAsyncCommands<byte[], byte[]> c = reads();
     if (c == null) {
       health.failed(op, null);
       throw new Unavailable(null);
@@ -315,7 +400,7 @@ public final class RedisClientImpl implements RedisIndexClient {
   }
 
   private void send(List<Op> batch) {
-    StatefulRedisConnection<byte[], byte[]> w = writeConn;
+    Conn w = writeConn;
     if (w == null) {
       health.failed("write", null);
       for (Op op : batch) {
@@ -323,8 +408,9 @@ public final class RedisClientImpl implements RedisIndexClient {
       }
       return;
     }
-    RedisAsyncCommands<byte[], byte[]> c = w.async();
-    // consecutive writes of one index go in one script call (its fixed cost shared)
+    RedisClusterAsyncCommands<byte[], byte[]> c = w.async();
+    // consecutive writes of one index and pod group go in one script call (its fixed cost shared;
+    // one group's keys are in one slot)
     List<List<Op>> groups = new ArrayList<>();
     List<RedisFuture<List<Object>>> f = new ArrayList<>();
     int i = 0;
@@ -341,6 +427,7 @@ public final class RedisClientImpl implements RedisIndexClient {
       while (i < batch.size()
           && batch.get(i) instanceof WriteOp
           && batch.get(i).index == op.index
+          && ((WriteOp) batch.get(i)).pg == ((WriteOp) op).pg
           && g.size() < MAX_GROUP_OPS
           && keys < MAX_GROUP_KEYS) {
         WriteOp x = (WriteOp) batch.get(i++);
@@ -350,7 +437,7 @@ public final class RedisClientImpl implements RedisIndexClient {
       groups.add(new ArrayList<>(g));
       f.add(op.index.dispatchWrites(c, g));
     }
-    w.flushCommands();
+    w.flush();
     batches.increment();
     opsSent.add(batch.size());
     for (int gi = 0; gi < groups.size(); gi++) {
@@ -432,6 +519,20 @@ public final class RedisClientImpl implements RedisIndexClient {
     indexes.remove(idx);
   }
 
+  @Override
+  public FleetState fleet(FleetConfig fleetConfig) {
+    if (!running) {
+      throw new IllegalStateException("RedisIndexClient is closed");
+    }
+    RedisFleet f = new RedisFleet(this, fleetConfig);
+    fleets.add(f);
+    return f;
+  }
+
+  void detach(RedisFleet f) {
+    fleets.remove(f);
+  }
+
   ScheduledExecutorService scheduler() {
     return scheduler;
   }
@@ -452,6 +553,9 @@ public final class RedisClientImpl implements RedisIndexClient {
       return;
     }
     flush(submittedSeq());
+    for (RedisFleet f : fleets) {
+      f.close();
+    }
     for (RedisIndexImpl idx : indexes) {
       idx.releaseLeases();
     }
@@ -473,7 +577,11 @@ public final class RedisClientImpl implements RedisIndexClient {
       readConn = null;
       writeConn = null;
     }
-    client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    if (client != null) {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    } else {
+      clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    }
     resources.shutdown(0, 2, TimeUnit.SECONDS);
   }
 
@@ -490,7 +598,7 @@ public final class RedisClientImpl implements RedisIndexClient {
         .register(r);
     FunctionCounter.builder("kvroute.kvindex.redis.write.ops", opsSent, LongAdder::sum).register(r);
     Gauge.builder("kvroute.kvindex.redis.available", this, c -> c.available() ? 1 : 0).register(r);
-    for (String op : List.of("connect", "lookup", "write", "read", "lease")) {
+    for (String op : List.of("connect", "lookup", "write", "read", "lease", "fleet")) {
       FunctionCounter.builder(
               "kvroute.kvindex.redis.unavailable", health.counter(op), LongAdder::sum)
           .description("commands that failed because the server did not answer")

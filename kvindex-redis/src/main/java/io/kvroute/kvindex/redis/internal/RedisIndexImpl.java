@@ -5,12 +5,13 @@ import io.kvroute.kvindex.IndexStats;
 import io.kvroute.kvindex.PrefixMatch;
 import io.kvroute.kvindex.backend.IndexCounters;
 import io.kvroute.kvindex.event.KvEvent;
+import io.kvroute.kvindex.fleet.PodGroups;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.kvroute.kvindex.redis.RedisBlockIndex;
 import io.kvroute.kvindex.redis.RedisIndexConfig;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Collections;
@@ -51,7 +52,14 @@ final class RedisIndexImpl implements RedisBlockIndex {
   private final RequestKeyHasher hasher;
   private final String namespace;
   private final boolean ownsClient;
+
+  /** Group 0's layout; also the namespace-wide keys (custom tier names). */
   final KeyLayout keys;
+
+  /** Each pod group's layout. */
+  final KeyLayout[] layouts;
+
+  final PodGroups groups;
   final IndexCounters counters;
   // the parts (see IndexPart), built in this order from the fields above
   final Tiers tiers;
@@ -74,16 +82,28 @@ final class RedisIndexImpl implements RedisBlockIndex {
     }
     this.hasher =
         RequestKeyHasher.create(config.blockSize(), config.hashSeed(), config.modelName());
-    this.keys = new KeyLayout(rc, config, this.namespace);
+    this.groups = rc.podGroups();
+    this.layouts = new KeyLayout[groups.groups()];
+    for (int g = 0; g < layouts.length; g++) {
+      layouts[g] = new KeyLayout(rc, config, this.namespace, g, layouts.length);
+    }
+    this.keys = layouts[0];
     this.counters =
         new IndexCounters(
-            LOG, List.of("max_pods_per_key"), List.of("redis_unavailable", "queue_full", "fenced"));
+            LOG,
+            List.of("max_pods_per_key"),
+            List.of("redis_unavailable", "queue_full", "fenced", "not_followed"));
     this.tiers = new Tiers(this);
     this.pods = new Pods(this);
     this.leases = new Leases(this);
     this.writes = new Writes(this);
     this.reads = new Reads(this);
     config.meterRegistry().ifPresent(this::bindMeters);
+  }
+
+  /** The layout of {@code pod}'s group. */
+  KeyLayout layout(String pod) {
+    return layouts[groups.group(pod)];
   }
 
   // ------------------------------------------------------------------ write path
@@ -108,9 +128,9 @@ final class RedisIndexImpl implements RedisBlockIndex {
     writes.removePod(podId);
   }
 
-  /** One {@code write.lua} call applying {@code ops} (all of this index) in order. */
+  /** One {@code write.lua} call applying {@code ops} (all of this index and one group) in order. */
   RedisFuture<List<Object>> dispatchWrites(
-      RedisAsyncCommands<byte[], byte[]> c, List<WriteOp> ops) {
+      RedisClusterAsyncCommands<byte[], byte[]> c, List<WriteOp> ops) {
     return writes.dispatch(c, ops);
   }
 
@@ -142,16 +162,18 @@ final class RedisIndexImpl implements RedisBlockIndex {
   @Override
   public Set<String> pods() {
     flush();
-    try {
-      List<byte[]> names = client.call(c -> c.hkeys(keys.podsKey), rc.commandTimeout(), "read");
-      Set<String> out = new TreeSet<>();
-      for (byte[] b : names) {
-        out.add(Bytes.str(b));
+    Set<String> out = new TreeSet<>();
+    for (KeyLayout l : layouts) {
+      try {
+        List<byte[]> names = client.call(c -> c.hkeys(l.podsKey), rc.commandTimeout(), "read");
+        for (byte[] b : names) {
+          out.add(Bytes.str(b));
+        }
+      } catch (RedisClientImpl.Unavailable e) {
+        // that group's shard did not answer: its pods are left out
       }
-      return Collections.unmodifiableSet(out);
-    } catch (RedisClientImpl.Unavailable e) {
-      return Set.of();
     }
+    return Collections.unmodifiableSet(out);
   }
 
   @Override
@@ -162,15 +184,15 @@ final class RedisIndexImpl implements RedisBlockIndex {
       if (id < 0) {
         return Map.of();
       }
-      return countsByTier(id);
+      return countsByTier(layout(podId), id);
     } catch (RedisClientImpl.Unavailable e) {
       return Map.of();
     }
   }
 
-  private Map<String, Long> countsByTier(int id) {
+  private Map<String, Long> countsByTier(KeyLayout l, int id) {
     Map<byte[], byte[]> raw =
-        client.call(c -> c.hgetall(keys.counts(id)), rc.commandTimeout(), "read");
+        client.call(c -> c.hgetall(l.counts(id)), rc.commandTimeout(), "read");
     TreeMap<Integer, Long> byLocal = new TreeMap<>();
     for (Map.Entry<byte[], byte[]> e : raw.entrySet()) {
       long count = Bytes.parseLong(e.getValue());
@@ -191,26 +213,28 @@ final class RedisIndexImpl implements RedisBlockIndex {
     long engineKeys = 0;
     long entries = 0;
     int podCount = 0;
-    try {
-      Map<byte[], byte[]> st =
-          client.call(c -> c.hgetall(keys.statsKey), rc.commandTimeout(), "read");
-      for (Map.Entry<byte[], byte[]> e : st.entrySet()) {
-        String k = Bytes.str(e.getKey());
-        if (k.equals("keys")) {
-          keyCount = Bytes.parseLong(e.getValue());
-        } else if (k.equals("engine_keys")) {
-          engineKeys = Bytes.parseLong(e.getValue());
+    for (KeyLayout l : layouts) {
+      try {
+        Map<byte[], byte[]> st =
+            client.call(c -> c.hgetall(l.statsKey), rc.commandTimeout(), "read");
+        for (Map.Entry<byte[], byte[]> e : st.entrySet()) {
+          String k = Bytes.str(e.getKey());
+          if (k.equals("keys")) {
+            keyCount += Bytes.parseLong(e.getValue());
+          } else if (k.equals("engine_keys")) {
+            engineKeys += Bytes.parseLong(e.getValue());
+          }
         }
-      }
-      List<byte[]> ids = client.call(c -> c.hkeys(keys.podnKey), rc.commandTimeout(), "read");
-      podCount = ids.size();
-      for (byte[] id : ids) {
-        for (long c : countsByTier((int) Bytes.parseLong(id)).values()) {
-          entries += c;
+        List<byte[]> ids = client.call(c -> c.hkeys(l.podnKey), rc.commandTimeout(), "read");
+        podCount += ids.size();
+        for (byte[] id : ids) {
+          for (long c : countsByTier(l, (int) Bytes.parseLong(id)).values()) {
+            entries += c;
+          }
         }
+      } catch (RedisClientImpl.Unavailable e) {
+        // zeros for that group: no information
       }
-    } catch (RedisClientImpl.Unavailable e) {
-      // zeros: no information
     }
     return counters
         .stats()
@@ -229,6 +253,11 @@ final class RedisIndexImpl implements RedisBlockIndex {
   @Override
   public String namespace() {
     return namespace;
+  }
+
+  @Override
+  public String hashTag(String podId) {
+    return layout(podId).tag;
   }
 
   @Override
@@ -272,6 +301,7 @@ final class RedisIndexImpl implements RedisBlockIndex {
     Gauge.builder("kvroute.kvindex.pods", this, i -> i.pods.size()).register(r);
     counters.bind(r);
     IndexCounters.counter(r, "kvroute.kvindex.redis.lookups.degraded", null, null, reads.degraded);
+    IndexCounters.counter(r, "kvroute.kvindex.redis.lookups.partial", null, null, reads.partial);
     IndexCounters.counter(r, "kvroute.kvindex.redis.buffered", null, null, leases.buffered);
     IndexCounters.counter(r, "kvroute.kvindex.redis.fenced", null, null, leases.fenced);
     IndexCounters.counter(r, "kvroute.kvindex.redis.leases.lost", null, null, leases.lost);

@@ -2,8 +2,7 @@ package io.kvroute.kvindex.redis.internal;
 
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisAsyncCommands;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -11,20 +10,31 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.function.Function;
 
-/** The Lua scripts (resources next to this class), their SHA-1 digests and loading. Immutable. */
+/**
+ * The Lua scripts (resources next to this class), their SHA-1 digests and loading. Immutable.
+ *
+ * <p>In a Cluster every script touches the keys of one hash tag only (one slot), declared or not:
+ * Redis runs it on the shard of its first key.
+ */
 final class Scripts {
   enum Script {
-    WRITE("write.lua"),
-    REGISTER("register.lua"),
-    LOOKUP("lookup.lua"),
-    TOUCH("touch.lua"),
-    LEASE("lease.lua");
+    WRITE("write.lua", "prelude.lua"),
+    REGISTER("register.lua", "prelude.lua"),
+    LOOKUP("lookup.lua", "prelude.lua"),
+    TOUCH("touch.lua", "prelude.lua"),
+    LEASE("lease.lua", "prelude.lua"),
+    FLEET_LOAD("fleet-load.lua", "fleet-prelude.lua"),
+    FLEET_VIEW("fleet-view.lua", "fleet-prelude.lua"),
+    FLEET_SPEC("fleet-spec.lua", "fleet-prelude.lua");
 
     final String resource;
+    final String prelude;
 
-    Script(String resource) {
+    Script(String resource, String prelude) {
       this.resource = resource;
+      this.prelude = prelude;
     }
   }
 
@@ -32,28 +42,40 @@ final class Scripts {
   private final String[] sha = new String[Script.values().length];
 
   Scripts() {
-    String prelude = read("prelude.lua");
     for (Script s : Script.values()) {
-      String text = prelude + "\n" + read(s.resource);
+      String text = read(s.prelude) + "\n" + read(s.resource);
       source[s.ordinal()] = text;
       sha[s.ordinal()] = sha1(text);
     }
   }
 
-  /** Loads every script (after a connect, or after NOSCRIPT: the server restarted). */
-  void load(RedisCommands<byte[], byte[]> sync) {
+  /**
+   * Loads every script (after a connect, or after NOSCRIPT: the server restarted) with {@code
+   * loader} (SCRIPT LOAD; on a Cluster connection, on every node).
+   */
+  void load(Function<byte[], String> loader) {
     for (Script s : Script.values()) {
-      sync.scriptLoad(source[s.ordinal()]);
+      loader.apply(source[s.ordinal()].getBytes(StandardCharsets.UTF_8));
     }
   }
 
   <T> RedisFuture<T> call(
-      RedisAsyncCommands<byte[], byte[]> c,
+      RedisClusterAsyncCommands<byte[], byte[]> c,
       Script s,
       ScriptOutputType type,
       byte[][] keys,
       byte[]... args) {
     return c.evalsha(sha[s.ordinal()], type, keys, args);
+  }
+
+  /** The script sent whole ({@code EVAL}): for a node that does not have it cached. */
+  <T> RedisFuture<T> eval(
+      RedisClusterAsyncCommands<byte[], byte[]> c,
+      Script s,
+      ScriptOutputType type,
+      byte[][] keys,
+      byte[]... args) {
+    return c.eval(source[s.ordinal()].getBytes(StandardCharsets.UTF_8), type, keys, args);
   }
 
   private static String read(String name) {

@@ -3,7 +3,7 @@ package io.kvroute.kvindex.redis.internal;
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.List;
 
 /**
@@ -21,7 +21,7 @@ final class TouchOp extends Op {
   }
 
   @Override
-  RedisFuture<List<Object>> dispatch(RedisAsyncCommands<byte[], byte[]> c) {
+  RedisFuture<List<Object>> dispatch(RedisClusterAsyncCommands<byte[], byte[]> c) {
     return index.client.scripts.call(c, Script.TOUCH, ScriptOutputType.MULTI, keys, ttl);
   }
 

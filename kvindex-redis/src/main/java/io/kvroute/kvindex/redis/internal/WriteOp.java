@@ -1,7 +1,7 @@
 package io.kvroute.kvindex.redis.internal;
 
 import io.lettuce.core.RedisFuture;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.List;
 
 /**
@@ -15,6 +15,10 @@ final class WriteOp extends Op {
 
   final char kind;
   final String podName;
+
+  /** The pod's group (its keys' hash tag). */
+  final int pg;
+
   int pod;
   final int group;
   final int tier;
@@ -41,6 +45,7 @@ final class WriteOp extends Op {
     super(index);
     this.kind = kind;
     this.podName = podName;
+    this.pg = index.groups.group(podName);
     this.pod = pod;
     this.group = group;
     this.tier = tier;
@@ -57,7 +62,7 @@ final class WriteOp extends Op {
   }
 
   @Override
-  RedisFuture<List<Object>> dispatch(RedisAsyncCommands<byte[], byte[]> c) {
+  RedisFuture<List<Object>> dispatch(RedisClusterAsyncCommands<byte[], byte[]> c) {
     return index.dispatchWrites(c, List.of(this));
   }
 

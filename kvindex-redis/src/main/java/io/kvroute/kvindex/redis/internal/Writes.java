@@ -9,7 +9,7 @@ import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.kvroute.kvindex.redis.internal.Scripts.Script;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -33,6 +33,9 @@ final class Writes extends IndexPart {
   private final PendingBlocks partials = new PendingBlocks();
   private final ThreadLocal<StoreSpan> spans;
 
+  /** The layout of the pod whose store this thread is computing (for parent reads). */
+  private final ThreadLocal<KeyLayout> current = new ThreadLocal<>();
+
   Writes(RedisIndexImpl index) {
     super(index);
     this.tiers = index.tiers;
@@ -55,6 +58,10 @@ final class Writes extends IndexPart {
     if (n == 0 || !counters.validGroup(groupIdx, n)) {
       return;
     }
+    if (!followed(podId, n)) {
+      return;
+    }
+    KeyLayout keys = index.layout(podId);
     try {
       int pod = pod(podId, true, n);
       if (pod < 0) {
@@ -71,14 +78,35 @@ final class Writes extends IndexPart {
         leases.submit(new WriteOp(index, 'T', podId, pod, groupIdx, tier, k, n, 0, null, null));
         return;
       }
-      storeWithTokens(podId, pod, engineHashes, event, tier, groupIdx);
+      current.set(keys);
+      storeWithTokens(keys, podId, pod, engineHashes, event, tier, groupIdx);
     } catch (RedisClientImpl.Unavailable e) {
       counters.dropped("redis_unavailable", n);
+    } finally {
+      current.remove();
     }
   }
 
+  /**
+   * Whether this replica follows the pod's group (else the event is dropped, counted as {@code
+   * not_followed}: its followers write it).
+   */
+  private boolean followed(String podId, int n) {
+    if (index.groups.follows(podId)) {
+      return true;
+    }
+    counters.dropped("not_followed", Math.max(1, n));
+    return false;
+  }
+
   private void storeWithTokens(
-      String podName, int pod, long[] hashes, KvEvent.BlockStored event, int tier, int group) {
+      KeyLayout keys,
+      String podName,
+      int pod,
+      long[] hashes,
+      KvEvent.BlockStored event,
+      int tier,
+      int group) {
     StoreSpan span = spans.get();
     int hashed =
         span.begin(
@@ -145,11 +173,19 @@ final class Writes extends IndexPart {
     return kind >= 0 ? kind : readMapping(ek, out);
   }
 
-  /** Reads a mapping another replica (or an earlier life of this one) wrote. */
+  /**
+   * Reads a mapping another replica (or an earlier life of this one) wrote, in the group of the pod
+   * whose event is being stored.
+   */
   private int readMapping(long ek, long[] out) {
     // our own mapping may still be queued: let the writer catch up first
     client.flush(client.submittedSeq());
-    byte[] v = client.call(c -> c.get(keys.engine(ek)), rc.commandTimeout(), "read");
+    KeyLayout keys = current.get();
+    if (keys == null) {
+      keys = index.keys;
+    }
+    byte[] key = keys.engine(ek);
+    byte[] v = client.call(c -> c.get(key), rc.commandTimeout(), "read");
     if (v == null || v.length < 9) {
       return -1;
     }
@@ -167,6 +203,10 @@ final class Writes extends IndexPart {
     if (!counters.validGroup(groupIdx, n)) {
       return;
     }
+    if (n > 0 && !followed(podId, n)) {
+      return;
+    }
+    KeyLayout keys = index.layout(podId);
     try {
       int pod = pod(podId, false, n);
       if (pod < 0) {
@@ -193,10 +233,13 @@ final class Writes extends IndexPart {
   void allBlocksCleared(String podId) {
     Objects.requireNonNull(podId, "podId");
     counters.eventCleared();
+    if (!followed(podId, 1)) {
+      return;
+    }
     try {
       int pod = pods.id(podId, false);
       if (pod >= 0) {
-        leases.submit(new WriteOp(index, 'C', podId, pod, 0, 0, podnOnly(), 0, 0, null, null));
+        leases.submit(new WriteOp(index, 'C', podId, pod, 0, 0, podnOnly(podId), 0, 0, null, null));
       }
     } catch (RedisClientImpl.Unavailable e) {
       counters.dropped("redis_unavailable", 1);
@@ -212,7 +255,7 @@ final class Writes extends IndexPart {
         return;
       }
       Leases.Lease l = leases.detach(podId);
-      WriteOp op = new WriteOp(index, 'X', podId, pod, 0, 0, podnOnly(), 0, 0, null, null);
+      WriteOp op = new WriteOp(index, 'X', podId, pod, 0, 0, podnOnly(podId), 0, 0, null, null);
       if (!client.submit(op)) { // unfenced: any replica may remove a pod
         op.dropped("queue_full");
       }
@@ -220,7 +263,7 @@ final class Writes extends IndexPart {
       client.flush(op.seq);
       pods.forget(podId);
       if (l != null) {
-        leases.release(l, pod);
+        leases.release(l, podId, pod);
       }
     } catch (RedisClientImpl.Unavailable e) {
       counters.dropped("redis_unavailable", 1);
@@ -239,8 +282,8 @@ final class Writes extends IndexPart {
     return pod;
   }
 
-  private byte[][] podnOnly() {
-    return new byte[][] {keys.podnKey};
+  private byte[][] podnOnly(String podId) {
+    return new byte[][] {index.layout(podId).podnKey};
   }
 
   /** Called by the writer for a reply with status 1: the pod was not registered under its id. */
@@ -275,8 +318,10 @@ final class Writes extends IndexPart {
     }
   }
 
-  /** One {@code write.lua} call applying {@code ops} (all of this index) in order. */
-  RedisFuture<List<Object>> dispatch(RedisAsyncCommands<byte[], byte[]> c, List<WriteOp> ops) {
+  /** One {@code write.lua} call applying {@code ops} (all of this index and group) in order. */
+  RedisFuture<List<Object>> dispatch(
+      RedisClusterAsyncCommands<byte[], byte[]> c, List<WriteOp> ops) {
+    KeyLayout keys = index.layouts[ops.get(0).pg];
     int nk = 1;
     int na = 5;
     for (WriteOp op : ops) {

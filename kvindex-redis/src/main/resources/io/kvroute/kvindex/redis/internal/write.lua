@@ -101,24 +101,23 @@ for _ = 1, count do
     local unknown = {}
 
     local function add(k)
-      -- a new key costs one call
-      local fresh
-      if ttl > 0 then
-        fresh = redis.call('SET', k, entry, 'NX', 'PX', ttl)
-      else
-        fresh = redis.call('SET', k, entry, 'NX')
-      end
-      if fresh then
+      -- a new key costs two calls (GET, SET); a new entry on an existing key two (GET, SET of the
+      -- longer value); an entry already there two (GET, PEXPIRE)
+      local v = redis.call('GET', k)
+      if not v then
+        if ttl > 0 then
+          redis.call('SET', k, entry, 'PX', ttl)
+        else
+          redis.call('SET', k, entry)
+        end
         added = added + 1
         keysCreated = keysCreated + 1
         return
       end
-      local v = redis.call('GET', k)
       if findAligned(v, entry) then
         if ttl > 0 then redis.call('PEXPIRE', k, ttl) end
         return
       end
-      local changed = false
       if findAligned(v, pod3) then
         -- drop this pod's entries of earlier epochs (cleared since)
         local parts = {}
@@ -126,42 +125,26 @@ for _ = 1, count do
           local e = string.sub(v, i, i + 7)
           if string.sub(e, 1, 3) ~= pod3 or string.sub(e, 4, 6) == ep3 then parts[#parts + 1] = e end
         end
-        if #parts * 8 ~= #v then
-          v = table.concat(parts)
-          changed = true
-        end
+        if #parts * 8 ~= #v then v = table.concat(parts) end
       end
       while #v + 8 > maxBytes do
         uncount(string.sub(v, 1, 8))
         v = string.sub(v, 9)
         evicted = evicted + 1
-        changed = true
       end
-      if changed then
-        v = v .. entry
-        if ttl > 0 then redis.call('SET', k, v, 'PX', ttl) else redis.call('SET', k, v, 'KEEPTTL') end
-      else
-        redis.call('APPEND', k, entry)
-        if ttl > 0 then redis.call('PEXPIRE', k, ttl) end
-      end
+      v = v .. entry
+      if ttl > 0 then redis.call('SET', k, v, 'PX', ttl) else redis.call('SET', k, v, 'KEEPTTL') end
       added = added + 1
     end
 
     if op == 'S' then
       for i = 0, n - 1 do add(KEYS[keys0 + i]) end
       for j = 0, m - 1 do
-        -- a new mapping costs one call; an existing one (the same content stored again, by this
-        -- or another pod) is overwritten to refresh it
+        -- one call: written (refreshed) whether new or not; SET ... GET tells which it was
         local k, v = KEYS[keys0 + n + j], ARGV[vals + j]
-        local fresh
-        if mttl > 0 then fresh = redis.call('SET', k, v, 'NX', 'PX', mttl) else fresh = redis.call('SET', k, v, 'NX') end
-        if fresh then
-          newMappings = newMappings + 1
-        elseif mttl > 0 then
-          redis.call('SET', k, v, 'PX', mttl)
-        else
-          redis.call('SET', k, v)
-        end
+        local old
+        if mttl > 0 then old = redis.call('SET', k, v, 'PX', mttl, 'GET') else old = redis.call('SET', k, v, 'GET') end
+        if not old then newMappings = newMappings + 1 end
       end
     elseif op == 'T' then
       for j = 0, n - 1 do
