@@ -154,12 +154,7 @@ public final class FailureAnswer {
     }
     if (cause instanceof RequestDroppedException d) {
       return new FailureAnswer(
-          429,
-          DROPPED,
-          message,
-          d.retryAfter().orElse(ONE_SECOND),
-          null,
-          d.reason().header());
+          429, DROPPED, message, d.retryAfter().orElse(ONE_SECOND), null, d.reason().header());
     }
     if (cause instanceof ConnectorException.ForbiddenTargetException) {
       return new FailureAnswer(403, FORBIDDEN_TARGET, message, null, null);

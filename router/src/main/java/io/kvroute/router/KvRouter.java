@@ -173,8 +173,8 @@ public final class KvRouter implements AutoCloseable {
   }
 
   /**
-   * Flow control: a {@link FlowController} whose saturation detector reads this router's
-   * endpoints, the scheduler's metrics store and latency predictor, woken on the router's executor.
+   * Flow control: a {@link FlowController} whose saturation detector reads this router's endpoints,
+   * the scheduler's metrics store and latency predictor, woken on the router's executor.
    */
   private FlowStage flowStage(FlowControlConfig config, MeterRegistry registry) {
     java.util.concurrent.atomic.AtomicReference<FlowController> self =

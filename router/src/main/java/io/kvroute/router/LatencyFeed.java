@@ -14,11 +14,10 @@ import java.util.function.LongSupplier;
  * What one routed request teaches the scheduler's {@link LatencyPredictor}: a ticket per attempt
  * (its uncached prompt tokens join the computing endpoint's prefill queue), the time to first token
  * when the first event of a streamed (SSE) answer reaches the router, and the time per output token
- * when the stream ends (the answer's data events stand for its tokens: vLLM streams one per
- * token, plus its {@code [DONE]}; a stream of fewer than {@value #MIN_EVENTS} events teaches no
- * TPOT). A response that is not streamed teaches nothing but leaves the predictor's state as it
- * found it. A first token also tells flow control that prefill work finished ({@link
- * FlowController#poll}).
+ * when the stream ends (the answer's data events stand for its tokens: vLLM streams one per token,
+ * plus its {@code [DONE]}; a stream of fewer than {@value #MIN_EVENTS} events teaches no TPOT). A
+ * response that is not streamed teaches nothing but leaves the predictor's state as it found it. A
+ * first token also tells flow control that prefill work finished ({@link FlowController#poll}).
  *
  * <p>Thread-safe: attempts are sequential and the stream's signals serial; the ticket is published
  * through a volatile field.

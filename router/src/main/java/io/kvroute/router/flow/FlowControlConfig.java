@@ -50,8 +50,8 @@ public final class FlowControlConfig {
       return switch (s.toLowerCase(Locale.ROOT)) {
         case "fcfs" -> FCFS;
         case "edf" -> EDF;
-        default -> throw new IllegalArgumentException(
-            "ordering must be fcfs or edf, was \"" + s + "\"");
+        default ->
+            throw new IllegalArgumentException("ordering must be fcfs or edf, was \"" + s + "\"");
       };
     }
   }
@@ -76,8 +76,9 @@ public final class FlowControlConfig {
         case "none" -> NONE;
         case "round-robin" -> ROUND_ROBIN;
         case "vtc" -> VIRTUAL_TOKEN_COUNTER;
-        default -> throw new IllegalArgumentException(
-            "fairness must be none, round-robin or vtc, was \"" + s + "\"");
+        default ->
+            throw new IllegalArgumentException(
+                "fairness must be none, round-robin or vtc, was \"" + s + "\"");
       };
     }
   }
@@ -90,8 +91,8 @@ public final class FlowControlConfig {
    * @param maxQueueLength requests it may hold waiting; beyond, {@code queue-full}
    * @param ttl how long a request may wait in it; beyond, {@code ttl-expired}
    * @param ordering the order inside a tenant's queue
-   * @param maxSaturation its requests are admitted while the fleet's saturation is below this
-   *     (1 = saturated); a lower value keeps headroom for the bands above
+   * @param maxSaturation its requests are admitted while the fleet's saturation is below this (1 =
+   *     saturated); a lower value keeps headroom for the bands above
    * @param sheddable its waiting requests may be evicted to make room for higher bands' ({@code
    *     shed-lower-priority})
    */
@@ -128,7 +129,8 @@ public final class FlowControlConfig {
      * sheddable when its priority is negative.
      */
     public static Band of(String name, int priority) {
-      return new Band(name, priority, 1000, Duration.ofSeconds(30), Ordering.FCFS, 1.0, priority < 0);
+      return new Band(
+          name, priority, 1000, Duration.ofSeconds(30), Ordering.FCFS, 1.0, priority < 0);
     }
   }
 
@@ -157,8 +159,7 @@ public final class FlowControlConfig {
     /** Validates. */
     public Saturation {
       if (queueDepth < 1) {
-        throw new IllegalArgumentException(
-            "saturation.queueDepth must be >= 1, was " + queueDepth);
+        throw new IllegalArgumentException("saturation.queueDepth must be >= 1, was " + queueDepth);
       }
       if (!(kvCacheUtilization > 0 && kvCacheUtilization <= 1)) {
         throw new IllegalArgumentException(

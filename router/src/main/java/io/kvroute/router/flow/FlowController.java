@@ -19,14 +19,13 @@ import java.util.function.LongSupplier;
 
 /**
  * Admission before scheduling: a request is admitted at once while its model's endpoints are not
- * saturated ({@link SaturationDetector}) and nothing of its band or above waits; otherwise it
- * waits in its band's bounded queue until capacity frees, its TTL passes, or a higher band's
- * request evicts it. Bands are served in strict priority; inside a band, tenants in turn
- * (round-robin) or by served tokens (virtual token counter); inside a tenant, FCFS or EDF. Design
- * facts follow llm-d's flow control ({@code gateway-api-inference-extension}, {@code
- * pkg/epp/flowcontrol}): strict priority between bands, a fairness policy between flows and an
- * ordering policy inside a flow, a saturation gate, per-band capacity, TTL expiry, and eviction of
- * sheddable requests.
+ * saturated ({@link SaturationDetector}) and nothing of its band or above waits; otherwise it waits
+ * in its band's bounded queue until capacity frees, its TTL passes, or a higher band's request
+ * evicts it. Bands are served in strict priority; inside a band, tenants in turn (round-robin) or
+ * by served tokens (virtual token counter); inside a tenant, FCFS or EDF. Design facts follow
+ * llm-d's flow control ({@code gateway-api-inference-extension}, {@code pkg/epp/flowcontrol}):
+ * strict priority between bands, a fairness policy between flows and an ordering policy inside a
+ * flow, a saturation gate, per-band capacity, TTL expiry, and eviction of sheddable requests.
  *
  * <p>Non-blocking: a waiting request is an entry in a queue and a {@link CompletableFuture}, no
  * thread. The controller is driven by events: {@link #enqueue}, {@link Admission#release} (capacity
@@ -40,8 +39,8 @@ import java.util.function.LongSupplier;
  * <p>Memory is bounded: at most {@link FlowControlConfig#maxQueued()} requests wait in all, each
  * band at most its {@code maxQueueLength}; empty tenant queues are forgotten.
  *
- * <p>Thread-safe: one lock guards the queues; it is never held while a future completes or a
- * wakeup is scheduled.
+ * <p>Thread-safe: one lock guards the queues; it is never held while a future completes or a wakeup
+ * is scheduled.
  */
 public final class FlowController {
   /** Models with state of their own, at most; requests of further models are admitted at once. */
@@ -66,7 +65,8 @@ public final class FlowController {
    * @param tokens its prompt tokens, or an estimate (virtual token counting)
    * @param slo its latency objective
    */
-  public record FlowRequest(String model, int priority, String tenant, long tokens, LatencySlo slo) {
+  public record FlowRequest(
+      String model, int priority, String tenant, long tokens, LatencySlo slo) {
     /** Validates. */
     public FlowRequest {
       Objects.requireNonNull(model, "model");
@@ -201,8 +201,8 @@ public final class FlowController {
   /**
    * Looks at the queues again: drops what expired, admits what the fleet has room for now. Call it
    * when the {@link Wakeup} fires and whenever the measured load changed (metrics refreshed, first
-   * tokens came back); requests that waited for a predicted latency ({@link Admission#requeue})
-   * are reconsidered.
+   * tokens came back); requests that waited for a predicted latency ({@link Admission#requeue}) are
+   * reconsidered.
    */
   public void poll() {
     synchronized (lock) {
@@ -309,8 +309,20 @@ public final class FlowController {
     BandQueue bq = a.mq.bands[a.band];
     FlowControlConfig.Band band = bq.config;
     if (bq.size() >= band.maxQueueLength()) {
-      dropLocked(a, RequestDroppedException.Reason.QUEUE_FULL, "band " + band.name() + " is full");
-      return;
+      // With fairness, a full band makes room by dropping the newest request of the tenant with the
+      // most waiting (longest-queue drop), so one tenant's flood cannot keep the others out.
+      Admission longest =
+          config.fairness() == FlowControlConfig.Fairness.NONE ? null : bq.newestOfLongest(a);
+      if (longest == null) {
+        dropLocked(
+            a, RequestDroppedException.Reason.QUEUE_FULL, "band " + band.name() + " is full");
+        return;
+      }
+      removeLocked(longest);
+      dropLocked(
+          longest,
+          RequestDroppedException.Reason.QUEUE_FULL,
+          "band " + band.name() + " is full and its tenant has the most requests waiting in it");
     }
     if (queued >= config.maxQueued()) {
       Admission victim = victim(a.mq, a.band);
@@ -798,6 +810,22 @@ public final class FlowController {
         default:
           return all.first();
       }
+    }
+
+    /**
+     * The newest waiting request of the tenant with the most requests waiting, if that tenant has
+     * at least two more waiting than {@code arriving}'s tenant; else null.
+     */
+    Admission newestOfLongest(Admission arriving) {
+      TenantQueue mine = tenants.get(arriving.request.tenant());
+      int own = mine == null ? 0 : mine.items.size();
+      TenantQueue longest = null;
+      for (TenantQueue t : tenants.values()) {
+        if (longest == null || t.items.size() > longest.items.size()) {
+          longest = t;
+        }
+      }
+      return longest != null && longest.items.size() > own + 1 ? longest.items.last() : null;
     }
 
     /** Charges {@code tenant} for tokens served (virtual token counter). */

@@ -30,8 +30,8 @@ public interface SaturationDetector {
   /**
    * The detector from what kvroute knows (see {@link FlowControlConfig.Saturation}): the engines'
    * waiting queue and KV-cache usage from their {@code /metrics}, the requests in flight, and the
-   * uncached prompt tokens awaiting their first token. A model without endpoints is never
-   * saturated (the scheduler answers it).
+   * uncached prompt tokens awaiting their first token. A model without endpoints is never saturated
+   * (the scheduler answers it).
    *
    * @param limits the thresholds
    * @param endpoints a model's endpoints
@@ -63,9 +63,7 @@ public interface SaturationDetector {
           EndpointMetrics em = m.get();
           double q = Math.max(0, em.waitingRequests()) / (double) limits.queueDepth();
           double kv =
-              Double.isNaN(em.kvCacheUsage())
-                  ? 0
-                  : em.kvCacheUsage() / limits.kvCacheUtilization();
+              Double.isNaN(em.kvCacheUsage()) ? 0 : em.kvCacheUsage() / limits.kvCacheUtilization();
           metricSum += Math.max(q, kv);
         } else if (metrics.freshness(id) == MetricsStore.Freshness.STALE) {
           metricSum += 1;

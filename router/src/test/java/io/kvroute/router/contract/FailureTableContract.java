@@ -10,12 +10,14 @@ import io.kvroute.router.KvRouter;
 import io.kvroute.router.flow.FlowControlConfig;
 import io.kvroute.router.flow.RequestDroppedException;
 import io.kvroute.scoring.EndpointMetrics;
-import io.kvroute.scoring.LatencySlo;
 import io.kvroute.scoring.Filter;
+import io.kvroute.scoring.LatencySlo;
 import io.kvroute.scoring.Pickers;
 import io.kvroute.scoring.Profile;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulingContext;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -32,8 +34,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import mockwebserver3.MockResponse;
 import mockwebserver3.MockWebServer;
 import mockwebserver3.SocketEffect;
@@ -283,8 +283,7 @@ public abstract class FailureTableContract {
                         1,
                         true)))
             .build();
-    KvRouter r =
-        router(decodePod(null), b -> b.flowControl(config).meterRegistry(registry));
+    KvRouter r = router(decodePod(null), b -> b.flowControl(config).meterRegistry(registry));
     // 1,000 waiting requests at the engine (saturated at 5), fresh for the row's duration
     r.scheduler().metricsStore().update("d0", EndpointMetrics.of(1000, 0, 0.0));
     return r;
@@ -299,8 +298,12 @@ public abstract class FailureTableContract {
   }
 
   private static double dropped(MeterRegistry registry, String reason, String tenant) {
-    return registry.find("kvroute.flow.dropped").tag("reason", reason).tag("tenant", tenant)
-        .counters().stream()
+    return registry
+        .find("kvroute.flow.dropped")
+        .tag("reason", reason)
+        .tag("tenant", tenant)
+        .counters()
+        .stream()
         .mapToDouble(io.micrometer.core.instrument.Counter::count)
         .sum();
   }

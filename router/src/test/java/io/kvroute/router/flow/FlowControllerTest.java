@@ -110,8 +110,7 @@ class FlowControllerTest {
             FlowControlConfig.builder()
                 .bands(
                     List.of(
-                        new Band(
-                            "only", 0, 2, Duration.ofSeconds(30), Ordering.FCFS, 1.0, false)))
+                        new Band("only", 0, 2, Duration.ofSeconds(30), Ordering.FCFS, 1.0, false)))
                 .build());
     c.enqueue(req(0, "t")).join();
     c.enqueue(req(0, "t"));
@@ -129,6 +128,32 @@ class FlowControllerTest {
                 .counter()
                 .count())
         .isEqualTo(1);
+  }
+
+  @Test
+  void aFullBandDropsTheNewestRequestOfTheTenantWithTheMostWaiting() {
+    FlowController c =
+        controller(
+            FlowControlConfig.builder()
+                .bands(
+                    List.of(
+                        new Band("only", 0, 3, Duration.ofSeconds(30), Ordering.FCFS, 1.0, false)))
+                .build());
+    c.enqueue(req(0, "flood")).join(); // admitted: the fleet is full after it
+    CompletableFuture<Admission> f1 = c.enqueue(req(0, "flood"));
+    CompletableFuture<Admission> f2 = c.enqueue(req(0, "flood"));
+    CompletableFuture<Admission> f3 = c.enqueue(req(0, "flood"));
+    // the band is full of the flood's requests; another of the flood's is refused ...
+    assertThat(reasonOf(c.enqueue(req(0, "flood"))))
+        .isEqualTo(RequestDroppedException.Reason.QUEUE_FULL);
+    // ... but the quiet tenant's gets in, in place of the flood's newest
+    CompletableFuture<Admission> quiet = c.enqueue(req(0, "quiet"));
+    assertThat(quiet).isNotDone();
+    assertThat(reasonOf(f3)).isEqualTo(RequestDroppedException.Reason.QUEUE_FULL);
+    assertThat(f3.handle((x, t) -> t.getMessage()).join()).contains("most requests waiting");
+    assertThat(f1).isNotDone();
+    assertThat(f2).isNotDone();
+    assertThat(c.queued()).isEqualTo(3);
   }
 
   @Test
@@ -157,8 +182,7 @@ class FlowControllerTest {
     FlowController c = controller(FlowControlConfig.builder().build());
     c.enqueue(req(0, "t")).join();
     CompletableFuture<Admission> waiting =
-        c.enqueue(
-            new FlowRequest("m", 0, "t", 10, LatencySlo.of(Duration.ofMillis(200), null)));
+        c.enqueue(new FlowRequest("m", 0, "t", 10, LatencySlo.of(Duration.ofMillis(200), null)));
     clock.addAndGet(200_000_000L);
     c.poll();
     assertThat(reasonOf(waiting)).isEqualTo(RequestDroppedException.Reason.SLO_UNATTAINABLE);
@@ -413,7 +437,8 @@ class FlowControllerTest {
               FlowControlConfig.builder()
                   .bands(
                       List.of(
-                          new Band("high", 10, 5000, Duration.ofMinutes(5), Ordering.FCFS, 1, false),
+                          new Band(
+                              "high", 10, 5000, Duration.ofMinutes(5), Ordering.FCFS, 1, false),
                           new Band("low", 0, 5000, Duration.ofMinutes(5), Ordering.FCFS, 1, true)))
                   .build(),
               (model, inFlight) -> inFlight / 4.0,
