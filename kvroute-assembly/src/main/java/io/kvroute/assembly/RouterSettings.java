@@ -495,8 +495,8 @@ public record RouterSettings(
    *     InferenceObjective})
    * @param sloAdmission hold a request with a TTFT objective while no endpoint is predicted to meet
    *     it, refuse it when none can (default true)
-   * @param recheckInterval how often waiting requests are looked at while the fleet stays
-   *     saturated (default 20ms)
+   * @param recheckInterval how often waiting requests are looked at while the fleet stays saturated
+   *     (default 20ms)
    */
   public record FlowControl(
       Integer defaultPriority,

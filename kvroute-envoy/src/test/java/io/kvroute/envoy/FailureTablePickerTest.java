@@ -19,8 +19,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The failure table through the Envoy picker, over gRPC on a loopback socket: its immediate
- * responses for requests it cannot route.
- * The picker never sends a leg (Envoy does), so the upstream rows are not its.
+ * responses for requests it cannot route. The picker never sends a leg (Envoy does), so the
+ * upstream rows are not its.
  */
 class FailureTablePickerTest extends FailureTableContract {
 

@@ -178,8 +178,8 @@ public final class LatencyPredictor {
   }
 
   /**
-   * A request was sent: {@code computeEndpointId} computes its prompt ({@code uncachedTokens} of
-   * it not cached there, {@code cachedTokens} cached) and {@code decodeEndpointId} decodes it (the
+   * A request was sent: {@code computeEndpointId} computes its prompt ({@code uncachedTokens} of it
+   * not cached there, {@code cachedTokens} cached) and {@code decodeEndpointId} decodes it (the
    * same endpoint unless disaggregated). Its tokens join the endpoint's prefill queue until {@link
    * Ticket#firstToken}; the ticket must end with {@link Ticket#finished} or {@link Ticket#abandon}.
    */
@@ -513,10 +513,12 @@ public final class LatencyPredictor {
     final Counter dropped;
 
     Meters(MeterRegistry r, LatencyPredictor p) {
-      this.ttftPredicted = timer(r, "kvroute.slo.predicted", "ttft", "Predicted latency at routing");
+      this.ttftPredicted =
+          timer(r, "kvroute.slo.predicted", "ttft", "Predicted latency at routing");
       this.ttftActual = timer(r, "kvroute.slo.actual", "ttft", "Observed latency");
       this.ttftError = error(r, "ttft");
-      this.tpotPredicted = timer(r, "kvroute.slo.predicted", "tpot", "Predicted latency at routing");
+      this.tpotPredicted =
+          timer(r, "kvroute.slo.predicted", "tpot", "Predicted latency at routing");
       this.tpotActual = timer(r, "kvroute.slo.actual", "tpot", "Observed latency");
       this.tpotError = error(r, "tpot");
       this.dropped =

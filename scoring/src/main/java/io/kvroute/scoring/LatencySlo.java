@@ -97,7 +97,8 @@ public final class LatencySlo {
   /** This objective, each missing bound taken from {@code defaults}. */
   public LatencySlo orElse(LatencySlo defaults) {
     Objects.requireNonNull(defaults, "defaults");
-    if ((ttftNanos != 0 || defaults.ttftNanos == 0) && (tpotNanos != 0 || defaults.tpotNanos == 0)) {
+    if ((ttftNanos != 0 || defaults.ttftNanos == 0)
+        && (tpotNanos != 0 || defaults.tpotNanos == 0)) {
       return this;
     }
     return new LatencySlo(

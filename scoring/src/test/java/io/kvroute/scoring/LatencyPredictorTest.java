@@ -71,7 +71,8 @@ class LatencyPredictorTest {
     assertThat(idle.tpotNanos() / 1e9).isCloseTo(0.02, within(0.05));
     // explainable: the coefficient of the request's own tokens is 1 s per 10k tokens
     Map<String, Double> c = p.ttftCoefficients("e");
-    assertThat(c.get("uncachedTokens/1e4")).isCloseTo(1.0, org.assertj.core.data.Offset.offset(0.1));
+    assertThat(c.get("uncachedTokens/1e4"))
+        .isCloseTo(1.0, org.assertj.core.data.Offset.offset(0.1));
     assertThat(c.get("prefillQueueTokens/1e4"))
         .isCloseTo(1.0, org.assertj.core.data.Offset.offset(0.1));
     assertThat(registry.get("kvroute.slo.actual").tag("latency", "ttft").timer().count())
@@ -120,8 +121,7 @@ class LatencyPredictorTest {
   @Test
   void endpointsBeyondTheBoundShareThePooledModel() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    LatencyPredictor p =
-        LatencyPredictor.builder().maxEndpoints(2).meterRegistry(registry).build();
+    LatencyPredictor p = LatencyPredictor.builder().maxEndpoints(2).meterRegistry(registry).build();
     for (int i = 0; i < 5; i++) {
       p.dispatched("e" + i, "e" + i, 10, 0, 0).abandon();
     }
@@ -185,8 +185,7 @@ class LatencyPredictorTest {
 
   @Test
   void objectivesComeFromHeadersAndDefaults() {
-    Map<String, String> h =
-        Map.of(LatencySlo.TTFT_HEADER, "250", LatencySlo.TPOT_HEADER, " 40 ");
+    Map<String, String> h = Map.of(LatencySlo.TTFT_HEADER, "250", LatencySlo.TPOT_HEADER, " 40 ");
     LatencySlo slo = LatencySlo.fromHeaders(n -> Optional.ofNullable(h.get(n)));
     assertThat(slo.ttft()).contains(Duration.ofMillis(250));
     assertThat(slo.tpot()).contains(Duration.ofMillis(40));

@@ -514,9 +514,9 @@ public final class Simulation {
   }
 
   /**
-   * Routes {@code f} when admitted (flow control completes the future on this thread, in the
-   * event that admitted it: an arrival, a poll or a release, never inside an engine's step), or
-   * counts it if dropped.
+   * Routes {@code f} when admitted (flow control completes the future on this thread, in the event
+   * that admitted it: an arrival, a poll or a release, never inside an engine's step), or counts it
+   * if dropped.
    */
   private void await(Flight f, CompletableFuture<FlowController.Admission> admission) {
     admission.whenComplete(
