@@ -183,7 +183,8 @@ final class ReplayCommand implements Callable<Integer> {
       paramLabel = "SPEC",
       description =
           "A class of requests, repeatable: name:share=9,priority=-100,tenant=b,ttft=2s,tpot=50ms"
-              + " (each request gets one class at random by share; figures per class)")
+              + " (each request gets one class at random by share; figures per class; default:"
+              + " none)")
   List<String> classes;
 
   @Option(
