@@ -6,7 +6,7 @@ module io.kvroute.replay {
   requires transitive io.kvroute.testkit;
   requires transitive io.kvroute.scoring;
   requires transitive io.kvroute.kvindex;
-  requires io.kvroute.router;
+  requires transitive io.kvroute.router;
   requires com.fasterxml.jackson.databind;
 
   exports io.kvroute.replay;

@@ -10,4 +10,5 @@ module io.kvroute.router {
   requires org.slf4j;
 
   exports io.kvroute.router;
+  exports io.kvroute.router.flow;
 }

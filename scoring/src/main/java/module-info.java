@@ -39,6 +39,7 @@ module io.kvroute.scoring {
       io.kvroute.scoring.internal.BuiltinScorers.LoraAffinityScorer,
       io.kvroute.scoring.internal.BuiltinScorers.SessionAffinityScorer,
       io.kvroute.scoring.internal.BuiltinScorers.NoHitLruScorer,
+      io.kvroute.scoring.internal.BuiltinScorers.PredictedLatencyScorer,
       io.kvroute.scoring.internal.BuiltinPlugins.MaxScorePicker,
       io.kvroute.scoring.internal.BuiltinPlugins.RandomPicker,
       io.kvroute.scoring.internal.BuiltinPlugins.WeightedRandomPicker,

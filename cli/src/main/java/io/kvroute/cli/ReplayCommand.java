@@ -3,12 +3,14 @@ package io.kvroute.cli;
 import io.kvroute.replay.Replay;
 import io.kvroute.replay.ReplayListener;
 import io.kvroute.replay.ReplayReport;
+import io.kvroute.replay.RequestClass;
 import io.kvroute.replay.SharedPrefix;
 import io.kvroute.replay.Slo;
 import io.kvroute.replay.Strategy;
 import io.kvroute.replay.StrategyResult;
 import io.kvroute.replay.TraceFormatException;
 import io.kvroute.replay.Workload;
+import io.kvroute.router.flow.FlowControlConfig;
 import io.kvroute.testkit.engine.EngineProfile;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -16,6 +18,8 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -174,6 +178,87 @@ final class ReplayCommand implements Callable<Integer> {
       description = "Write an HTML report (TTFT CDFs, hit ratio over time; default: none)")
   Path html;
 
+  @Option(
+      names = "--class",
+      paramLabel = "SPEC",
+      description =
+          "A class of requests, repeatable: name:share=9,priority=-100,tenant=b,ttft=2s,tpot=50ms"
+              + " (each request gets one class at random by share; figures per class; default:"
+              + " none)")
+  List<String> classes;
+
+  @Option(
+      names = "--flow-control",
+      defaultValue = "off",
+      paramLabel = "on|off",
+      description = "Flow control in front of the scheduler (default off)")
+  String flowControl;
+
+  @Option(
+      names = "--flow-fairness",
+      defaultValue = "round-robin",
+      description = "Fairness between a band's tenants: none, round-robin or vtc")
+  String flowFairness;
+
+  @Option(
+      names = "--flow-ordering",
+      defaultValue = "fcfs",
+      description = "Order inside a tenant's queue: fcfs or edf")
+  String flowOrdering;
+
+  @Option(
+      names = "--flow-ttl",
+      paramLabel = "MS",
+      description = "How long a request may wait in a band (default: the SLO's TTFT)")
+  Double flowTtlMs;
+
+  @Option(
+      names = "--flow-queue",
+      defaultValue = "1000",
+      description = "Requests each band may hold waiting")
+  int flowQueue;
+
+  @Option(
+      names = "--flow-queue-depth",
+      defaultValue = "5",
+      description = "Saturation: engine waiting requests at which an engine is saturated")
+  int flowQueueDepth;
+
+  @Option(
+      names = "--flow-kv-usage",
+      defaultValue = "0.8",
+      description = "Saturation: KV-cache usage at which an engine is saturated")
+  double flowKvUsage;
+
+  @Option(
+      names = "--flow-max-inflight",
+      defaultValue = "0",
+      description = "Saturation: requests in flight per engine (0: no limit)")
+  int flowMaxInflight;
+
+  @Option(
+      names = "--flow-max-prefill-tokens",
+      defaultValue = "0",
+      description =
+          "Saturation: uncached prompt tokens routed to an engine and awaiting their first token"
+              + " (0: no limit)")
+  long flowMaxPrefillTokens;
+
+  @Option(
+      names = "--flow-sheddable-saturation",
+      defaultValue = "1.0",
+      description =
+          "The saturation up to which the sheddable band (negative priorities) is admitted; below"
+              + " 1 it keeps headroom for the bands above")
+  double flowSheddableSaturation;
+
+  @Option(
+      names = "--flow-slo-admission",
+      defaultValue = "on",
+      paramLabel = "on|off",
+      description = "Hold or refuse what no engine is predicted to serve within its TTFT objective")
+  String flowSloAdmission;
+
   @Option(names = "--no-progress", description = "No progress bar on stderr")
   boolean noProgress;
 
@@ -219,6 +304,9 @@ final class ReplayCommand implements Callable<Integer> {
               .slo(Slo.parse(slo))
               .seed(seed)
               .eventLag(Duration.ofNanos(Math.round(eventLagMs * 1e6)));
+      if (onOff(flowControl, "--flow-control")) {
+        b.flowControl(flowControlConfig());
+      }
       if (prefill != null || decode != null) {
         if (prefill == null || decode == null) {
           throw new Main.CliException("--prefill and --decode go together");
@@ -233,7 +321,61 @@ final class ReplayCommand implements Callable<Integer> {
     }
   }
 
+  private static boolean onOff(String v, String option) {
+    switch (v.toLowerCase(java.util.Locale.ROOT)) {
+      case "on":
+        return true;
+      case "off":
+        return false;
+      default:
+        throw new Main.CliException(option + " must be on or off, was \"" + v + "\"");
+    }
+  }
+
+  /** The default bands, with the replay's TTL, queue bound and ordering. */
+  private FlowControlConfig flowControlConfig() {
+    Duration ttl =
+        flowTtlMs != null ? Duration.ofNanos(Math.round(flowTtlMs * 1e6)) : Slo.parse(slo).ttft();
+    FlowControlConfig.Ordering ordering = FlowControlConfig.Ordering.parse(flowOrdering);
+    List<FlowControlConfig.Band> bands = new ArrayList<>();
+    for (FlowControlConfig.Band d : FlowControlConfig.builder().build().bands()) {
+      bands.add(
+          new FlowControlConfig.Band(
+              d.name(),
+              d.priority(),
+              flowQueue,
+              ttl,
+              ordering,
+              d.priority() < 0 ? flowSheddableSaturation : d.maxSaturation(),
+              d.sheddable()));
+    }
+    return FlowControlConfig.builder()
+        .bands(bands)
+        .fairness(FlowControlConfig.Fairness.parse(flowFairness))
+        .saturation(
+            new FlowControlConfig.Saturation(
+                flowQueueDepth, flowKvUsage, flowMaxInflight, flowMaxPrefillTokens))
+        .sloAdmission(onOff(flowSloAdmission, "--flow-slo-admission"))
+        .build();
+  }
+
   private Workload workload() {
+    Workload w = baseWorkload();
+    if (classes == null || classes.isEmpty()) {
+      return w;
+    }
+    List<RequestClass> cs = new ArrayList<>();
+    try {
+      for (String c : classes) {
+        cs.add(RequestClass.parse(c));
+      }
+      return w.withClasses(cs, seed);
+    } catch (IllegalArgumentException e) {
+      throw new Main.CliException("--class: " + e.getMessage());
+    }
+  }
+
+  private Workload baseWorkload() {
     if ((trace == null) == (workload == null)) {
       throw new Main.CliException("give either --trace FILE or --workload shared-prefix");
     }

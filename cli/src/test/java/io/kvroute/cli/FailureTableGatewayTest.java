@@ -21,20 +21,21 @@ class FailureTableGatewayTest extends FailureTableContract {
       HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @Override
-  protected Seen send(KvRouter router, InferenceRequest.Api api, byte[] body) throws Exception {
+  protected Seen send(
+      KvRouter router, InferenceRequest.Api api, byte[] body, Map<String, String> requestHeaders)
+      throws Exception {
     try (OpenAiFront front =
         OpenAiFront.builder("gateway", GatewayCommand.handler(router))
             .listen("127.0.0.1", 0)
             .build()
             .start()) {
-      HttpResponse<String> r =
-          http.send(
-              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + front.port() + api.path()))
-                  .timeout(Duration.ofSeconds(30))
-                  .header("Content-Type", "application/json")
-                  .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-                  .build(),
-              HttpResponse.BodyHandlers.ofString());
+      HttpRequest.Builder rb =
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + front.port() + api.path()))
+              .timeout(Duration.ofSeconds(30))
+              .header("Content-Type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofByteArray(body));
+      requestHeaders.forEach(rb::header);
+      HttpResponse<String> r = http.send(rb.build(), HttpResponse.BodyHandlers.ofString());
       Map<String, String> headers = new LinkedHashMap<>();
       r.headers().map().forEach((k, v) -> headers.put(k, v.get(0)));
       return new Seen(r.statusCode(), headers, r.body());

@@ -165,4 +165,46 @@ class ReplayCommandTest {
         .contains("unknown engine profile \"gpt-5\"");
     assertThat(run(with(SMALL_SHAPE, "--slo", "ttft=soon")).code()).isEqualTo(2);
   }
+
+  @Test
+  void replaysWithFlowControlAndReportsEachClass(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("fc.json");
+    Run r =
+        run(
+            with(
+                SMALL_SHAPE,
+                "--strategies",
+                "precise",
+                "--flow-control",
+                "on",
+                "--flow-max-inflight",
+                "4",
+                "--flow-fairness",
+                "vtc",
+                "--class",
+                "high:share=1,priority=100,tenant=a,ttft=5s",
+                "--class",
+                "low:share=3,priority=-100,tenant=b",
+                "--json",
+                json.toString()));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("flow control on").contains("per class");
+    JsonNode s = new ObjectMapper().readTree(Files.readString(json)).get("strategies").get(0);
+    JsonNode classes = s.get("classes");
+    assertThat(classes).hasSize(2);
+    int offered = 0;
+    for (JsonNode c : classes) {
+      offered += c.get("offered").asInt();
+      assertThat(c.get("name").asText()).isIn("high", "low");
+    }
+    assertThat(offered).isEqualTo(60);
+    assertThat(s.get("fairness").isNumber() || s.get("fairness").isNull()).isTrue();
+    assertThat(run(with(SMALL_SHAPE, "--flow-control", "maybe")).err())
+        .contains("--flow-control must be on or off");
+    assertThat(run(with(SMALL_SHAPE, "--class", "x:colour=red")).err())
+        .contains("--class")
+        .contains("unknown key");
+    assertThat(run(with(SMALL_SHAPE, "--flow-control", "on", "--flow-fairness", "lottery")).code())
+        .isEqualTo(2);
+  }
 }

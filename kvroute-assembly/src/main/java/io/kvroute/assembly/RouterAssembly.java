@@ -255,6 +255,9 @@ public final class RouterAssembly implements AutoCloseable {
         if (settings.scrapeMetrics() != null) {
           b.scrapeMetrics(settings.scrapeMetrics());
         }
+        if (settings.flowControl() != null) {
+          b.flowControl(settings.flowControl().config());
+        }
         KvRouter router = b.build();
         undo.push(router);
         Discoveries.Running discovery = null;

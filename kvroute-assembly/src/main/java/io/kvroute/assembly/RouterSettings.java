@@ -9,6 +9,8 @@ import io.kvroute.kvindex.hash.HashAlgorithm;
 import io.kvroute.kvindex.parity.HashSettings;
 import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.router.KvEventFeed;
+import io.kvroute.router.flow.FlowControlConfig;
+import io.kvroute.scoring.LatencySlo;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -39,6 +41,8 @@ import java.util.Map;
  *     the mapping itself (default: kvroute's default profiles)
  * @param endpoints the model servers
  * @param discovery endpoints found at run time (default: none)
+ * @param flowControl admission before scheduling: priority bands, tenant fairness, saturation,
+ *     bounded queues (default: off; the section turns it on)
  */
 public record RouterSettings(
     Boolean observabilityHeaders,
@@ -50,7 +54,8 @@ public record RouterSettings(
     Tracing tracing,
     Object scheduler,
     List<EndpointSpec> endpoints,
-    Discovery discovery) {
+    Discovery discovery,
+    FlowControl flowControl) {
 
   /** Validates and applies the defaults. */
   public RouterSettings {
@@ -94,7 +99,7 @@ public record RouterSettings(
    * scheduler profiles, no index.
    */
   public static RouterSettings defaults() {
-    return new RouterSettings(null, null, null, null, null, null, null, null, null, null);
+    return new RouterSettings(null, null, null, null, null, null, null, null, null, null, null);
   }
 
   /** These settings with {@code endpoints} instead of their own. */
@@ -109,7 +114,8 @@ public record RouterSettings(
         tracing,
         scheduler,
         endpoints,
-        discovery);
+        discovery,
+        flowControl);
   }
 
   /** The connector of models without a section of their own. */
@@ -555,6 +561,233 @@ public record RouterSettings(
             "dataParallelSize",
             "rank " + (dataParallelSize - 1) + " would publish KV events at a port > 65535");
       }
+    }
+  }
+
+  /**
+   * {@code flowControl}: admission before scheduling ({@code io.kvroute.router.flow}); present, it
+   * is on. See {@code docs/routing.md}.
+   *
+   * @param defaultPriority the priority of requests without {@code x-kvroute-priority} and whose
+   *     model's objective gives none (default 0)
+   * @param bands the priority bands (default {@code critical} 100, {@code standard} 0, {@code
+   *     sheddable} −100)
+   * @param fairness between the tenants of a band: {@code round-robin} (default), {@code vtc}
+   *     (virtual token counter) or {@code none}
+   * @param tenantHeader the request header naming the tenant (default none)
+   * @param tenantFromApiKey a request without it is its API key's tenant, hashed (default true)
+   * @param maxQueued requests waiting in all (default 10000)
+   * @param retryAfter the {@code Retry-After} of a dropped request (default 1s)
+   * @param saturation when the fleet counts as saturated
+   * @param objectives per model: its requests' priority and latency objective (llm-d's {@code
+   *     InferenceObjective})
+   * @param sloAdmission hold a request with a TTFT objective while no endpoint is predicted to meet
+   *     it, refuse it when none can (default true)
+   * @param recheckInterval how often waiting requests are looked at while the fleet stays saturated
+   *     (default 20ms)
+   */
+  public record FlowControl(
+      Integer defaultPriority,
+      List<Band> bands,
+      String fairness,
+      String tenantHeader,
+      Boolean tenantFromApiKey,
+      Integer maxQueued,
+      Duration retryAfter,
+      Saturation saturation,
+      Map<String, Objective> objectives,
+      Boolean sloAdmission,
+      Duration recheckInterval) {
+    /** Validates and applies the defaults. */
+    public FlowControl {
+      defaultPriority = defaultPriority == null ? 0 : defaultPriority;
+      bands = bands == null ? null : List.copyOf(bands);
+      if (bands != null) {
+        if (bands.isEmpty()) {
+          throw new ConfigException("bands", "must not be empty (leave it out for the defaults)");
+        }
+        Map<String, Integer> names = new LinkedHashMap<>();
+        Map<Integer, Integer> priorities = new LinkedHashMap<>();
+        for (int i = 0; i < bands.size(); i++) {
+          Integer a = names.putIfAbsent(bands.get(i).name(), i);
+          if (a != null) {
+            throw new ConfigException(
+                "bands[" + i + "].name", "duplicate name (also bands[" + a + "])");
+          }
+          Integer b = priorities.putIfAbsent(bands.get(i).priority(), i);
+          if (b != null) {
+            throw new ConfigException(
+                "bands[" + i + "].priority", "duplicate priority (also bands[" + b + "])");
+          }
+        }
+      }
+      fairness = fairness == null ? "round-robin" : fairness;
+      try {
+        FlowControlConfig.Fairness.parse(fairness);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException("fairness", e.getMessage());
+      }
+      if (tenantHeader != null && tenantHeader.isBlank()) {
+        throw new ConfigException("tenantHeader", "must not be blank");
+      }
+      tenantFromApiKey = tenantFromApiKey == null || tenantFromApiKey;
+      maxQueued = maxQueued == null ? 10_000 : maxQueued;
+      Checks.range("maxQueued", maxQueued, 0, 10_000_000);
+      retryAfter = retryAfter == null ? Duration.ofSeconds(1) : retryAfter;
+      if (retryAfter.isNegative() || retryAfter.isZero()) {
+        throw new ConfigException("retryAfter", "must be > 0, was " + retryAfter);
+      }
+      saturation = saturation == null ? new Saturation(null, null, null, null) : saturation;
+      objectives = objectives == null ? Map.of() : new LinkedHashMap<>(objectives);
+      sloAdmission = sloAdmission == null || sloAdmission;
+      recheckInterval = recheckInterval == null ? Duration.ofMillis(20) : recheckInterval;
+      if (recheckInterval.isNegative() || recheckInterval.isZero()) {
+        throw new ConfigException("recheckInterval", "must be > 0, was " + recheckInterval);
+      }
+    }
+
+    /** The flow-control configuration of {@code io.kvroute.router.flow}. */
+    public FlowControlConfig config() {
+      FlowControlConfig.Builder b =
+          FlowControlConfig.builder()
+              .defaultPriority(defaultPriority)
+              .fairness(FlowControlConfig.Fairness.parse(fairness))
+              .tenantHeader(tenantHeader)
+              .tenantFromApiKey(tenantFromApiKey)
+              .maxQueued(maxQueued)
+              .retryAfter(retryAfter)
+              .saturation(saturation.limits())
+              .sloAdmission(sloAdmission)
+              .recheckInterval(recheckInterval);
+      if (bands != null) {
+        b.bands(bands.stream().map(Band::band).toList());
+      }
+      objectives.forEach((model, o) -> b.objective(model, o.objective()));
+      return b.build();
+    }
+  }
+
+  /**
+   * {@code flowControl.bands[]}: one priority band.
+   *
+   * @param name its name in metrics (required)
+   * @param priority requests of this priority and above, up to the next band, join it (required)
+   * @param maxQueueLength requests it may hold waiting (default 1000)
+   * @param ttl how long a request may wait in it (default 30s)
+   * @param ordering {@code fcfs} (default) or {@code edf} (earliest deadline first)
+   * @param maxSaturation its requests are admitted while the fleet's saturation is below this
+   *     (default 1; lower keeps headroom for the bands above)
+   * @param sheddable its waiting requests may be evicted for higher bands' (default: when its
+   *     priority is negative)
+   */
+  public record Band(
+      String name,
+      Integer priority,
+      Integer maxQueueLength,
+      Duration ttl,
+      String ordering,
+      Double maxSaturation,
+      Boolean sheddable) {
+    /** Validates and applies the defaults. */
+    public Band {
+      Checks.required("name", name, "the band's name");
+      if (name.isBlank()) {
+        throw new ConfigException("name", "must not be blank");
+      }
+      Checks.required("priority", priority, "the band's priority (an integer)");
+      maxQueueLength = maxQueueLength == null ? 1000 : maxQueueLength;
+      Checks.range("maxQueueLength", maxQueueLength, 0, 10_000_000);
+      ttl = ttl == null ? Duration.ofSeconds(30) : ttl;
+      if (ttl.isNegative() || ttl.isZero()) {
+        throw new ConfigException("ttl", "must be > 0, was " + ttl);
+      }
+      ordering = ordering == null ? "fcfs" : ordering;
+      try {
+        FlowControlConfig.Ordering.parse(ordering);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException("ordering", e.getMessage());
+      }
+      maxSaturation = maxSaturation == null ? 1.0 : maxSaturation;
+      if (!(maxSaturation > 0 && maxSaturation <= 100)) {
+        throw new ConfigException("maxSaturation", "must be in (0, 100], was " + maxSaturation);
+      }
+      sheddable = sheddable == null ? priority < 0 : sheddable;
+    }
+
+    FlowControlConfig.Band band() {
+      return new FlowControlConfig.Band(
+          name,
+          priority,
+          maxQueueLength,
+          ttl,
+          FlowControlConfig.Ordering.parse(ordering),
+          maxSaturation,
+          sheddable);
+    }
+  }
+
+  /**
+   * {@code flowControl.saturation}: when a model's endpoints count as saturated (the largest of the
+   * terms reaching 1).
+   *
+   * @param queueDepth engine waiting requests at which an endpoint is saturated (default 5)
+   * @param kvCacheUtilization KV-cache usage at which an endpoint is saturated (default 0.8)
+   * @param maxInFlightPerEndpoint requests in flight per endpoint at saturation (default 0: no
+   *     limit)
+   * @param maxPrefillTokensPerEndpoint uncached prompt tokens awaiting their first token per
+   *     endpoint at saturation (default 0: no limit)
+   */
+  public record Saturation(
+      Integer queueDepth,
+      Double kvCacheUtilization,
+      Integer maxInFlightPerEndpoint,
+      Long maxPrefillTokensPerEndpoint) {
+    /** Validates and applies the defaults. */
+    public Saturation {
+      queueDepth = queueDepth == null ? 5 : queueDepth;
+      Checks.range("queueDepth", queueDepth, 1, 1_000_000);
+      kvCacheUtilization = kvCacheUtilization == null ? 0.8 : kvCacheUtilization;
+      if (!(kvCacheUtilization > 0 && kvCacheUtilization <= 1)) {
+        throw new ConfigException(
+            "kvCacheUtilization", "must be in (0, 1], was " + kvCacheUtilization);
+      }
+      maxInFlightPerEndpoint = maxInFlightPerEndpoint == null ? 0 : maxInFlightPerEndpoint;
+      Checks.range("maxInFlightPerEndpoint", maxInFlightPerEndpoint, 0, 1_000_000);
+      maxPrefillTokensPerEndpoint =
+          maxPrefillTokensPerEndpoint == null ? 0 : maxPrefillTokensPerEndpoint;
+      Checks.range("maxPrefillTokensPerEndpoint", maxPrefillTokensPerEndpoint, 0, Long.MAX_VALUE);
+    }
+
+    FlowControlConfig.Saturation limits() {
+      return new FlowControlConfig.Saturation(
+          queueDepth, kvCacheUtilization, maxInFlightPerEndpoint, maxPrefillTokensPerEndpoint);
+    }
+  }
+
+  /**
+   * {@code flowControl.objectives.<model>}: the model's objective, as llm-d's {@code
+   * InferenceObjective}.
+   *
+   * @param priority its requests' priority when they carry no {@code x-kvroute-priority} (default
+   *     {@code defaultPriority})
+   * @param ttft their time-to-first-token objective when they carry no {@code
+   *     x-kvroute-slo-ttft-ms} (default none)
+   * @param tpot their time-per-output-token objective when they carry no {@code
+   *     x-kvroute-slo-tpot-ms} (default none)
+   */
+  public record Objective(Integer priority, Duration ttft, Duration tpot) {
+    /** Validates. */
+    public Objective {
+      if (ttft != null && (ttft.isNegative() || ttft.isZero())) {
+        throw new ConfigException("ttft", "must be > 0, was " + ttft);
+      }
+      if (tpot != null && (tpot.isNegative() || tpot.isZero())) {
+        throw new ConfigException("tpot", "must be > 0, was " + tpot);
+      }
+    }
+
+    FlowControlConfig.Objective objective() {
+      return new FlowControlConfig.Objective(priority, LatencySlo.of(ttft, tpot));
     }
   }
 }

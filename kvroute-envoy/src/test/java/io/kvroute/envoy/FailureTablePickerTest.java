@@ -7,18 +7,20 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.Bo
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.contract.FailureTableContract;
+import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The failure table through the Envoy picker: its immediate responses for requests it cannot route.
- * The picker never sends a leg (Envoy does), so the upstream rows are not its.
+ * The failure table through the Envoy picker, over gRPC on a loopback socket: its immediate
+ * responses for requests it cannot route. The picker never sends a leg (Envoy does), so the
+ * upstream rows are not its.
  */
 class FailureTablePickerTest extends FailureTableContract {
 
@@ -28,19 +30,25 @@ class FailureTablePickerTest extends FailureTableContract {
   }
 
   @Override
-  protected Seen send(KvRouter router, InferenceRequest.Api api, byte[] body) throws Exception {
-    String name = InProcessServerBuilder.generateName();
+  protected Seen send(
+      KvRouter router, InferenceRequest.Api api, byte[] body, Map<String, String> requestHeaders)
+      throws Exception {
     Server server =
-        InProcessServerBuilder.forName(name)
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
             .addService(EndpointPicker.builder(router).build())
             .build()
             .start();
-    ManagedChannel ch = InProcessChannelBuilder.forName(name).build();
+    ManagedChannel ch =
+        NettyChannelBuilder.forAddress("127.0.0.1", server.getPort()).usePlaintext().build();
     try {
       EnvoyReplay s = EnvoyReplay.open(ch);
+      Map<String, String> sent = new LinkedHashMap<>(requestHeaders);
+      sent.put(":method", "POST");
+      sent.put(":path", api.path());
+      sent.put("content-type", "application/json");
       s.send(
           EnvoyReplay.requestHeaders(
-              Map.of(":method", "POST", ":path", api.path(), "content-type", "application/json"),
+              sent,
               false,
               null,
               EnvoyReplay.protocol(

@@ -1,6 +1,8 @@
 package io.kvroute.replay;
 
 import io.kvroute.replay.internal.Simulation;
+import io.kvroute.router.flow.FlowControlConfig;
+import io.kvroute.router.flow.FlowController;
 import io.kvroute.testkit.engine.EngineProfile;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -51,7 +53,8 @@ public final class Replay {
             b.seed,
             b.eventLag.toNanos(),
             b.scrapeInterval.toNanos(),
-            b.kvBytesPerSecond);
+            b.kvBytesPerSecond,
+            b.flowControl);
   }
 
   /** A builder replaying {@code workload}. */
@@ -90,7 +93,8 @@ public final class Replay {
         + "; SLO "
         + settings.slo()
         + "; seed "
-        + settings.seed();
+        + settings.seed()
+        + (settings.flowControl() == null ? "" : "; flow control on");
   }
 
   /** Validating builder of {@link Replay}; not thread-safe. */
@@ -107,6 +111,7 @@ public final class Replay {
     private Duration eventLag = Duration.ofMillis(5);
     private Duration scrapeInterval = Duration.ofMillis(50);
     private double kvBytesPerSecond = 50e9;
+    private FlowControlConfig flowControl;
 
     private Builder(Workload workload) {
       this.workload = Objects.requireNonNull(workload, "workload");
@@ -172,6 +177,18 @@ public final class Replay {
     /** KV transfer bandwidth from prefill to decode engines, bytes/s (default 50 GB/s). */
     public Builder kvTransferBandwidth(double bytesPerSecond) {
       this.kvBytesPerSecond = bytesPerSecond;
+      return this;
+    }
+
+    /**
+     * Flow control in front of every strategy's scheduler (default none): each request is admitted,
+     * queued or dropped by a {@link FlowController} with this configuration, in virtual time, with
+     * the saturation detector reading the simulated engines' metrics and the scheduler's latency
+     * predictor; its priority and tenant are its class's ({@link RequestClass}), its objective its
+     * class's or {@link #slo}. Null turns it off.
+     */
+    public Builder flowControl(FlowControlConfig config) {
+      this.flowControl = config;
       return this;
     }
 

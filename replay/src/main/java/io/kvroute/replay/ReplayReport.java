@@ -46,8 +46,11 @@ public record ReplayReport(
   /**
    * The report as JSON: {@code {"pods","requests","wallSeconds","strategies":[{"name","requests",
    * "hitRatio","ttftMs":{"p50","p90","p99"},"tpotMs":{"p50","p90"},"goodputRps","sloAttainment",
-   * "imbalance","reuse":{"available","captured","delivered"}}]}} (token counts for reuse; a value
-   * with no sample is {@code null}).
+   * "imbalance","reuse":{"available","captured","delivered"},"dropped":{reason:count},
+   * "ttftPredictionError","fairness","classes":[{"name","offered","requests","dropped",
+   * "ttftMs":{"p50","p90","p99"},"goodputRps","sloAttainment","outputTokensPerSecond"}]}]}} (token
+   * counts for reuse; a value with no sample is {@code null}; {@code classes} is empty for a
+   * workload without classes).
    */
   public String toJson() {
     ObjectNode root = JSON.createObjectNode();
@@ -74,6 +77,26 @@ public record ReplayReport(
       r.put("available", s.reuse().available());
       r.put("captured", s.reuse().captured());
       r.put("delivered", s.reuse().delivered());
+      ObjectNode d = o.putObject("dropped");
+      s.dropped().forEach(d::put);
+      num(o, "ttftPredictionError", s.ttftPredictionError(), 6);
+      num(o, "fairness", s.fairness(), 6);
+      ArrayNode cs = o.putArray("classes");
+      for (StrategyResult.ClassResult c : s.classes()) {
+        ObjectNode co = cs.addObject();
+        co.put("name", c.name());
+        co.put("offered", c.offered());
+        co.put("requests", c.requests());
+        ObjectNode cd = co.putObject("dropped");
+        c.dropped().forEach(cd::put);
+        ObjectNode ct = co.putObject("ttftMs");
+        num(ct, "p50", c.ttftMs().p50(), 3);
+        num(ct, "p90", c.ttftMs().p90(), 3);
+        num(ct, "p99", c.ttftMs().p99(), 3);
+        num(co, "goodputRps", c.goodputRps(), 6);
+        num(co, "sloAttainment", c.sloAttainment(), 6);
+        num(co, "outputTokensPerSecond", c.outputTokensPerSecond(), 3);
+      }
     }
     try {
       return JSON.writeValueAsString(root) + "\n";
@@ -161,6 +184,57 @@ public record ReplayReport(
               100 * r.delivered() / p,
               100 * r.loadMissTokens() / p,
               100 * r.staleMissTokens() / p));
+    }
+    sb.append(
+        String.format(
+            Locale.ROOT, "%n%-12s %8s %10s %9s%n", "strategy", "dropped", "TTFT pred", "fairness"));
+    for (StrategyResult s : strategies) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "%-12s %8d %9.1f%% %9s %s%n",
+              s.name(),
+              s.droppedTotal(),
+              100 * s.ttftPredictionError(),
+              Double.isNaN(s.fairness()) ? "-" : String.format(Locale.ROOT, "%.3f", s.fairness()),
+              s.dropped().isEmpty() ? "" : s.dropped().toString()));
+    }
+    boolean classes = strategies.stream().anyMatch(s -> !s.classes().isEmpty());
+    if (classes) {
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "%nper class%n%-12s %-10s %8s %8s %8s %9s %9s %9s %9s %6s %10s%n",
+              "strategy",
+              "class",
+              "offered",
+              "done",
+              "dropped",
+              "TTFT p50",
+              "TTFT p90",
+              "TTFT p99",
+              "goodput",
+              "SLO%",
+              "out tok/s"));
+      for (StrategyResult s : strategies) {
+        for (StrategyResult.ClassResult c : s.classes()) {
+          sb.append(
+              String.format(
+                  Locale.ROOT,
+                  "%-12s %-10s %8d %8d %8d %9s %9s %9s %9.3f %6.1f %10.0f%n",
+                  s.name(),
+                  c.name(),
+                  c.offered(),
+                  c.requests(),
+                  c.dropped().values().stream().mapToInt(Integer::intValue).sum(),
+                  ms(c.ttftMs().p50()),
+                  ms(c.ttftMs().p90()),
+                  ms(c.ttftMs().p99()),
+                  c.goodputRps(),
+                  100 * c.sloAttainment(),
+                  c.outputTokensPerSecond()));
+        }
+      }
     }
     sb.append(
         String.format(

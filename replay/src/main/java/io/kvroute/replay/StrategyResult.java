@@ -1,8 +1,12 @@
 package io.kvroute.replay;
 
 import io.kvroute.scoring.ReuseSplit;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * What one strategy did on a workload. Times are virtual (the simulated fleet's), except {@code
@@ -32,6 +36,16 @@ import java.util.Objects;
  * @param ttftCdfMs TTFT quantiles 0, 0.005, ..., 1 (201 values; for plots)
  * @param timelineBucketSeconds width of a {@code hitRatioOverTime} bucket, virtual seconds
  * @param hitRatioOverTime hit ratio of the requests arriving in each bucket (NaN when none)
+ * @param dropped requests flow control refused or dropped, by reason ({@code queue-full}, {@code
+ *     ttl-expired}, {@code shed-lower-priority}, {@code slo-unattainable}); empty when it is off
+ * @param ttftPredictionError the latency predictor's median absolute TTFT error, |predicted −
+ *     actual| / actual, over the requests it predicted (the time from dispatch to first token; NaN
+ *     when it never predicted)
+ * @param fairness Jain's index of the tokens (prompt + output) of the requests whose service
+ *     started (an engine scheduled them), per tenant, counted while every tenant had requests
+ *     waiting (in flow control's queue or an engine's; 1 is equal service; NaN with fewer than two
+ *     tenants or no such time)
+ * @param classes per class, when the workload has classes ({@link RequestClass}); else empty
  */
 public record StrategyResult(
     String name,
@@ -51,7 +65,11 @@ public record StrategyResult(
     double wallSeconds,
     List<Double> ttftCdfMs,
     double timelineBucketSeconds,
-    List<Double> hitRatioOverTime) {
+    List<Double> hitRatioOverTime,
+    Map<String, Integer> dropped,
+    double ttftPredictionError,
+    double fairness,
+    List<ClassResult> classes) {
 
   /** Copies the lists. */
   public StrategyResult {
@@ -59,6 +77,47 @@ public record StrategyResult(
     Objects.requireNonNull(reuse, "reuse");
     ttftCdfMs = List.copyOf(ttftCdfMs);
     hitRatioOverTime = List.copyOf(hitRatioOverTime);
+    dropped = Collections.unmodifiableMap(new LinkedHashMap<>(dropped));
+    classes = List.copyOf(classes);
+  }
+
+  /** Requests flow control refused or dropped, all reasons. */
+  public int droppedTotal() {
+    return dropped.values().stream().mapToInt(Integer::intValue).sum();
+  }
+
+  /** The figures of class {@code name}, if the workload had it. */
+  public Optional<ClassResult> klass(String name) {
+    return classes.stream().filter(c -> c.name().equals(name)).findFirst();
+  }
+
+  /**
+   * What one class of requests got.
+   *
+   * @param name the class
+   * @param offered its requests in the workload
+   * @param requests of them, completed
+   * @param dropped of them, refused or dropped by flow control, by reason
+   * @param ttftMs time to first token of the completed ones (from arrival: the wait in flow
+   *     control's queue included)
+   * @param goodputRps of them, meeting the class's SLO, per second of the run's span
+   * @param sloAttainment that count over {@code offered}
+   * @param outputTokensPerSecond output tokens of the completed ones over the span
+   */
+  public record ClassResult(
+      String name,
+      int offered,
+      int requests,
+      Map<String, Integer> dropped,
+      Percentiles ttftMs,
+      double goodputRps,
+      double sloAttainment,
+      double outputTokensPerSecond) {
+    /** Copies the map. */
+    public ClassResult {
+      Objects.requireNonNull(name, "name");
+      dropped = Collections.unmodifiableMap(new LinkedHashMap<>(dropped));
+    }
   }
 
   /**

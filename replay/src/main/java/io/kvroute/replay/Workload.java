@@ -124,6 +124,48 @@ public final class Workload {
     return new Workload(shape.toString(), out);
   }
 
+  /**
+   * The same requests, each given one of {@code classes} at random in proportion to their shares
+   * (seeded: the same seed, the same assignment): a generator of priority, tenant and SLO mixes for
+   * flow control. Replaces any annotations the trace carried.
+   *
+   * @throws IllegalArgumentException when {@code classes} is empty or names a class twice
+   */
+  public Workload withClasses(List<RequestClass> classes, long seed) {
+    Objects.requireNonNull(classes, "classes");
+    if (classes.isEmpty()) {
+      throw new IllegalArgumentException("classes must not be empty");
+    }
+    double[] cum = new double[classes.size()];
+    TraceRecord.Tag[] tags = new TraceRecord.Tag[classes.size()];
+    java.util.Set<String> names = new java.util.HashSet<>();
+    double sum = 0;
+    for (int k = 0; k < classes.size(); k++) {
+      RequestClass c = classes.get(k);
+      if (!names.add(c.name())) {
+        throw new IllegalArgumentException("class " + c.name() + " is given twice");
+      }
+      sum += c.share();
+      cum[k] = sum;
+      tags[k] = new TraceRecord.Tag(c.name(), c.priority(), c.tenant(), c.slo());
+    }
+    SplittableRandom rnd = new SplittableRandom(seed ^ 0x5DEECE66DL);
+    List<TraceRecord> out = new ArrayList<>(requests.size());
+    for (TraceRecord r : requests) {
+      double x = rnd.nextDouble() * sum;
+      int k = 0;
+      while (k < cum.length - 1 && x >= cum[k]) {
+        k++;
+      }
+      out.add(r.withTag(tags[k]));
+    }
+    StringBuilder label = new StringBuilder(name).append(" classes ");
+    for (int k = 0; k < classes.size(); k++) {
+      label.append(k == 0 ? "" : "/").append(classes.get(k).name());
+    }
+    return new Workload(label.toString(), out);
+  }
+
   /** A name for reports (the trace's file name, or the shape). */
   public String name() {
     return name;

@@ -6,7 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.kvroute.router.flow.FlowControlConfig;
 import io.kvroute.testkit.engine.EngineProfile;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -80,7 +82,11 @@ class ReplayTest {
             "goodputRps",
             "sloAttainment",
             "imbalance",
-            "reuse");
+            "reuse",
+            "dropped",
+            "ttftPredictionError",
+            "fairness",
+            "classes");
     assertThat(names(s.get("ttftMs"))).containsExactly("p50", "p90", "p99");
     assertThat(names(s.get("tpotMs"))).containsExactly("p50", "p90");
     assertThat(names(s.get("reuse"))).containsExactly("available", "captured", "delivered");
@@ -169,6 +175,127 @@ class ReplayTest {
         .hasMessageContaining("prefill and decode must both be >= 1");
     assertThatThrownBy(() -> Replay.builder(slice).speed(0).build())
         .hasMessageContaining("speed must be > 0");
+  }
+
+  @Test
+  void flowControlAtThreeTimesTheLoadKeepsGoodputWhereWithoutItCollapses() throws Exception {
+    // 1,200 short requests at 400 req/s on 2 engines: far beyond what they serve
+    Workload w = Workload.sharedPrefix(new SharedPrefix(20, 5, 500, 100, 50, 400, 1200), 1);
+    Replay.Builder b = Replay.builder(w).pods(2).strategies(List.of(Strategy.PRECISE));
+    StrategyResult off = b.build().run(ReplayListener.NONE).strategies().get(0);
+    StrategyResult on =
+        b.flowControl(
+                FlowControlConfig.builder()
+                    .saturation(new FlowControlConfig.Saturation(5, 0.8, 64, 0))
+                    .build())
+            .build()
+            .run(ReplayListener.NONE)
+            .strategies()
+            .get(0);
+    assertThat(off.dropped()).isEmpty();
+    assertThat(off.requests() + off.rejected()).isEqualTo(1200);
+    assertThat(on.droppedTotal()).isPositive();
+    assertThat(on.requests() + on.droppedTotal() + on.rejected()).isEqualTo(1200);
+    assertThat(on.goodputRps()).isGreaterThan(1.5 * off.goodputRps());
+    assertThat(on.tpotMs().p90()).isLessThan(off.tpotMs().p90());
+    JsonNode json =
+        JSON.readTree(b.build().run(ReplayListener.NONE).toJson()).get("strategies").get(0);
+    assertThat(json.get("dropped").size()).isPositive();
+    assertThat(json.get("ttftPredictionError").isNumber()).isTrue();
+  }
+
+  @Test
+  void classesAreReportedEachWithItsFiguresAndTenantsShareFairlyUnderFlowControl()
+      throws Exception {
+    // two tenants offering 10:1, both backlogged: equal-sized requests far beyond 2 engines
+    Workload w =
+        Workload.sharedPrefix(new SharedPrefix(20, 5, 500, 100, 50, 1000, 1500), 1)
+            .withClasses(
+                List.of(
+                    RequestClass.parse("big:share=10,tenant=a"),
+                    RequestClass.parse("small:share=1,tenant=b,ttft=5s")),
+                1);
+    Replay.Builder b = Replay.builder(w).pods(2).strategies(List.of(Strategy.PRECISE));
+    StrategyResult off = b.build().run(ReplayListener.NONE).strategies().get(0);
+    ReplayReport onReport =
+        b.flowControl(
+                FlowControlConfig.builder()
+                    .bands(
+                        List.of(
+                            new FlowControlConfig.Band(
+                                "standard",
+                                0,
+                                1000,
+                                Duration.ofSeconds(30),
+                                FlowControlConfig.Ordering.FCFS,
+                                1.0,
+                                false)))
+                    .saturation(new FlowControlConfig.Saturation(5, 0.8, 64, 0))
+                    .sloAdmission(false)
+                    .build())
+            .build()
+            .run(ReplayListener.NONE);
+    StrategyResult on = onReport.strategies().get(0);
+    assertThat(off.classes())
+        .extracting(StrategyResult.ClassResult::name)
+        .containsExactly("big", "small");
+    StrategyResult.ClassResult big = off.klass("big").orElseThrow();
+    StrategyResult.ClassResult small = off.klass("small").orElseThrow();
+    assertThat(big.offered() + small.offered()).isEqualTo(1500);
+    assertThat(big.offered()).isGreaterThan(5 * small.offered());
+    assertThat(off.fairness()).isLessThan(0.8);
+    assertThat(on.fairness()).isGreaterThan(0.9);
+    JsonNode classes = JSON.readTree(onReport.toJson()).get("strategies").get(0).get("classes");
+    assertThat(classes.size()).isEqualTo(2);
+    assertThat(names(classes.get(0)))
+        .containsExactly(
+            "name",
+            "offered",
+            "requests",
+            "dropped",
+            "ttftMs",
+            "goodputRps",
+            "sloAttainment",
+            "outputTokensPerSecond");
+    assertThat(onReport.toTable()).contains("per class").contains("small");
+  }
+
+  @Test
+  void aHighPriorityClassIsServedFirstWhileALowOneFloods() {
+    Workload w =
+        Workload.sharedPrefix(new SharedPrefix(20, 5, 500, 100, 50, 400, 1200), 1)
+            .withClasses(
+                List.of(
+                    RequestClass.parse("high:share=1,priority=100"),
+                    RequestClass.parse("low:share=9,priority=-100")),
+                3);
+    Replay.Builder b =
+        Replay.builder(w)
+            .pods(2)
+            .strategies(List.of(Strategy.PRECISE))
+            .flowControl(
+                FlowControlConfig.builder()
+                    .bands(
+                        List.of(
+                            FlowControlConfig.Band.of("critical", 100),
+                            new FlowControlConfig.Band(
+                                "sheddable",
+                                -100,
+                                1000,
+                                Duration.ofSeconds(2),
+                                FlowControlConfig.Ordering.FCFS,
+                                0.7,
+                                true)))
+                    .saturation(new FlowControlConfig.Saturation(5, 0.8, 64, 0))
+                    .build());
+    StrategyResult on = b.build().run(ReplayListener.NONE).strategies().get(0);
+    StrategyResult.ClassResult high = on.klass("high").orElseThrow();
+    StrategyResult.ClassResult low = on.klass("low").orElseThrow();
+    // the flood is held and shed; the high class goes first and is not dropped
+    assertThat(high.sloAttainment()).isGreaterThan(low.sloAttainment());
+    assertThat(low.dropped()).isNotEmpty();
+    int highDropped = high.dropped().values().stream().mapToInt(Integer::intValue).sum();
+    assertThat(highDropped).isLessThan(high.offered() / 20);
   }
 
   private static List<String> names(JsonNode n) {

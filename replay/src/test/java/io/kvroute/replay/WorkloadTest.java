@@ -136,4 +136,50 @@ class WorkloadTest {
     assertThatThrownBy(() -> Strategy.parseList("precise,psychic"))
         .hasMessageContaining("unknown strategy \"psychic\"; known: random, round-robin");
   }
+
+  @Test
+  void readsClassPriorityTenantAndSloAnnotations() {
+    Workload w =
+        parse(
+            "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2, \"hash_ids\": [1],"
+                + " \"class\": \"chat\", \"priority\": 100, \"tenant\": \"acme\","
+                + " \"slo_ttft_ms\": 500}\n"
+                + "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 2, \"hash_ids\": [1]}");
+    io.kvroute.replay.internal.TraceRecord.Tag t = w.records().get(0).tag();
+    assertThat(t.className()).isEqualTo("chat");
+    assertThat(t.priority()).isEqualTo(100);
+    assertThat(t.tenant()).isEqualTo("acme");
+    assertThat(t.slo()).isEqualTo(new Slo(java.time.Duration.ofMillis(500), Slo.DEFAULT.tpot()));
+    assertThat(w.records().get(1).tag()).isEqualTo(io.kvroute.replay.internal.TraceRecord.Tag.NONE);
+    assertThatThrownBy(
+            () ->
+                parse(
+                    "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 2,"
+                        + " \"hash_ids\": [1], \"priority\": \"high\"}"))
+        .isInstanceOf(TraceFormatException.class)
+        .hasMessageContaining("t.jsonl:1")
+        .hasMessageContaining("priority");
+  }
+
+  @Test
+  void classesAreAssignedByShareTheSameForTheSameSeed() {
+    Workload w = Workload.mooncakeTrace(SYNTHETIC).first(2000);
+    List<RequestClass> cs =
+        List.of(RequestClass.parse("a:share=3,priority=5"), RequestClass.parse("b:tenant=t2"));
+    Workload x = w.withClasses(cs, 1);
+    Workload y = w.withClasses(cs, 1);
+    long a = x.records().stream().filter(r -> "a".equals(r.tag().className())).count();
+    assertThat(a).isBetween(1400L, 1600L); // 3/4 of 2,000
+    assertThat(x.records().get(7).tag()).isEqualTo(y.records().get(7).tag());
+    assertThat(
+            x.records().stream()
+                .filter(r -> "b".equals(r.tag().className()))
+                .allMatch(r -> r.tag().tenant().equals("t2") && r.tag().priority() == 0))
+        .isTrue();
+    assertThat(RequestClass.parse("q:ttft=1s").slo())
+        .isEqualTo(new Slo(java.time.Duration.ofSeconds(1), Slo.DEFAULT.tpot()));
+    assertThatThrownBy(() -> RequestClass.parse("q:speed=1")).hasMessageContaining("unknown key");
+    assertThatThrownBy(() -> w.withClasses(List.of(cs.get(0), cs.get(0)), 1))
+        .hasMessageContaining("twice");
+  }
 }

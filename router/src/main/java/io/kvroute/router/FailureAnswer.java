@@ -5,6 +5,7 @@ import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.router.flow.RequestDroppedException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -41,6 +42,10 @@ import java.util.concurrent.ExecutionException;
  *       <td>{@value #NO_ENDPOINT}</td><td></td></tr>
  *   <tr><td>endpoints serve it but the scheduler refused them all (saturated)</td><td>429</td>
  *       <td>{@value #SATURATED}</td><td>1 s</td></tr>
+ *   <tr><td>flow control dropped the request ({@link RequestDroppedException}: queue-full,
+ *       ttl-expired, shed-lower-priority, slo-unattainable)</td><td>429</td>
+ *       <td>{@value #DROPPED}</td><td>flow control's, 1 s by default; and {@value
+ *       RequestDroppedException#HEADER} naming the reason</td></tr>
  *   <tr><td>a prefill target refused by the sidecar allowlist</td><td>403</td>
  *       <td>{@value #FORBIDDEN_TARGET}</td><td></td></tr>
  *   <tr><td>another kvroute error</td><td>its status</td><td>{@value #ROUTING_ERROR}</td>
@@ -72,6 +77,13 @@ public final class FailureAnswer {
   /** Endpoints serve the model but the scheduler refused them all for now (429). */
   public static final String SATURATED = "endpoints_saturated";
 
+  /**
+   * Flow control dropped the request: its queue was full, it waited too long, a higher band's
+   * request evicted it, or no endpoint can meet its latency objective (429, with {@value
+   * RequestDroppedException#HEADER}).
+   */
+  public static final String DROPPED = "request_dropped";
+
   /** The engines answered 429 or 503 on every pair tried (503). */
   public static final String UPSTREAM_UNAVAILABLE = "upstream_unavailable";
 
@@ -95,9 +107,21 @@ public final class FailureAnswer {
   private final Duration retryAfter;
   private final byte[] body;
   private final boolean relayed;
+  private final String droppedReason;
 
   private FailureAnswer(
       int status, String type, String message, Duration retryAfter, byte[] relayedBody) {
+    this(status, type, message, retryAfter, relayedBody, null);
+  }
+
+  private FailureAnswer(
+      int status,
+      String type,
+      String message,
+      Duration retryAfter,
+      byte[] relayedBody,
+      String droppedReason) {
+    this.droppedReason = droppedReason;
     this.status = status;
     this.type = type;
     this.message = message;
@@ -200,6 +224,10 @@ public final class FailureAnswer {
     }
     if (cause instanceof ConnectorException.InvalidRequestException e) {
       return new FailureAnswer(clamp(e.httpStatus()), INVALID_REQUEST, message, null, null);
+    }
+    if (cause instanceof RequestDroppedException d) {
+      return new FailureAnswer(
+          429, DROPPED, message, d.retryAfter().orElse(ONE_SECOND), null, d.reason().header());
     }
     if (cause instanceof ConnectorException.ForbiddenTargetException) {
       return new FailureAnswer(403, FORBIDDEN_TARGET, message, null, null);
@@ -321,8 +349,17 @@ public final class FailureAnswer {
   }
 
   /**
-   * The headers to answer with: {@code Content-Type: application/json} and, when set, {@code
-   * Retry-After} in whole seconds (rounded up).
+   * Why flow control dropped the request ({@code queue-full}, {@code ttl-expired}, {@code
+   * shed-lower-priority}, {@code slo-unattainable}), when it did.
+   */
+  public Optional<String> droppedReason() {
+    return Optional.ofNullable(droppedReason);
+  }
+
+  /**
+   * The headers to answer with: {@code Content-Type: application/json}; when set, {@code
+   * Retry-After} in whole seconds (rounded up); when flow control dropped the request, {@value
+   * RequestDroppedException#HEADER} naming the reason.
    */
   public Map<String, String> headers() {
     Map<String, String> h = new LinkedHashMap<>();
@@ -330,6 +367,9 @@ public final class FailureAnswer {
     if (retryAfter != null) {
       long s = retryAfter.getSeconds() + (retryAfter.getNano() > 0 ? 1 : 0);
       h.put("Retry-After", Long.toString(Math.max(1, s)));
+    }
+    if (droppedReason != null) {
+      h.put(RequestDroppedException.HEADER, droppedReason);
     }
     return h;
   }
@@ -353,6 +393,7 @@ public final class FailureAnswer {
         + status
         + " "
         + type
+        + (droppedReason == null ? "" : " (" + droppedReason + ")")
         + (retryAfter == null ? "" : ", retry after " + retryAfter)
         + "}";
   }

@@ -10,6 +10,9 @@ import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.KVConnectorProvider;
 import io.kvroute.connector.KVConnectors;
 import io.kvroute.pd.PdOrchestrator;
+import io.kvroute.router.flow.FlowControlConfig;
+import io.kvroute.router.flow.FlowController;
+import io.kvroute.router.flow.SaturationDetector;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.MetricsScraper;
 import io.kvroute.scoring.Scheduler;
@@ -86,6 +89,7 @@ public final class KvRouter implements AutoCloseable {
   private final Counter routeErrors;
   private final RouteRunner routeRunner;
   private final ParityMonitor parity;
+  private final FlowStage flow;
 
   /**
    * Validates everything first (connector types included), then starts the executor, the scraper
@@ -163,11 +167,41 @@ public final class KvRouter implements AutoCloseable {
       throw e;
     }
     MeterRegistry registry = b.meterRegistry;
+    this.flow = b.flowControl == null ? null : flowStage(b.flowControl, registry);
     this.routeTimer = Timer.builder("kvroute.route").register(registry);
     this.routeErrors = Counter.builder("kvroute.route.errors").register(registry);
     this.routeRunner = new RouteRunner(this, b.routeListener, registry, nanoClock);
     Gauge.builder("kvroute.inflight", inFlight, AtomicInteger::get).register(registry);
     Gauge.builder("kvroute.endpoints", endpoints, EndpointRegistry::size).register(registry);
+  }
+
+  /**
+   * Flow control: a {@link FlowController} whose saturation detector reads this router's endpoints,
+   * the scheduler's metrics store and latency predictor, woken on the router's executor.
+   */
+  private FlowStage flowStage(FlowControlConfig config, MeterRegistry registry) {
+    java.util.concurrent.atomic.AtomicReference<FlowController> self =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    FlowController c =
+        FlowController.create(
+            config,
+            SaturationDetector.of(
+                config.saturation(),
+                model -> endpoints.candidates(model, ANY_ENDPOINT),
+                scheduler.metricsStore(),
+                scheduler.latencyPredictor()::prefillQueueTokens),
+            nanoClock,
+            at -> {
+              long delay = Math.max(0, at - nanoClock.getAsLong());
+              try {
+                executor.schedule(() -> self.get().poll(), delay, TimeUnit.NANOSECONDS);
+              } catch (java.util.concurrent.RejectedExecutionException closed) {
+                // the router is closing: its waiting requests were failed
+              }
+            },
+            registry);
+    self.set(c);
+    return new FlowStage(this, c, nanoClock);
   }
 
   private static void quietly(Runnable r) {
@@ -241,12 +275,30 @@ public final class KvRouter implements AutoCloseable {
    */
   public RouteDecision decide(InferenceRequest request) {
     checkOpen();
+    RouteDecision rd = flow != null ? flow.decideNow(request) : decideScheduled(request);
+    routed(rd);
+    return rd;
+  }
+
+  /** Schedules {@code request} (no admission, no {@code onRouted}). */
+  RouteDecision decideScheduled(InferenceRequest request) {
     SchedulingRequest sr = toSchedulingRequest(request);
     long start = nanoClock.getAsLong();
     Decision d = scheduler.pick(sr);
-    RouteDecision rd = accept(sr, d, nanoClock.getAsLong() - start);
+    return accept(sr, d, nanoClock.getAsLong() - start);
+  }
+
+  /** A decision the gateway proxies itself is sent: count it, start its latency ticket. */
+  private void routed(RouteDecision rd) {
+    Decision d = rd.scheduling();
     scheduler.onRouted(d);
-    return rd;
+    rd.ticket(
+        LatencyFeed.ticket(
+            scheduler.latencyPredictor(),
+            d,
+            d.primary().orElseThrow(),
+            d.prefill().orElse(null),
+            nanoClock.getAsLong()));
   }
 
   /**
@@ -269,7 +321,7 @@ public final class KvRouter implements AutoCloseable {
     return decideInternal(request, candidateFilter)
         .thenApply(
             rd -> {
-              scheduler.onRouted(rd.scheduling());
+              routed(rd);
               return rd;
             });
   }
@@ -315,7 +367,22 @@ public final class KvRouter implements AutoCloseable {
     return rd;
   }
 
+  /** Admission (when flow control is on), then scheduling. */
   CompletableFuture<RouteDecision> decideInternal(
+      InferenceRequest request, Predicate<Endpoint> candidateFilter) {
+    if (flow != null) {
+      try {
+        checkOpen();
+      } catch (ConnectorException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+      return flow.decide(request, candidateFilter);
+    }
+    return decideScheduledAsync(request, candidateFilter);
+  }
+
+  /** Scheduling only, tokenizing first when the scheduler can. */
+  CompletableFuture<RouteDecision> decideScheduledAsync(
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     SchedulingRequest sr;
     try {
@@ -352,6 +419,16 @@ public final class KvRouter implements AutoCloseable {
     return rd;
   }
 
+  /** Forgets a decision that will not be sent (flow control held or refused it). */
+  void discard(RouteDecision rd) {
+    inFlight.decrementAndGet();
+  }
+
+  /** Flow control, or null when it is off. */
+  FlowController flowController() {
+    return flow == null ? null : flow.controller();
+  }
+
   /** The orchestrator that runs {@code model}'s requests (its connector's). */
   PdOrchestrator orchestrator(String model) {
     return pipelines.orchestrator(model);
@@ -362,7 +439,8 @@ public final class KvRouter implements AutoCloseable {
       Endpoint decode,
       Endpoint prefill,
       RouteDecision.Outcome outcome,
-      Duration latency) {
+      Duration latency,
+      Duration ttft) {
     scheduler.onComplete(rd.scheduling(), decode, prefill);
     ParityMonitor.Sample sample = rd.paritySample;
     if (sample != null) {
@@ -373,6 +451,8 @@ public final class KvRouter implements AutoCloseable {
         sample.drop();
       }
     }
+    rd.endTicket(outcome == RouteDecision.Outcome.SUCCESS ? ttft : null, nanoClock.getAsLong());
+    rd.releaseAdmission();
     if (outcome != RouteDecision.Outcome.CANCELLED
         && outcome != RouteDecision.Outcome.CLIENT_ERROR) {
       Throwable failure =
@@ -433,7 +513,9 @@ public final class KvRouter implements AutoCloseable {
       InferenceRequest request, Predicate<Endpoint> candidateFilter) {
     SchedulingRequest sr =
         OpenAiRequests.toSchedulingRequest(
-            request, model -> endpoints.candidates(model, candidateFilter));
+            request,
+            model -> endpoints.candidates(model, candidateFilter),
+            flow == null ? model -> io.kvroute.scoring.LatencySlo.NONE : flow::defaultSlo);
     if (parity != null && parity.degraded(sr.model())) {
       // the model's KV-cache parity failed: its precise index would route on nothing
       sr = sr.toBuilder().preciseScoring(false).build();
@@ -457,6 +539,10 @@ public final class KvRouter implements AutoCloseable {
   public void close() {
     if (!closed.compareAndSet(false, true)) {
       return;
+    }
+    if (flow != null) {
+      flow.controller()
+          .shutdown(new ConnectorException.NoAvailableEndpointException("the router is closed"));
     }
     long deadline = nanoClock.getAsLong() + drainTimeout.toNanos();
     while (inFlight.get() > 0 && nanoClock.getAsLong() < deadline) {
@@ -529,8 +615,19 @@ public final class KvRouter implements AutoCloseable {
     private RouteListener routeListener = RouteListener.NONE;
     private ParityMonitor parity;
     private final Map<Endpoint, KvEventFeed.Source> endpoints = new LinkedHashMap<>();
+    private FlowControlConfig flowControl;
 
     private Builder() {}
+
+    /**
+     * Turns flow control on (default off): requests are admitted before scheduling by priority
+     * band, tenant and the fleet's saturation, wait in bounded queues, and are dropped with a 429
+     * naming the reason ({@code docs/http-edge.md}). See {@link FlowController}.
+     */
+    public Builder flowControl(FlowControlConfig config) {
+      this.flowControl = Objects.requireNonNull(config, "flowControl");
+      return this;
+    }
 
     /** The scheduler (default: {@code Scheduler.builder().build()}, approximate prefix only). */
     public Builder scheduler(Scheduler scheduler) {

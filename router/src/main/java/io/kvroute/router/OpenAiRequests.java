@@ -6,6 +6,7 @@ import io.kvroute.connector.ConnectorException.InvalidRequestException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.connector.http.OpenAiJson;
+import io.kvroute.scoring.LatencySlo;
 import io.kvroute.scoring.SchedulingRequest;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,6 +30,20 @@ final class OpenAiRequests {
    */
   static SchedulingRequest toSchedulingRequest(
       InferenceRequest request, java.util.function.Function<String, List<Endpoint>> candidates) {
+    return toSchedulingRequest(request, candidates, model -> LatencySlo.NONE);
+  }
+
+  /**
+   * The scheduling request for {@code request}, routed among {@code candidates}, with its latency
+   * objective from its headers ({@link LatencySlo#fromHeaders}), else {@code defaultSlo} of its
+   * model.
+   *
+   * @throws InvalidRequestException naming the field or header that is missing or malformed
+   */
+  static SchedulingRequest toSchedulingRequest(
+      InferenceRequest request,
+      java.util.function.Function<String, List<Endpoint>> candidates,
+      java.util.function.Function<String, LatencySlo> defaultSlo) {
     JsonNode body = OpenAiJson.clientBody(request);
     JsonNode model = body.get("model");
     if (model == null || !model.isTextual() || model.asText().isBlank()) {
@@ -53,6 +68,13 @@ final class OpenAiRequests {
       b.cacheSalt(salt.asText());
     }
     b.candidates(candidates.apply(model.asText()));
+    LatencySlo slo;
+    try {
+      slo = LatencySlo.fromHeaders(request::header);
+    } catch (IllegalArgumentException e) {
+      throw new InvalidRequestException(e.getMessage());
+    }
+    b.slo(slo.orElse(defaultSlo.apply(model.asText())));
     try {
       return b.build();
     } catch (IllegalArgumentException e) {

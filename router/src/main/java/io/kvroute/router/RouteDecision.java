@@ -2,7 +2,9 @@ package io.kvroute.router;
 
 import io.kvroute.connector.Endpoint;
 import io.kvroute.pd.PdOrchestrator;
+import io.kvroute.router.flow.FlowController;
 import io.kvroute.scoring.Decision;
+import io.kvroute.scoring.LatencyPredictor;
 import io.kvroute.scoring.ReuseSplit;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -46,6 +48,8 @@ public final class RouteDecision {
   private volatile Endpoint servedPrefill;
   // the parity check's sample of this request, or null
   volatile ParityMonitor.Sample paritySample;
+  private volatile FlowController.Admission admission;
+  private volatile LatencyPredictor.Ticket ticket;
 
   RouteDecision(KvRouter router, String model, Decision decision, long schedulingNanos) {
     this.router = router;
@@ -196,7 +200,7 @@ public final class RouteDecision {
     Objects.requireNonNull(decode, "decode");
     Objects.requireNonNull(outcome, "outcome");
     if (completed.compareAndSet(false, true)) {
-      router.completeDecision(this, decode, prefill, outcome, latency);
+      router.completeDecision(this, decode, prefill, outcome, latency, ttft);
     }
   }
 
@@ -212,7 +216,46 @@ public final class RouteDecision {
    * {@code failed} when no leg delivered.
    */
   void finishRouted(long startNanos, boolean failed) {
-    router.finishRoute(startNanos, failed, completed.compareAndSet(false, true));
+    boolean first = completed.compareAndSet(false, true);
+    router.finishRoute(startNanos, failed, first);
+    if (first) {
+      releaseAdmission();
+    }
+  }
+
+  /** Flow control admitted the request: its admission is released when the request ends. */
+  void admitted(FlowController.Admission a) {
+    this.admission = a;
+  }
+
+  /** Gives the request's flow-control admission back (once). */
+  void releaseAdmission() {
+    FlowController.Admission a = admission;
+    if (a != null) {
+      a.release();
+    }
+  }
+
+  /** The latency predictor's ticket of a request the gateway proxies itself. */
+  void ticket(LatencyPredictor.Ticket t) {
+    this.ticket = t;
+  }
+
+  /**
+   * Ends the ticket of a request the gateway proxied: its first token came {@code ttft} after it
+   * was sent (null: unknown, nothing is learnt).
+   */
+  void endTicket(Duration ttft, long nowNanos) {
+    LatencyPredictor.Ticket t = ticket;
+    if (t == null) {
+      return;
+    }
+    if (ttft == null) {
+      t.abandon();
+      return;
+    }
+    t.firstTokenAfter(ttft.toNanos());
+    t.finished(nowNanos, 0);
   }
 
   /** True once {@link #complete} was called. */

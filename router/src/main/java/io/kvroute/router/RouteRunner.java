@@ -59,6 +59,8 @@ final class RouteRunner {
     RouteListener.RequestListener rl = startListener(request);
     InferenceRequest upstream = request.withHeaders(upstreamHeaders(rl));
     AtomicBoolean ended = new AtomicBoolean();
+    LatencyFeed latency =
+        new LatencyFeed(scheduler.latencyPredictor(), nanoClock, router.flowController());
     BiConsumer<RouteDecision, Throwable> end =
         (rd, t) -> {
           if (ended.compareAndSet(false, true)) {
@@ -81,7 +83,7 @@ final class RouteRunner {
             rd -> {
               listen(() -> rl.decided(rd));
               CompletableFuture<StreamingResponse> f =
-                  rd.orchestrator().execute(upstream, rd.pairs(), new Attempts(rd, rl));
+                  rd.orchestrator().execute(upstream, rd.pairs(), new Attempts(rd, rl, latency));
               CompletableFuture<RoutedResponse> out = new CompletableFuture<>();
               out.whenComplete(
                   (r, t) -> {
@@ -113,6 +115,7 @@ final class RouteRunner {
                             resp,
                             rd,
                             upstream.api(),
+                            latency,
                             (failure, decodeUsage) -> {
                               if (failure == null) {
                                 reportUsage(rd, rl, prefill, Optional.ofNullable(decodeUsage));
@@ -157,15 +160,18 @@ final class RouteRunner {
   private final class Attempts implements PdOrchestrator.AttemptObserver {
     private final RouteDecision rd;
     private final RouteListener.RequestListener rl;
+    private final LatencyFeed latency;
 
-    Attempts(RouteDecision rd, RouteListener.RequestListener rl) {
+    Attempts(RouteDecision rd, RouteListener.RequestListener rl, LatencyFeed latency) {
       this.rd = rd;
       this.rl = rl;
+      this.latency = latency;
     }
 
     @Override
     public void started(int attempt, PdOrchestrator.Pair pair) {
       scheduler.onRouted(rd.scheduling(), pair.decode(), pair.prefill());
+      latency.started(rd.scheduling(), pair.decode(), pair.prefill());
       rd.served(pair.decode(), pair.prefill());
       ParityMonitor.Sample sample = rd.paritySample;
       if (sample != null) {
@@ -177,6 +183,9 @@ final class RouteRunner {
     @Override
     public void ended(int attempt, PdOrchestrator.Pair pair, Throwable failure) {
       scheduler.onComplete(rd.scheduling(), pair.decode(), pair.prefill());
+      if (failure != null) {
+        latency.failed();
+      }
       listen(() -> rl.attemptEnded(attempt, pair, failure));
     }
   }

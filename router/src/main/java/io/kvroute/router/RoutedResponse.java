@@ -29,22 +29,47 @@ public final class RoutedResponse implements StreamingResponse {
       StreamingResponse delegate,
       RouteDecision decision,
       BiConsumer<Throwable, EngineUsage> onEnd) {
-    this(delegate, decision, io.kvroute.connector.InferenceRequest.Api.CHAT_COMPLETIONS, onEnd);
+    this(
+        delegate,
+        decision,
+        io.kvroute.connector.InferenceRequest.Api.CHAT_COMPLETIONS,
+        null,
+        onEnd);
   }
 
-  /** As above, for a response of {@code api} (whose usage block it reads). */
+  /**
+   * @param api the API of the response (whose usage block it reads)
+   * @param latency told of the stream's head, chunks and end (null: nobody)
+   * @param onEnd as above
+   */
   RoutedResponse(
       StreamingResponse delegate,
       RouteDecision decision,
       io.kvroute.connector.InferenceRequest.Api api,
+      LatencyFeed latency,
       BiConsumer<Throwable, EngineUsage> onEnd) {
     this.decision = decision;
     UsageScanner scanner = new UsageScanner(api);
+    if (latency == null) {
+      this.body =
+          StreamingResponse.tap(
+              delegate,
+              scanner::keep,
+              t -> onEnd.accept(t, t == null ? scanner.finish().usage() : null));
+      return;
+    }
+    latency.head(delegate.headers());
     this.body =
         StreamingResponse.tap(
             delegate,
-            scanner::keep,
-            t -> onEnd.accept(t, t == null ? scanner.finish().usage() : null));
+            chunk -> {
+              scanner.keep(chunk);
+              latency.chunk(chunk);
+            },
+            t -> {
+              latency.ended(t);
+              onEnd.accept(t, t == null ? scanner.finish().usage() : null);
+            });
   }
 
   /** The routing decision, with the endpoints that actually served the request. */

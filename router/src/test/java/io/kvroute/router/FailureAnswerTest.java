@@ -6,6 +6,7 @@ import io.kvroute.connector.AllAttemptsFailedException;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Leg;
 import io.kvroute.connector.UpstreamException;
+import io.kvroute.router.flow.RequestDroppedException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -87,6 +88,31 @@ class FailureAnswerTest {
     FailureAnswer slow = answer(kind(UpstreamException.Kind.TIMEOUT));
     assertThat(slow.status()).isEqualTo(504);
     assertThat(slow.type()).isEqualTo(FailureAnswer.UPSTREAM_TIMEOUT);
+  }
+
+  @Test
+  void aRequestDroppedByFlowControlIs429NamingTheReason() {
+    for (RequestDroppedException.Reason r : RequestDroppedException.Reason.values()) {
+      FailureAnswer a =
+          answer(
+              new CompletionException(
+                  new RequestDroppedException(r, "dropped: " + r.header(), Duration.ofSeconds(2))));
+      assertThat(a.status()).isEqualTo(429);
+      assertThat(a.type()).isEqualTo(FailureAnswer.DROPPED);
+      assertThat(a.droppedReason()).contains(r.header());
+      assertThat(a.headers())
+          .containsExactly(
+              Map.entry("Content-Type", "application/json"),
+              Map.entry("Retry-After", "2"),
+              Map.entry(RequestDroppedException.HEADER, r.header()));
+      assertThat(body(a)).contains("\"code\":429").contains("dropped: " + r.header());
+    }
+    assertThat(RequestDroppedException.Reason.QUEUE_FULL.header()).isEqualTo("queue-full");
+    assertThat(RequestDroppedException.Reason.TTL_EXPIRED.header()).isEqualTo("ttl-expired");
+    assertThat(RequestDroppedException.Reason.SHED_LOWER_PRIORITY.header())
+        .isEqualTo("shed-lower-priority");
+    assertThat(answer(new ConnectorException.InvalidRequestException("x")).droppedReason())
+        .isEmpty();
   }
 
   @Test

@@ -35,6 +35,10 @@ final class CycleContext extends ContextBase {
     this.tokens = request.tokens();
   }
 
+  Scheduler scheduler() {
+    return scheduler;
+  }
+
   void profile(String name) {
     this.profileName = name;
   }

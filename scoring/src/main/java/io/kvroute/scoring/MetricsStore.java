@@ -104,6 +104,11 @@ public final class MetricsStore {
     return e == null || now - e.updatedAt() > staleAfterNanos ? null : e.metrics();
   }
 
+  /** The store's clock now. */
+  long clockNow() {
+    return clock.getAsLong();
+  }
+
   /** The last snapshot whatever its age. */
   public Optional<EndpointMetrics> last(String endpointId) {
     Entry e = entries.get(endpointId);

@@ -77,6 +77,7 @@ public final class Scheduler {
   final SpeculativeIndex speculative;
   final InFlightTracker inFlight;
   final MetricsStore metrics;
+  private final LatencyPredictor latencyPredictor;
   private final Map<String, Runtime> profiles;
   private final String primaryProfile;
   private final String prefillProfile;
@@ -140,6 +141,14 @@ public final class Scheduler {
     this.metrics =
         b.metrics != null ? b.metrics : MetricsStore.create(b.staleAfter, b.clock, 100_000);
     this.inFlight = new InFlightTracker(b.maxTrackedEndpoints);
+    this.latencyPredictor =
+        b.latencyPredictor != null
+            ? b.latencyPredictor
+            : LatencyPredictor.builder()
+                .metricsStore(metrics)
+                .maxEndpoints(b.maxTrackedEndpoints)
+                .meterRegistry(b.registry)
+                .build();
     this.approxBlockSize = b.approxBlockSize;
     this.approxMaxBlocks = b.approxMaxBlocks;
     this.approximate =
@@ -241,6 +250,14 @@ public final class Scheduler {
   /** The engine metrics store (push metrics into it, or let a {@link MetricsScraper} fill it). */
   public MetricsStore metricsStore() {
     return metrics;
+  }
+
+  /**
+   * The latency predictor the {@code predicted-latency-scorer} and flow control read: feed it a
+   * {@link LatencyPredictor#dispatched ticket} per routed request (the router does).
+   */
+  public LatencyPredictor latencyPredictor() {
+    return latencyPredictor;
   }
 
   /** The profiles by name. */
@@ -568,6 +585,7 @@ public final class Scheduler {
   public void removeEndpoint(String endpointId) {
     metrics.remove(endpointId);
     inFlight.remove(endpointId);
+    latencyPredictor.remove(endpointId);
     if (approximate != null) {
       approximate.remove(endpointId);
     }
@@ -635,8 +653,18 @@ public final class Scheduler {
     private Duration tokenizeTimeout = Duration.ofSeconds(2);
     private MeterRegistry registry;
     private java.util.function.Predicate<String> isDown = id -> false;
+    private LatencyPredictor latencyPredictor;
 
     private Builder() {}
+
+    /**
+     * The latency predictor (default: a new one reading this scheduler's metrics store, bounded by
+     * {@link #maxTrackedEndpoints}, with meters in {@link #meterRegistry}).
+     */
+    public Builder latencyPredictor(LatencyPredictor predictor) {
+      this.latencyPredictor = Objects.requireNonNull(predictor, "latencyPredictor");
+      return this;
+    }
 
     /**
      * For the default profiles: endpoints for which {@code isDown} is true are dropped by their

@@ -70,6 +70,7 @@ public final class SchedulingRequest {
   private final String chatTemplateInputs;
   private final NativeRequest nativeRequest;
   private final boolean preciseScoring;
+  private final LatencySlo slo;
 
   private SchedulingRequest(Builder b, int[] tokens) {
     this.model = b.model;
@@ -87,6 +88,7 @@ public final class SchedulingRequest {
     this.chatTemplateInputs = b.chatTemplateInputs;
     this.nativeRequest = b.nativeRequest;
     this.preciseScoring = b.preciseScoring;
+    this.slo = b.slo;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -110,6 +112,7 @@ public final class SchedulingRequest {
     b.chatTemplateInputs = chatTemplateInputs;
     b.nativeRequest = nativeRequest;
     b.preciseScoring = preciseScoring;
+    b.slo = slo;
     return b;
   }
 
@@ -230,6 +233,14 @@ public final class SchedulingRequest {
     return preciseScoring;
   }
 
+  /**
+   * The request's latency objective ({@link LatencySlo#NONE} when it has none): what the {@code
+   * predicted-latency-scorer} tries to meet.
+   */
+  public LatencySlo slo() {
+    return slo;
+  }
+
   @Override
   public String toString() {
     // Never print prompt text (it may be sensitive); sizes only.
@@ -262,8 +273,15 @@ public final class SchedulingRequest {
     private String chatTemplateInputs;
     private NativeRequest nativeRequest;
     private boolean preciseScoring = true;
+    private LatencySlo slo = LatencySlo.NONE;
 
     private Builder() {}
+
+    /** The request's latency objective (default {@link LatencySlo#NONE}). */
+    public Builder slo(LatencySlo slo) {
+      this.slo = Objects.requireNonNull(slo, "slo");
+      return this;
+    }
 
     /**
      * The request in its own API's form (see {@link SchedulingRequest#nativeRequest()}); {@code

@@ -123,6 +123,83 @@ public final class Scorers {
     }
   }
 
+  // ---------------------------------------------------------------- predicted latency
+
+  /**
+   * Predicted-latency scorer: asks the scheduler's {@link LatencyPredictor} what TTFT and TPOT each
+   * candidate would give the request (its uncached prompt tokens there, from the prefix match, and
+   * what is routed there now). With a {@link LatencySlo} ({@link SchedulingRequest#slo()}) it
+   * prefers endpoints predicted to meet it with the most headroom: with h the smallest of {@code
+   * (bound − predicted) / bound} over the request's bounds, the score is {@code 0.5 + 0.5·h} when h
+   * ≥ 0 (met) and {@code 0.5·max(0, 1 + h)} when not. Without an objective it prefers the lowest
+   * predicted TTFT: {@code min / predicted} over the candidates. While the predictor has learnt too
+   * little, every candidate scores 0.5.
+   */
+  public static Scorer predictedLatency(String name) {
+    return new PredictedLatencyScorer(name);
+  }
+
+  /** {@code predicted-latency-scorer}. */
+  public static Scorer predictedLatency() {
+    return predictedLatency("predicted-latency-scorer");
+  }
+
+  static final class PredictedLatencyScorer extends NamedPlugin.NamedScorer {
+    PredictedLatencyScorer(String name) {
+      super(name);
+    }
+
+    @Override
+    public void score(SchedulingContext ctx, List<Endpoint> candidates, double[] out) {
+      int n = candidates.size();
+      if (!(ctx instanceof CycleContext cc)) {
+        java.util.Arrays.fill(out, 0, n, 0.5);
+        return;
+      }
+      LatencyPredictor predictor = cc.scheduler().latencyPredictor();
+      LatencySlo slo = ctx.request().slo();
+      int prompt = Math.max(0, ctx.promptTokens());
+      long[] ttft = new long[n];
+      long[] tpot = new long[n];
+      long best = Long.MAX_VALUE;
+      for (int i = 0; i < n; i++) {
+        Endpoint e = candidates.get(i);
+        long cached = Math.min(prompt, ctx.prefixMatch(e).cachedTokens());
+        LatencyPredictor.Prediction p = predictor.predict(e.id(), prompt - cached, cached);
+        ttft[i] = p.ttftNanos();
+        tpot[i] = p.tpotNanos();
+        if (ttft[i] >= 0) {
+          best = Math.min(best, ttft[i]);
+        }
+      }
+      if (best == Long.MAX_VALUE) {
+        java.util.Arrays.fill(out, 0, n, 0.5);
+        return;
+      }
+      for (int i = 0; i < n; i++) {
+        out[i] = slo.isEmpty() ? relative(best, ttft[i]) : headroomScore(slo, ttft[i], tpot[i]);
+      }
+    }
+
+    private static double relative(long best, long predicted) {
+      return predicted < 0 ? 0.5 : (double) Math.max(best, 1) / Math.max(predicted, 1);
+    }
+
+    static double headroomScore(LatencySlo slo, long ttft, long tpot) {
+      double h = Double.POSITIVE_INFINITY;
+      if (slo.ttftNanos() > 0 && ttft >= 0) {
+        h = Math.min(h, (double) (slo.ttftNanos() - ttft) / slo.ttftNanos());
+      }
+      if (slo.tpotNanos() > 0 && tpot >= 0) {
+        h = Math.min(h, (double) (slo.tpotNanos() - tpot) / slo.tpotNanos());
+      }
+      if (h == Double.POSITIVE_INFINITY) {
+        return 0.5;
+      }
+      return h >= 0 ? 0.5 + 0.5 * h : 0.5 * Math.max(0, 1 + h);
+    }
+  }
+
   // ---------------------------------------------------------------- load
 
   /**

@@ -4,6 +4,7 @@ import io.kvroute.connector.InferenceRequest;
 import io.kvroute.router.KvRouter;
 import io.kvroute.router.contract.FailureTableContract;
 import java.time.Duration;
+import java.util.Map;
 import org.springframework.http.MediaType;
 import org.springframework.mock.http.server.reactive.MockServerHttpRequest;
 import org.springframework.mock.http.server.reactive.MockServerHttpResponse;
@@ -14,14 +15,16 @@ import reactor.core.publisher.Mono;
 class FailureTableFilterTest extends FailureTableContract {
 
   @Override
-  protected Seen send(KvRouter router, InferenceRequest.Api api, byte[] body) {
+  protected Seen send(
+      KvRouter router, InferenceRequest.Api api, byte[] body, Map<String, String> headers) {
     KvRouteGlobalFilter filter =
         new KvRouteGlobalFilter(router, KvRouteProperties.Mode.RELAY, 1 << 20);
+    MockServerHttpRequest.BodyBuilder rb =
+        MockServerHttpRequest.post(api.path()).contentType(MediaType.APPLICATION_JSON);
+    headers.forEach(rb::header);
     MockServerWebExchange exchange =
         MockServerWebExchange.from(
-            MockServerHttpRequest.post(api.path())
-                .contentType(MediaType.APPLICATION_JSON)
-                .body(new String(body, java.nio.charset.StandardCharsets.UTF_8)));
+            rb.body(new String(body, java.nio.charset.StandardCharsets.UTF_8)));
     filter.filter(exchange, e -> Mono.empty()).block(Duration.ofSeconds(30));
     MockServerHttpResponse r = exchange.getResponse();
     String text = r.getBodyAsString().block(Duration.ofSeconds(30));

@@ -3,9 +3,11 @@ package io.kvroute.replay.internal;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import io.kvroute.replay.Slo;
 import io.kvroute.replay.TraceFormatException;
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -14,7 +16,9 @@ import java.util.List;
  * Reads Mooncake's JSONL trace format: one object per line with {@code timestamp} (ms; or {@code
  * created_time}), {@code input_length} (or {@code input_tokens}), {@code output_length} (or {@code
  * output_tokens}) and {@code hash_ids} (prefix block ids of {@code blockTokens} tokens each; the
- * last block is usually partial). Unknown fields are ignored; blank lines are skipped. Stateless.
+ * last block is usually partial). Optional annotations (kvroute's, for flow control): {@code class}
+ * (a name for per-class figures), {@code priority} (integer), {@code tenant}, {@code slo_ttft_ms}
+ * and {@code slo_tpot_ms}. Unknown fields are ignored; blank lines are skipped. Stateless.
  */
 public final class MooncakeTraceReader {
   private static final JsonFactory JSON = new JsonFactory();
@@ -53,6 +57,11 @@ public final class MooncakeTraceReader {
     int input = -1;
     int output = -1;
     long[] ids = null;
+    String cls = null;
+    int priority = 0;
+    String tenant = TraceRecord.Tag.NONE.tenant();
+    double sloTtft = 0;
+    double sloTpot = 0;
     try (JsonParser p = JSON.createParser(line)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
         throw new TraceFormatException(where + ": expected a JSON object");
@@ -75,6 +84,24 @@ public final class MooncakeTraceReader {
             break;
           case "hash_ids":
             ids = ids(p, v, where);
+            break;
+          case "class":
+            cls = text(p, v, where, f);
+            break;
+          case "tenant":
+            tenant = text(p, v, where, f);
+            break;
+          case "priority":
+            if (v != JsonToken.VALUE_NUMBER_INT) {
+              throw new TraceFormatException(where + ": \"priority\" must be an integer");
+            }
+            priority = p.getIntValue();
+            break;
+          case "slo_ttft_ms":
+            sloTtft = number(p, v, where, f);
+            break;
+          case "slo_tpot_ms":
+            sloTpot = number(p, v, where, f);
             break;
           default:
             p.skipChildren();
@@ -100,7 +127,25 @@ public final class MooncakeTraceReader {
     }
     int[] lens = new int[ids.length];
     Arrays.fill(lens, blockTokens);
-    return new TraceRecord(ts, input, output, ids, lens);
+    Slo slo = null;
+    if (sloTtft > 0 || sloTpot > 0) {
+      slo =
+          new Slo(
+              sloTtft > 0 ? Duration.ofNanos(Math.round(sloTtft * 1e6)) : Slo.DEFAULT.ttft(),
+              sloTpot > 0 ? Duration.ofNanos(Math.round(sloTpot * 1e6)) : Slo.DEFAULT.tpot());
+    }
+    TraceRecord.Tag tag =
+        cls == null && priority == 0 && slo == null && tenant.equals(TraceRecord.Tag.NONE.tenant())
+            ? TraceRecord.Tag.NONE
+            : new TraceRecord.Tag(cls, priority, tenant, slo);
+    return new TraceRecord(ts, input, output, ids, lens, tag);
+  }
+
+  private static String text(JsonParser p, JsonToken v, String where, String f) throws IOException {
+    if (v != JsonToken.VALUE_STRING || p.getText().isBlank()) {
+      throw new TraceFormatException(where + ": \"" + f + "\" must be a non-empty string");
+    }
+    return p.getText();
   }
 
   private static double number(JsonParser p, JsonToken v, String where, String f)

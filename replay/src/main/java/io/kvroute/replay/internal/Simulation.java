@@ -12,10 +12,17 @@ import io.kvroute.replay.ReplayListener;
 import io.kvroute.replay.Slo;
 import io.kvroute.replay.Strategy;
 import io.kvroute.replay.StrategyResult;
+import io.kvroute.router.flow.FlowControlConfig;
+import io.kvroute.router.flow.FlowController;
+import io.kvroute.router.flow.RequestDroppedException;
+import io.kvroute.router.flow.SaturationDetector;
+import io.kvroute.router.flow.SloGate;
 import io.kvroute.scoring.BlockIndexLookup;
 import io.kvroute.scoring.Decision;
 import io.kvroute.scoring.EndpointMetrics;
 import io.kvroute.scoring.Filters;
+import io.kvroute.scoring.LatencyPredictor;
+import io.kvroute.scoring.LatencySlo;
 import io.kvroute.scoring.MetricsStore;
 import io.kvroute.scoring.Pickers;
 import io.kvroute.scoring.Profile;
@@ -35,6 +42,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * One strategy's replay: a discrete-event simulation of a fleet of {@link EngineModel}s in virtual
@@ -56,6 +65,8 @@ public final class Simulation {
   private static final int SCRAPE = 3;
   private static final int PREFILL_DONE = 4;
   private static final int KV_READY = 5;
+  private static final int POLL = 6;
+  private static final int RELEASE = 7;
   private static final int TIMELINE_BUCKETS = 60;
   private static final int CDF_POINTS = 200;
 
@@ -72,6 +83,7 @@ public final class Simulation {
    * @param eventLagNanos KV-event publication lag
    * @param scrapeIntervalNanos engine metrics refresh
    * @param kvBytesPerSecond KV transfer bandwidth between prefill and decode engines
+   * @param flowControl admission in front of the scheduler, or null for none
    */
   public record Settings(
       EngineProfile profile,
@@ -83,7 +95,8 @@ public final class Simulation {
       long seed,
       long eventLagNanos,
       long scrapeIntervalNanos,
-      double kvBytesPerSecond) {
+      double kvBytesPerSecond,
+      FlowControlConfig flowControl) {
     /** Engines in all. */
     public int engines() {
       return pods + prefill + decode;
@@ -136,6 +149,14 @@ public final class Simulation {
     long captured;
     long delivered = -1;
     long firstToken = -1;
+    long dispatched;
+    boolean started;
+    TraceRecord.Tag tag;
+    int cls = -1;
+    int tenant;
+    Slo slo;
+    FlowController.Admission admission;
+    LatencyPredictor.Ticket ticket;
 
     Flight(int index, long arrival, int promptLen, int outputLen) {
       this.index = index;
@@ -162,6 +183,12 @@ public final class Simulation {
   private final OracleLookup oracle;
   private final double firstArrivalMillis;
   private final double spanMillis;
+  private final LatencyPredictor predictor;
+  private final FlowController flow;
+  private final List<String> classNames = new ArrayList<>();
+  private final List<String> tenantNames = new ArrayList<>();
+  private final int[] classOf;
+  private final int[] tenantOf;
   private long seq;
   private long now;
 
@@ -181,6 +208,30 @@ public final class Simulation {
   private long lastFinish;
   private final long[] bucketPrompt = new long[TIMELINE_BUCKETS];
   private final long[] bucketDelivered = new long[TIMELINE_BUCKETS];
+  private final Map<String, Integer> dropped = new LinkedHashMap<>();
+  private final float[] ttftError;
+  private int ttftErrorCount;
+  private final int[] backlog; // per tenant: arrived, not yet scheduled by an engine
+  private int backloggedTenants;
+  private final double[] servedWhileBacklogged;
+  private final ClassStats[] classStats;
+
+  /** One class's tallies. */
+  private static final class ClassStats {
+    int offered;
+    int done;
+    int met;
+    long outputTokens;
+    float[] ttft = new float[16];
+    final Map<String, Integer> dropped = new LinkedHashMap<>();
+
+    void ttft(float v) {
+      if (done == ttft.length) {
+        ttft = Arrays.copyOf(ttft, done * 2);
+      }
+      ttft[done++] = v;
+    }
+  }
 
   /** Builds the fleet, the index and the strategy's scheduler. */
   public Simulation(
@@ -193,6 +244,24 @@ public final class Simulation {
     this.spanMillis = records.get(records.size() - 1).arrivalMillis() - firstArrivalMillis;
     this.ttft = new float[records.size()];
     this.tpot = new float[records.size()];
+    this.ttftError = new float[records.size()];
+    this.classOf = new int[records.size()];
+    this.tenantOf = new int[records.size()];
+    Map<String, Integer> cls = new LinkedHashMap<>();
+    Map<String, Integer> ten = new LinkedHashMap<>();
+    for (int i = 0; i < records.size(); i++) {
+      TraceRecord.Tag t = records.get(i).tag();
+      classOf[i] = t.className() == null ? -1 : cls.computeIfAbsent(t.className(), k -> cls.size());
+      tenantOf[i] = ten.computeIfAbsent(t.tenant(), k -> ten.size());
+    }
+    classNames.addAll(cls.keySet());
+    tenantNames.addAll(ten.keySet());
+    this.classStats = new ClassStats[classNames.size()];
+    for (int k = 0; k < classStats.length; k++) {
+      classStats[k] = new ClassStats();
+    }
+    this.backlog = new int[tenantNames.size()];
+    this.servedWhileBacklogged = new double[tenantNames.size()];
     int n = settings.engines();
     this.engines = new EngineModel[n];
     this.endpoints = new Endpoint[n];
@@ -249,6 +318,18 @@ public final class Simulation {
         strategy == Strategy.ORACLE ? new OracleLookup(byId, settings.profile().blockSize()) : null;
     this.scheduler = scheduler();
     this.metrics = scheduler.metricsStore();
+    this.predictor = scheduler.latencyPredictor();
+    FlowControlConfig fc = settings.flowControl();
+    this.flow =
+        fc == null
+            ? null
+            : FlowController.create(
+                fc,
+                SaturationDetector.of(
+                    fc.saturation(), model -> candidates, metrics, predictor::prefillQueueTokens),
+                () -> now,
+                at -> push(Math.max(at, now), POLL, -1, null),
+                null);
   }
 
   private Scheduler scheduler() {
@@ -350,12 +431,22 @@ public final class Simulation {
           break;
         case SCRAPE:
           scrape();
-          if (done + rejected < records.size()) {
+          if (flow != null) {
+            flow.poll();
+          }
+          if (done + rejected + droppedCount() < records.size()) {
             push(now + settings.scrapeIntervalNanos(), SCRAPE, -1, null);
           }
           break;
         case PREFILL_DONE:
           prefillDone((Flight) e.payload);
+          break;
+        case POLL:
+          flow.poll();
+          break;
+        case RELEASE:
+          Flight ended = (Flight) e.payload;
+          ended.admission.release(ended.outputLen);
           break;
         default: // KV_READY: the decode engine may start the leg; the prefill engine frees its KV
           Flight f = (Flight) e.payload;
@@ -396,17 +487,113 @@ public final class Simulation {
   private void arrive(int i) {
     TraceRecord rec = records.get(i);
     Flight f = new Flight(i, now, rec.inputLength(), rec.outputLength());
+    f.tag = rec.tag();
+    f.cls = classOf[i];
+    f.tenant = tenantOf[i];
+    f.slo = f.tag.slo() != null ? f.tag.slo() : settings.slo();
+    if (f.cls >= 0) {
+      classStats[f.cls].offered++;
+    }
     f.tokens = Tokens.prompt(rec, i);
     f.hashes = hasher.hashBlocks(f.tokens);
+    if (backlog[f.tenant]++ == 0) {
+      backloggedTenants++;
+    }
+    if (flow == null) {
+      route(f);
+      return;
+    }
+    FlowController.FlowRequest fr =
+        new FlowController.FlowRequest(
+            MODEL,
+            f.tag.priority(),
+            f.tag.tenant(),
+            (long) f.promptLen + f.outputLen,
+            LatencySlo.of(f.slo.ttft(), f.slo.tpot()));
+    await(f, flow.enqueue(fr));
+  }
+
+  /**
+   * Routes {@code f} when admitted (flow control completes the future on this thread, in the event
+   * that admitted it: an arrival, a poll or a release, never inside an engine's step), or counts it
+   * if dropped.
+   */
+  private void await(Flight f, CompletableFuture<FlowController.Admission> admission) {
+    admission.whenComplete(
+        (a, t) -> {
+          if (t != null) {
+            Throwable c =
+                t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+            String reason =
+                c instanceof RequestDroppedException
+                    ? ((RequestDroppedException) c).reason().header()
+                    : c.getClass().getSimpleName();
+            drop(f, reason);
+            return;
+          }
+          f.admission = a;
+          route(f);
+        });
+  }
+
+  private void drop(Flight f, String reason) {
+    dropped.merge(reason, 1, Integer::sum);
+    if (f.cls >= 0) {
+      classStats[f.cls].dropped.merge(reason, 1, Integer::sum);
+    }
+    unbacklog(f);
+    f.tokens = null;
+    f.hashes = null;
+  }
+
+  private int droppedCount() {
+    int n = 0;
+    for (int v : dropped.values()) {
+      n += v;
+    }
+    return n;
+  }
+
+  private void unbacklog(Flight f) {
+    if (--backlog[f.tenant] == 0) {
+      backloggedTenants--;
+    }
+  }
+
+  private void route(Flight f) {
     if (oracle != null) {
       oracle.current(f.hashes);
     }
     SchedulingRequest sr =
-        SchedulingRequest.builder().model(MODEL).tokenIds(f.tokens).candidates(candidates).build();
+        SchedulingRequest.builder()
+            .model(MODEL)
+            .tokenIds(f.tokens)
+            .candidates(candidates)
+            .slo(LatencySlo.of(f.slo.ttft(), f.slo.tpot()))
+            .build();
     Decision d = scheduler.pick(sr);
     if (!d.routed()) {
       rejected++;
+      unbacklog(f);
+      if (f.admission != null) {
+        f.admission.release();
+      }
       return;
+    }
+    if (f.admission != null && flow.config().sloAdmission()) {
+      SloGate.Verdict v = SloGate.check(d, predictor, sr.slo(), now - f.admission.arrivalNanos());
+      if (v == SloGate.Verdict.UNATTAINABLE) {
+        RequestDroppedException x =
+            f.admission.drop(RequestDroppedException.Reason.SLO_UNATTAINABLE, "slo-unattainable");
+        drop(f, x.reason().header());
+        return;
+      }
+      if (v == SloGate.Verdict.WAIT) {
+        FlowController.Admission a = f.admission;
+        f.admission = null;
+        await(f, a.requeue());
+        return;
+      }
     }
     f.decision = d;
     f.decodeEp = d.primary().orElseThrow();
@@ -427,9 +614,15 @@ public final class Simulation {
     }
     f.available = best;
     f.captured = engines[computeOn].cachedPrefixTokens(f.hashes, f.promptLen);
+    Endpoint computeEp = f.prefillEp != null ? f.prefillEp : f.decodeEp;
+    long cachedAtRouting = Math.min(f.promptLen, d.prefixMatch(computeEp).cachedTokens());
+    f.dispatched = now;
+    f.ticket =
+        predictor.dispatched(
+            computeEp.id(), f.decodeEp.id(), f.promptLen - cachedAtRouting, cachedAtRouting, now);
     if (f.prefillEp != null) {
       f.prefillLeg =
-          EngineRequest.builder(i, f.tokens, 1)
+          EngineRequest.builder(f.index, f.tokens, 1)
               .blockHashes(f.hashes)
               .holdKv(true)
               .attachment(f)
@@ -438,7 +631,7 @@ public final class Simulation {
       tryStart(f.prefillEngine);
     } else {
       EngineRequest r =
-          EngineRequest.builder(i, f.tokens, f.outputLen)
+          EngineRequest.builder(f.index, f.tokens, f.outputLen)
               .blockHashes(f.hashes)
               .attachment(f)
               .build();
@@ -478,6 +671,13 @@ public final class Simulation {
       Flight f = (Flight) r.attachment();
       if (f.prefillLeg == null || r == f.prefillLeg) {
         f.delivered = cachedTokens;
+        if (!f.started) { // its service starts: no longer waiting, at the gateway or the engine
+          f.started = true;
+          if (backloggedTenants == backlog.length && backlog.length > 1) {
+            servedWhileBacklogged[f.tenant] += f.promptLen + f.outputLen;
+          }
+          unbacklog(f);
+        }
       }
     }
 
@@ -486,6 +686,15 @@ public final class Simulation {
       Flight f = (Flight) r.attachment();
       if (r != f.prefillLeg) {
         f.firstToken = nanos;
+        long predicted = f.ticket.predictedTtftNanos();
+        long actual = nanos - f.dispatched;
+        if (predicted >= 0 && actual > 0) {
+          ttftError[ttftErrorCount++] = (float) (Math.abs(predicted - actual) / (double) actual);
+        }
+        f.ticket.firstToken(nanos);
+        if (flow != null) {
+          push(nanos, POLL, -1, null); // prefill work finished: the load changed
+        }
       }
     }
 
@@ -504,11 +713,23 @@ public final class Simulation {
       Flight f = (Flight) r.attachment();
       rejected++;
       scheduler.onComplete(f.decision, f.decodeEp, f.prefillEp);
+      f.ticket.abandon();
+      if (!f.started) {
+        f.started = true;
+        unbacklog(f);
+      }
+      if (f.admission != null) {
+        push(nanos, RELEASE, -1, f);
+      }
     }
   }
 
   private void complete(Flight f, long nanos) {
     scheduler.onComplete(f.decision, f.decodeEp, f.prefillEp);
+    f.ticket.finished(nanos, f.outputLen);
+    if (f.admission != null) {
+      push(nanos, RELEASE, -1, f); // after the engine's step: admissions route at once
+    }
     done++;
     lastFinish = Math.max(lastFinish, nanos);
     double ttftMs = (f.firstToken - f.arrival) / 1e6;
@@ -518,10 +739,20 @@ public final class Simulation {
       tpotMs = (nanos - f.firstToken) / 1e6 / (f.outputLen - 1);
       tpot[tpotCount++] = (float) tpotMs;
     }
-    Slo slo = settings.slo();
-    if (ttftMs <= slo.ttft().toNanos() / 1e6
-        && (Double.isNaN(tpotMs) || tpotMs <= slo.tpot().toNanos() / 1e6)) {
+    Slo slo = f.slo;
+    boolean ok =
+        ttftMs <= slo.ttft().toNanos() / 1e6
+            && (Double.isNaN(tpotMs) || tpotMs <= slo.tpot().toNanos() / 1e6);
+    if (ok) {
       met++;
+    }
+    if (f.cls >= 0) {
+      ClassStats c = classStats[f.cls];
+      c.ttft((float) ttftMs);
+      c.outputTokens += f.outputLen;
+      if (ok) {
+        c.met++;
+      }
     }
     long del = Math.max(0, f.delivered);
     promptTokens += f.promptLen;
@@ -590,7 +821,54 @@ public final class Simulation {
         wallSeconds,
         cdf,
         spanMillis / settings.speed() / 1000 / TIMELINE_BUCKETS,
-        timeline);
+        timeline,
+        dropped,
+        median(ttftError, ttftErrorCount),
+        jain(servedWhileBacklogged),
+        classResults(span));
+  }
+
+  private List<StrategyResult.ClassResult> classResults(double span) {
+    List<StrategyResult.ClassResult> out = new ArrayList<>();
+    for (int k = 0; k < classStats.length; k++) {
+      ClassStats c = classStats[k];
+      float[] t = Arrays.copyOf(c.ttft, c.done);
+      Arrays.sort(t);
+      out.add(
+          new StrategyResult.ClassResult(
+              classNames.get(k),
+              c.offered,
+              c.done,
+              c.dropped,
+              new StrategyResult.Percentiles(pct(t, 0.5), pct(t, 0.9), pct(t, 0.99)),
+              c.met / span,
+              c.offered == 0 ? 0 : (double) c.met / c.offered,
+              c.outputTokens / span));
+    }
+    return out;
+  }
+
+  private static double median(float[] v, int n) {
+    if (n == 0) {
+      return Double.NaN;
+    }
+    float[] s = Arrays.copyOf(v, n);
+    Arrays.sort(s);
+    return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+  }
+
+  /** Jain's fairness index of {@code x}: (Σx)² / (n Σx²); NaN for fewer than two or all zero. */
+  static double jain(double[] x) {
+    if (x.length < 2) {
+      return Double.NaN;
+    }
+    double sum = 0;
+    double sq = 0;
+    for (double v : x) {
+      sum += v;
+      sq += v * v;
+    }
+    return sq == 0 ? Double.NaN : sum * sum / (x.length * sq);
   }
 
   /** Nearest-rank percentile of a sorted sample; NaN when empty. */

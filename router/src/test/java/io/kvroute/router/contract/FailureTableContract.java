@@ -7,11 +7,17 @@ import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.router.FailureAnswer;
 import io.kvroute.router.KvRouter;
+import io.kvroute.router.flow.FlowControlConfig;
+import io.kvroute.router.flow.RequestDroppedException;
+import io.kvroute.scoring.EndpointMetrics;
 import io.kvroute.scoring.Filter;
+import io.kvroute.scoring.LatencySlo;
 import io.kvroute.scoring.Pickers;
 import io.kvroute.scoring.Profile;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.scoring.SchedulingContext;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -22,6 +28,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import mockwebserver3.MockResponse;
@@ -64,10 +74,12 @@ public abstract class FailureTableContract {
   }
 
   /**
-   * Serves one client request through the front under test, routed by {@code router}, and returns
-   * what the client saw once the answer (its whole body) arrived.
+   * Serves one client request with {@code headers} through the front under test, routed by {@code
+   * router}, over a real socket where the front has one, and returns what the client saw once the
+   * answer (its whole body) arrived.
    */
-  protected abstract Seen send(KvRouter router, InferenceRequest.Api api, byte[] body)
+  protected abstract Seen send(
+      KvRouter router, InferenceRequest.Api api, byte[] body, Map<String, String> headers)
       throws Exception;
 
   /**
@@ -108,7 +120,21 @@ public abstract class FailureTableContract {
             new Row("an upstream 500", true, this::upstream500),
             new Row("an upstream timeout", true, this::upstreamTimeout),
             new Row("an upstream connection refused", true, this::connectionRefused),
-            new Row("an SSE stream cut after its first byte", true, this::sseCut));
+            new Row("an SSE stream cut after its first byte", true, this::sseCut),
+            new Row("flow control: the queue is full (queue-full)", false, this::queueFull),
+            new Row("flow control: a wait past the band's TTL (ttl-expired)", false, this::ttl),
+            new Row(
+                "flow control: a higher band evicts a waiting lower one (shed-lower-priority)",
+                false,
+                this::shed),
+            new Row(
+                "flow control: no endpoint can meet the TTFT objective (slo-unattainable)",
+                false,
+                this::sloUnattainable),
+            new Row(
+                "flow control: a malformed priority or objective header",
+                false,
+                this::badFlowHeaders));
     return rows.stream()
         .filter(r -> runsLegs() || !r.needsLegs())
         .map(r -> DynamicTest.dynamicTest(r.failure(), () -> r.test().run()));
@@ -229,6 +255,138 @@ public abstract class FailureTableContract {
         .endsWith("}}\n\n");
   }
 
+  // ---------------------------------------------------------------- flow control rows
+
+  /**
+   * A router with flow control whose one pod reports a waiting queue far beyond the saturation
+   * threshold: every request must wait. Bands: {@code critical} (100) and {@code standard} (0) wait
+   * 300 ms at most, {@code sheddable} (−100) 60 s; tenants are named by {@code x-tenant}.
+   */
+  private KvRouter saturated(int maxQueued, MeterRegistry registry) throws IOException {
+    Duration ttl = Duration.ofMillis(300);
+    FlowControlConfig config =
+        FlowControlConfig.builder()
+            .maxQueued(maxQueued)
+            .tenantHeader("x-tenant")
+            .bands(
+                List.of(
+                    new FlowControlConfig.Band(
+                        "critical", 100, 10, ttl, FlowControlConfig.Ordering.FCFS, 1, false),
+                    new FlowControlConfig.Band(
+                        "standard", 0, 10, ttl, FlowControlConfig.Ordering.FCFS, 1, false),
+                    new FlowControlConfig.Band(
+                        "sheddable",
+                        -100,
+                        10,
+                        Duration.ofSeconds(60),
+                        FlowControlConfig.Ordering.FCFS,
+                        1,
+                        true)))
+            .build();
+    KvRouter r = router(decodePod(null), b -> b.flowControl(config).meterRegistry(registry));
+    // 1,000 waiting requests at the engine (saturated at 5), fresh for the row's duration
+    r.scheduler().metricsStore().update("d0", EndpointMetrics.of(1000, 0, 0.0));
+    return r;
+  }
+
+  private static void assertDropped(Seen s, String reason) {
+    assertAnswer(s, 429, FailureAnswer.DROPPED, "1");
+    assertThat(s.headers().get(RequestDroppedException.HEADER))
+        .as("x-kvroute-dropped-reason of %s", s)
+        .isEqualTo(reason);
+    assertThat(s.body()).contains(reason);
+  }
+
+  private static double dropped(MeterRegistry registry, String reason, String tenant) {
+    return registry
+        .find("kvroute.flow.dropped")
+        .tag("reason", reason)
+        .tag("tenant", tenant)
+        .counters()
+        .stream()
+        .mapToDouble(io.micrometer.core.instrument.Counter::count)
+        .sum();
+  }
+
+  private void queueFull() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    KvRouter r = saturated(0, registry);
+    Seen s = send(r, completions(prompt(false)), Map.of("x-tenant", "acme"));
+    assertDropped(s, "queue-full");
+    assertThat(dropped(registry, "queue-full", "acme")).isEqualTo(1);
+  }
+
+  private void ttl() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    KvRouter r = saturated(10, registry);
+    // no tenant header: the API key's hash names the tenant
+    Seen s = send(r, completions(prompt(false)), Map.of("Authorization", "Bearer sk-secret"));
+    assertDropped(s, "ttl-expired");
+    assertThat(
+            registry.find("kvroute.flow.dropped").tag("reason", "ttl-expired").counters().stream()
+                .filter(c -> c.count() == 1)
+                .map(c -> c.getId().getTag("tenant"))
+                .toList())
+        .singleElement()
+        .asString()
+        .startsWith("key-")
+        .doesNotContain("sk-secret");
+  }
+
+  private void shed() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    KvRouter r = saturated(1, registry);
+    ExecutorService client = Executors.newSingleThreadExecutor();
+    try {
+      Future<Seen> low =
+          client.submit(
+              () ->
+                  send(
+                      r,
+                      completions(prompt(false)),
+                      Map.of(FlowControlConfig.PRIORITY_HEADER, "-5", "x-tenant", "batch")));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (registry.get("kvroute.flow.queued").gauge().value() < 1) {
+        assertThat(System.nanoTime()).as("the low request waits").isLessThan(deadline);
+        Thread.onSpinWait();
+      }
+      Seen high =
+          send(
+              r,
+              completions(prompt(false)),
+              Map.of(FlowControlConfig.PRIORITY_HEADER, "100", "x-tenant", "chat"));
+      assertDropped(low.get(30, TimeUnit.SECONDS), "shed-lower-priority");
+      assertDropped(high, "ttl-expired");
+      assertThat(dropped(registry, "shed-lower-priority", "batch")).isEqualTo(1);
+      assertThat(
+              registry
+                  .find("kvroute.flow.dropped")
+                  .tag("band", "critical")
+                  .tag("reason", "ttl-expired")
+                  .counter()
+                  .count())
+          .isEqualTo(1);
+    } finally {
+      client.shutdownNow();
+    }
+  }
+
+  private void sloUnattainable() throws Exception {
+    KvRouter r = saturated(10, new SimpleMeterRegistry());
+    Seen s = send(r, completions(prompt(false)), Map.of(LatencySlo.TTFT_HEADER, "50"));
+    assertDropped(s, "slo-unattainable");
+  }
+
+  private void badFlowHeaders() throws Exception {
+    KvRouter r = saturated(10, new SimpleMeterRegistry());
+    Seen p = send(r, completions(prompt(false)), Map.of(FlowControlConfig.PRIORITY_HEADER, "high"));
+    assertAnswer(p, 400, FailureAnswer.INVALID_REQUEST, null);
+    assertThat(p.body()).contains(FlowControlConfig.PRIORITY_HEADER);
+    Seen o = send(r, completions(prompt(false)), Map.of(LatencySlo.TPOT_HEADER, "0"));
+    assertAnswer(o, 400, FailureAnswer.INVALID_REQUEST, null);
+    assertThat(o.body()).contains(LatencySlo.TPOT_HEADER);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static void assertAnswer(Seen s, int status, String type, String retryAfter) {
@@ -244,7 +402,11 @@ public abstract class FailureTableContract {
   }
 
   private Seen send(KvRouter router, byte[] body) throws Exception {
-    return send(router, InferenceRequest.Api.COMPLETIONS, body);
+    return send(router, InferenceRequest.Api.COMPLETIONS, body, Map.of());
+  }
+
+  private Seen send(KvRouter router, byte[] body, Map<String, String> headers) throws Exception {
+    return send(router, InferenceRequest.Api.COMPLETIONS, body, headers);
   }
 
   private static byte[] completions(String json) {

@@ -159,6 +159,20 @@ public final class BuiltinScorers {
     }
   }
 
+  /**
+   * {@code predicted-latency-scorer}: TTFT and TPOT predicted by the scheduler's latency predictor
+   * against the request's objective (see {@link Scorers#predictedLatency(String)}).
+   */
+  public static final class PredictedLatencyScorer extends Builtin<NoParameters> {
+    /** The provider. */
+    public PredictedLatencyScorer() {
+      super(
+          "predicted-latency-scorer",
+          NoParameters.class,
+          (p, c) -> SchedulerPlugin.scorer(Scorers.predictedLatency(c.name())));
+    }
+  }
+
   /** {@code queue-scorer}: engine waiting queue, min-max normalised. */
   public static final class QueueScorer extends Builtin<NoParameters> {
     /** The provider. */
