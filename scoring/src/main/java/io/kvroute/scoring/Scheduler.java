@@ -1,6 +1,8 @@
 package io.kvroute.scoring;
 
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kvindex.fleet.FleetState;
+import io.kvroute.kvindex.fleet.FleetView;
 import io.kvroute.scoring.internal.ApproximatePrefixIndex;
 import io.kvroute.scoring.internal.InFlightTracker;
 import io.kvroute.scoring.internal.SchedulerMeters;
@@ -48,6 +50,18 @@ import org.slf4j.LoggerFactory;
  * runs with that endpoint as {@link SchedulingContext#peer()}. A request may instead name one
  * profile to run alone ({@link SchedulingRequest#profile()}).
  *
+ * <h2>Gateway replicas</h2>
+ *
+ * With a {@link Builder#fleet(FleetState) fleet}, the scheduler is one replica of several that
+ * route the same endpoints: {@link #onRouted} reports the request to the fleet ({@link
+ * FleetState#requestStarted} and a {@link FleetState#speculate speculative entry} for its request
+ * keys, so the other replicas see where its prefix went before the engine's KV events arrive) and
+ * {@link #onComplete} ends it; each scheduling cycle reads one {@link FleetView} of the candidates:
+ * the in-flight counts the load scorers read are every replica's, and the precise prefix match of a
+ * candidate is at least the blocks some replica just sent to it. {@link #pickAsync} reads the view
+ * without blocking ({@link FleetState#viewAsync}); {@link #pick} reads it on the caller's thread,
+ * within the fleet's {@code viewTimeout} (the local view answers past it).
+ *
  * <h2>Threads</h2>
  *
  * Thread-safe: one instance serves all requests. {@link #pick} runs entirely on the caller's thread
@@ -76,6 +90,7 @@ public final class Scheduler {
   final int approxMaxBlocks;
   final SpeculativeIndex speculative;
   final InFlightTracker inFlight;
+  final FleetState fleet;
   final MetricsStore metrics;
   private final Map<String, Runtime> profiles;
   private final String primaryProfile;
@@ -140,6 +155,7 @@ public final class Scheduler {
     this.metrics =
         b.metrics != null ? b.metrics : MetricsStore.create(b.staleAfter, b.clock, 100_000);
     this.inFlight = new InFlightTracker(b.maxTrackedEndpoints);
+    this.fleet = b.fleet;
     this.approxBlockSize = b.approxBlockSize;
     this.approxMaxBlocks = b.approxMaxBlocks;
     this.approximate =
@@ -269,7 +285,9 @@ public final class Scheduler {
         || tokenizer == null
         || request.candidates().isEmpty()
         || (request.prompt().isEmpty() && request.messages().isEmpty())) {
-      return CompletableFuture.completedFuture(pick(request));
+      return fleet == null
+          ? CompletableFuture.completedFuture(pick(request))
+          : withFleetView(request, false);
     }
     CompletableFuture<int[]> f;
     try {
@@ -284,17 +302,52 @@ public final class Scheduler {
                 SchedulerMeters.increment(tokenizationFailures);
                 log.debug(
                     "tokenization failed, scheduling without token ids: {}", String.valueOf(err));
-                return pick(request, true);
+                return fleet == null
+                    ? CompletableFuture.completedFuture(pick(request, true))
+                    : withFleetView(request, true);
               }
-              return pick(request.withTokenIds(tokens), false);
+              SchedulingRequest withTokens = request.withTokenIds(tokens);
+              return fleet == null
+                  ? CompletableFuture.completedFuture(pick(withTokens, false))
+                  : withFleetView(withTokens, false);
+            })
+        .thenCompose(next -> next);
+  }
+
+  /**
+   * Reads the fleet view of the request's candidates without blocking, then picks with it: the
+   * future completes on the fleet's thread (or at once with the local view when the store is
+   * backing off).
+   */
+  private CompletableFuture<Decision> withFleetView(SchedulingRequest request, boolean tokFailed) {
+    if (fleet == null || request.candidates().isEmpty()) {
+      return CompletableFuture.completedFuture(pick(request, tokFailed));
+    }
+    long[] keys = FleetCycles.requestKeys(lookup, request);
+    List<String> ids = FleetCycles.ids(request.candidates());
+    return fleet
+        .viewAsync(ids, keys == null ? FleetCycles.NO_KEYS : keys, keys == null ? 0 : keys.length)
+        .handle(
+            (view, err) -> {
+              // the fleet never fails a view; a bug there must not fail the request either
+              FleetView v = err == null ? view : null;
+              return pick(request, tokFailed, keys, v);
             });
   }
 
   private Decision pick(SchedulingRequest request, boolean tokenizationFailed) {
+    return pick(request, tokenizationFailed, null, null);
+  }
+
+  private Decision pick(
+      SchedulingRequest request, boolean tokenizationFailed, long[] keys, FleetView view) {
     Objects.requireNonNull(request, "request");
     long start = clock.getAsLong();
     RandomGenerator rnd = random != null ? random : ThreadLocalRandom.current();
     CycleContext ctx = new CycleContext(this, request, rnd, start);
+    if (view != null) {
+      ctx.prefetched(keys, view);
+    }
     Decision d = schedule(ctx, request, tokenizationFailed);
     long end = clock.getAsLong();
     SchedulerMeters.record(cycleTimers.get(d.result()), end - start);
@@ -511,8 +564,21 @@ public final class Scheduler {
       if (approximate != null) {
         h = ctx.approximateHashes();
       }
-      if (speculative != null) {
+      if (speculative != null || fleet != null) {
         keys = ctx.requestKeys();
+      }
+    }
+    if (fleet != null) {
+      long tokens = Math.max(0, decision.promptTokens());
+      fleet.requestStarted(decode.id(), tokens);
+      if (keys != null && keys.length > 0) {
+        fleet.speculate(decode.id(), keys, keys.length);
+      }
+      if (prefill != null) {
+        fleet.requestStarted(prefill.id(), tokens);
+        if (keys != null && keys.length > 0) {
+          fleet.speculate(prefill.id(), keys, keys.length);
+        }
       }
     }
     if (approximate != null) {
@@ -551,6 +617,13 @@ public final class Scheduler {
     if (prefill != null) {
       inFlight.decrement(prefill.id());
     }
+    if (fleet != null) {
+      long tokens = Math.max(0, decision.promptTokens());
+      fleet.requestFinished(decode.id(), tokens);
+      if (prefill != null) {
+        fleet.requestFinished(prefill.id(), tokens);
+      }
+    }
     forEachPlugin(decision, decode, prefill, clock.getAsLong(), false);
   }
 
@@ -567,6 +640,14 @@ public final class Scheduler {
     if (speculative != null) {
       speculative.remove(endpointId);
     }
+    if (fleet != null) {
+      fleet.removeEndpoint(endpointId);
+    }
+  }
+
+  /** The fleet this scheduler is a replica of, if any ({@link Builder#fleet}). */
+  public Optional<FleetState> fleet() {
+    return Optional.ofNullable(fleet);
   }
 
   private void checkOwn(Decision d) {
@@ -628,8 +709,19 @@ public final class Scheduler {
     private Duration tokenizeTimeout = Duration.ofSeconds(2);
     private MeterRegistry registry;
     private java.util.function.Predicate<String> isDown = id -> false;
+    private FleetState fleet;
 
     private Builder() {}
+
+    /**
+     * Makes this scheduler one replica of a fleet sharing {@code fleet} (default none: in-flight
+     * counts and speculative entries are this scheduler's own). See the class comment. The
+     * scheduler does not close it.
+     */
+    public Builder fleet(FleetState fleet) {
+      this.fleet = fleet;
+      return this;
+    }
 
     /**
      * For the default profiles: endpoints for which {@code isDown} is true are dropped by their
