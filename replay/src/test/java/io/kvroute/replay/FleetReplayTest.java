@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 
 /** {@code --replicas}: several gateway replicas in virtual time, with and without sharing. */
 class FleetReplayTest {
-  private static final Workload SLICE = Workload.mooncakeTrace(WorkloadTest.SYNTHETIC).first(200);
+  private static final Workload SLICE = Workload.mooncakeTrace(WorkloadTest.SYNTHETIC).first(120);
 
   private static StrategyResult precise(Replay.Builder b) {
     return b.pods(4)
@@ -55,7 +55,8 @@ class FleetReplayTest {
             .fleetStaleness(Duration.ofMillis(5))
             .build()
             .run(ReplayListener.NONE);
-    assertThat(r.description()).contains("3 gateway replicas (hash), sharing on (staleness 5.0 ms)");
+    assertThat(r.description())
+        .contains("3 gateway replicas (hash), sharing on (staleness 5.0 ms)");
   }
 
   @Test
