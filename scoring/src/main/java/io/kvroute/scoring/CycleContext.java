@@ -86,18 +86,9 @@ final class CycleContext extends ContextBase {
     return i == null ? -1 : i;
   }
 
-  /** The keys and fleet view {@link Scheduler#pickAsync} read before this cycle. */
-  void prefetched(long[] keys, FleetView view) {
-    if (keys != null) {
-      this.requestKeys = keys;
-    }
-    this.fleetView = view;
-    this.fleetRead = true;
-  }
-
   /**
-   * The fleet's view of the candidates for this request, read once per cycle (on the first use, or
-   * before the cycle by {@link Scheduler#pickAsync}); {@code null} without a fleet.
+   * The fleet's view of the candidates for this request, read once per cycle (on its first use);
+   * {@code null} without a fleet.
    */
   FleetView fleetView() {
     if (!fleetRead) {

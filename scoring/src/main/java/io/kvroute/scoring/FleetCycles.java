@@ -9,16 +9,6 @@ final class FleetCycles {
 
   private FleetCycles() {}
 
-  /** The request keys a precise cycle computes for {@code request}, or {@code null}. */
-  static long[] requestKeys(PrefixCacheLookup lookup, SchedulingRequest request) {
-    int[] tokens = request.tokens();
-    if (lookup == null || tokens == null) {
-      return null;
-    }
-    return lookup.requestKeys(
-        tokens, request.lora().orElse(null), request.cacheSalt().orElse(null));
-  }
-
   /** The candidates' ids, in order. */
   static List<String> ids(List<Endpoint> candidates) {
     String[] ids = new String[candidates.size()];

@@ -2,7 +2,6 @@ package io.kvroute.scoring;
 
 import io.kvroute.connector.Endpoint;
 import io.kvroute.kvindex.fleet.FleetState;
-import io.kvroute.kvindex.fleet.FleetView;
 import io.kvroute.scoring.internal.ApproximatePrefixIndex;
 import io.kvroute.scoring.internal.InFlightTracker;
 import io.kvroute.scoring.internal.SchedulerMeters;
@@ -58,9 +57,11 @@ import org.slf4j.LoggerFactory;
  * keys, so the other replicas see where its prefix went before the engine's KV events arrive) and
  * {@link #onComplete} ends it; each scheduling cycle reads one {@link FleetView} of the candidates:
  * the in-flight counts the load scorers read are every replica's, and the precise prefix match of a
- * candidate is at least the blocks some replica just sent to it. {@link #pickAsync} reads the view
- * without blocking ({@link FleetState#viewAsync}); {@link #pick} reads it on the caller's thread,
- * within the fleet's {@code viewTimeout} (the local view answers past it).
+ * candidate is at least the blocks some replica just sent to it. The cycle reads the view on the
+ * thread that runs it, as it reads a shared (Redis) index: with a fleet on Redis, {@link #pick} is
+ * no longer I/O-free, but waits at most the fleet's {@code viewTimeout}, then this replica's own
+ * view answers. (Completing on the store's I/O thread instead would run the index's blocking lookup
+ * there.)
  *
  * <h2>Threads</h2>
  *
@@ -285,9 +286,7 @@ public final class Scheduler {
         || tokenizer == null
         || request.candidates().isEmpty()
         || (request.prompt().isEmpty() && request.messages().isEmpty())) {
-      return fleet == null
-          ? CompletableFuture.completedFuture(pick(request))
-          : withFleetView(request, false);
+      return CompletableFuture.completedFuture(pick(request));
     }
     CompletableFuture<int[]> f;
     try {
@@ -302,52 +301,17 @@ public final class Scheduler {
                 SchedulerMeters.increment(tokenizationFailures);
                 log.debug(
                     "tokenization failed, scheduling without token ids: {}", String.valueOf(err));
-                return fleet == null
-                    ? CompletableFuture.completedFuture(pick(request, true))
-                    : withFleetView(request, true);
+                return pick(request, true);
               }
-              SchedulingRequest withTokens = request.withTokenIds(tokens);
-              return fleet == null
-                  ? CompletableFuture.completedFuture(pick(withTokens, false))
-                  : withFleetView(withTokens, false);
-            })
-        .thenCompose(next -> next);
-  }
-
-  /**
-   * Reads the fleet view of the request's candidates without blocking, then picks with it: the
-   * future completes on the fleet's thread (or at once with the local view when the store is
-   * backing off).
-   */
-  private CompletableFuture<Decision> withFleetView(SchedulingRequest request, boolean tokFailed) {
-    if (fleet == null || request.candidates().isEmpty()) {
-      return CompletableFuture.completedFuture(pick(request, tokFailed));
-    }
-    long[] keys = FleetCycles.requestKeys(lookup, request);
-    List<String> ids = FleetCycles.ids(request.candidates());
-    return fleet
-        .viewAsync(ids, keys == null ? FleetCycles.NO_KEYS : keys, keys == null ? 0 : keys.length)
-        .handle(
-            (view, err) -> {
-              // the fleet never fails a view; a bug there must not fail the request either
-              FleetView v = err == null ? view : null;
-              return pick(request, tokFailed, keys, v);
+              return pick(request.withTokenIds(tokens), false);
             });
   }
 
   private Decision pick(SchedulingRequest request, boolean tokenizationFailed) {
-    return pick(request, tokenizationFailed, null, null);
-  }
-
-  private Decision pick(
-      SchedulingRequest request, boolean tokenizationFailed, long[] keys, FleetView view) {
     Objects.requireNonNull(request, "request");
     long start = clock.getAsLong();
     RandomGenerator rnd = random != null ? random : ThreadLocalRandom.current();
     CycleContext ctx = new CycleContext(this, request, rnd, start);
-    if (view != null) {
-      ctx.prefetched(keys, view);
-    }
     Decision d = schedule(ctx, request, tokenizationFailed);
     long end = clock.getAsLong();
     SchedulerMeters.record(cycleTimers.get(d.result()), end - start);

@@ -100,7 +100,7 @@ class SchedulerFleetTest {
   }
 
   @Test
-  void pickAsyncReadsTheViewWithoutBlockingAndMatchesPick() {
+  void pickAsyncReadsTheFleetViewToo() {
     Scheduler a = replica("a", true, 1);
     Scheduler b = replica("b", true, 2);
     int[] prompt = tokens(320, 9);
