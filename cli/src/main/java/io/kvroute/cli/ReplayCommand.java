@@ -259,6 +259,40 @@ final class ReplayCommand implements Callable<Integer> {
       description = "Hold or refuse what no engine is predicted to serve within its TTFT objective")
   String flowSloAdmission;
 
+  @Option(
+      names = "--replicas",
+      defaultValue = "1",
+      paramLabel = "N",
+      description =
+          "Gateway replicas: each request is routed by one of N schedulers, each with its own"
+              + " in-flight counts and speculative entries, over the one shared index")
+  int replicas;
+
+  @Option(
+      names = "--sharing",
+      defaultValue = "on",
+      paramLabel = "on|off",
+      description =
+          "With --replicas: share in-flight counts and speculative entries through an in-memory"
+              + " FleetState (on), or not (off)")
+  String sharing;
+
+  @Option(
+      names = "--assign",
+      defaultValue = "round-robin",
+      paramLabel = "round-robin|hash",
+      description = "With --replicas: how requests are spread over the replicas")
+  String assign;
+
+  @Option(
+      names = "--fleet-staleness",
+      defaultValue = "3",
+      paramLabel = "MS",
+      description =
+          "With --sharing on: delay before one replica's changes reach the others, milliseconds"
+              + " (default: the p99 measured on Redis)")
+  double fleetStalenessMs;
+
   @Option(names = "--no-progress", description = "No progress bar on stderr")
   boolean noProgress;
 
@@ -303,7 +337,11 @@ final class ReplayCommand implements Callable<Integer> {
               .strategies(Strategy.parseList(strategies))
               .slo(Slo.parse(slo))
               .seed(seed)
-              .eventLag(Duration.ofNanos(Math.round(eventLagMs * 1e6)));
+              .eventLag(Duration.ofNanos(Math.round(eventLagMs * 1e6)))
+              .replicas(replicas)
+              .sharing(onOff(sharing, "--sharing"))
+              .assignment(Replay.Assignment.parse(assign))
+              .fleetStaleness(Duration.ofNanos(Math.round(fleetStalenessMs * 1e6)));
       if (onOff(flowControl, "--flow-control")) {
         b.flowControl(flowControlConfig());
       }

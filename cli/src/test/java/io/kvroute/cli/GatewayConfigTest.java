@@ -46,7 +46,7 @@ class GatewayConfigTest {
       delimiter = '|',
       textBlock =
           """
-          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, drainTimeout, endpoints, flowControl, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
+          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, drainTimeout, endpoints, fleet, flowControl, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
           duplicate YAML keys | 'listen: {port: 1}\\nlisten: {port: 2}\\nendpoints: [D0]' | listen: duplicate key (line 2)
           duplicate nested keys | 'listen: {port: 1, port: 2}\\nendpoints: [D0]' | listen.port: duplicate key (line 1)
           duplicate endpoint ids | 'endpoints: [D0, {id: d0, url: "http://127.0.0.1:8003"}]' | endpoints[1].id: duplicate id "d0" (also endpoints[0])
@@ -70,7 +70,7 @@ class GatewayConfigTest {
           index block size | 'index: {blockSize: 0}\\nendpoints: [D0]' | index.blockSize: must be >= 1, was 0
           unknown index backend | 'index: {backend: valkey}\\nendpoints: [D0]' | index.backend: must be memory or redis, was "valkey"
           redis settings without the backend | 'index: {redis: {url: "redis://x:6379"}}\\nendpoints: [D0]' | index.redis: is set but backend is memory (add backend: redis)
-          redis URL | 'index: {backend: redis, redis: {url: "http://x:6379"}}\\nendpoints: [D0]' | index.redis.url: not a redis:// or rediss:// URL: "http://x:6379"
+          redis URL | 'index: {backend: redis, redis: {url: "http://x:6379"}}\\nendpoints: [D0]' | index.redis.url: not a redis://, rediss:// or valkey:// URL: "http://x:6379"
           redis ingest mode | 'index: {backend: redis, redis: {ingestMode: everyone}}\\nendpoints: [D0]' | index.redis.ingestMode: must be leased or all-replicas, was "everyone"
           listen timeout | 'listen: {headerTimeout: 0s}\\nendpoints: [D0]' | listen.headerTimeout: must be > 0, was PT0S
           admin token sources | 'admin: {tokenFile: a, tokenEnv: B}\\nendpoints: [D0]' | admin.tokenEnv: set only one of tokenFile and tokenEnv

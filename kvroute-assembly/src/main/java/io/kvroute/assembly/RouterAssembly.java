@@ -53,7 +53,8 @@ import org.slf4j.LoggerFactory;
  * the artifact to add.
  *
  * <p>Thread-safe. Closing it stops the discovery, then closes the router (which drains requests in
- * flight), then the Redis index's client.
+ * flight), then the Redis index's client (with the fleet state: this replica's in-flight counts
+ * leave the fleet at once).
  */
 public final class RouterAssembly implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RouterAssembly.class);
@@ -197,13 +198,17 @@ public final class RouterAssembly implements AutoCloseable {
                   .blockSize(settings.index().blockSize())
                   .meterRegistry(meterRegistry)
                   .build();
-          index =
-              settings.index().redis() == null
-                  ? HybridBlockIndex.inMemory(ic) // plain pods: the in-memory index as is
-                  : RedisIndexes.create(ic, settings.index().redis(), meterRegistry);
-          if (index instanceof AutoCloseable c) {
-            ownedIndex = c;
-            undo.push(c);
+          if (settings.index().redis() == null) {
+            index = HybridBlockIndex.inMemory(ic); // plain pods: the in-memory index as is
+          } else {
+            RedisIndexes.Shared shared =
+                RedisIndexes.create(ic, settings.index().redis(), settings.fleet(), meterRegistry);
+            index = shared.index();
+            ownedIndex = shared.owner();
+            undo.push(ownedIndex);
+            if (shared.fleet() != null) {
+              sb.fleet(shared.fleet());
+            }
           }
         }
         sb.pdEnabled(settings.pdEnabled()).meterRegistry(meterRegistry).tokenizer(tokenizer());

@@ -5,6 +5,7 @@ import io.kvroute.config.ConfigBinder;
 import io.kvroute.config.ConfigException;
 import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kvindex.fleet.FleetConfig;
 import io.kvroute.kvindex.hash.HashAlgorithm;
 import io.kvroute.kvindex.parity.HashSettings;
 import io.kvroute.pd.ConnectorConfigs;
@@ -43,6 +44,8 @@ import java.util.Map;
  * @param discovery endpoints found at run time (default: none)
  * @param flowControl admission before scheduling: priority bands, tenant fairness, saturation,
  *     bounded queues (default: off; the section turns it on)
+ * @param fleet the gateway replicas share their in-flight counts and speculative entries through
+ *     the index's Redis (default: each replica its own; needs {@code index.backend: redis})
  */
 public record RouterSettings(
     Boolean observabilityHeaders,
@@ -55,7 +58,8 @@ public record RouterSettings(
     Object scheduler,
     List<EndpointSpec> endpoints,
     Discovery discovery,
-    FlowControl flowControl) {
+    FlowControl flowControl,
+    Fleet fleet) {
 
   /** Validates and applies the defaults. */
   public RouterSettings {
@@ -76,6 +80,11 @@ public record RouterSettings(
           "scheduler", "must be a file name or an EndpointPickerConfig mapping");
     }
     endpoints = endpoints == null ? List.of() : List.copyOf(endpoints);
+    if (fleet != null && (index == null || index.redis() == null)) {
+      throw new ConfigException(
+          "fleet",
+          "is shared through the index's Redis: set index.backend: redis (and index.redis)");
+    }
     Map<String, Integer> ids = new LinkedHashMap<>();
     for (int i = 0; i < endpoints.size(); i++) {
       String id = endpoints.get(i).endpoint().id();
@@ -99,7 +108,8 @@ public record RouterSettings(
    * scheduler profiles, no index.
    */
   public static RouterSettings defaults() {
-    return new RouterSettings(null, null, null, null, null, null, null, null, null, null, null);
+    return new RouterSettings(
+        null, null, null, null, null, null, null, null, null, null, null, null);
   }
 
   /** These settings with {@code endpoints} instead of their own. */
@@ -115,7 +125,8 @@ public record RouterSettings(
         scheduler,
         endpoints,
         discovery,
-        flowControl);
+        flowControl,
+        fleet);
   }
 
   /** The connector of models without a section of their own. */
@@ -266,7 +277,7 @@ public record RouterSettings(
         throw new ConfigException("redis", "is set but backend is memory (add backend: redis)");
       }
       if (backend.equals("redis") && redis == null) {
-        redis = new Redis(null, null, null, null, null, null);
+        redis = new Redis(null, null, null, null, null, null, null, null);
       }
       hashAlgorithm = hashAlgorithm == null ? HashAlgorithm.SHA256.vllmName() : hashAlgorithm;
       HashAlgorithm algorithm;
@@ -356,6 +367,9 @@ public record RouterSettings(
    *     6h; 0s: none)
    * @param lookupTimeout a lookup slower than this answers "no cache information" (default 100ms)
    * @param replicaId this replica's name in pod leases (default: random)
+   * @param cluster the URL names Redis Cluster nodes, several separated by commas (default false)
+   * @param podGroups pods split into this many groups by a hash of the pod id, each under its own
+   *     hash tag, so one model's keys spread over a Cluster's shards (default 1)
    */
   public record Redis(
       String url,
@@ -363,13 +377,27 @@ public record RouterSettings(
       String ingestMode,
       Duration entryTtl,
       Duration lookupTimeout,
-      String replicaId) {
+      String replicaId,
+      Boolean cluster,
+      Integer podGroups) {
     /** Validates and applies the defaults. */
     public Redis {
       url = url == null ? "redis://127.0.0.1:6379" : url;
-      if (!url.startsWith("redis://") && !url.startsWith("rediss://")) {
-        throw new ConfigException("url", "not a redis:// or rediss:// URL: \"" + url + "\"");
+      cluster = cluster != null && cluster;
+      String[] urls = url.split(",", -1);
+      if (urls.length > 1 && !cluster) {
+        throw new ConfigException(
+            "url", "names " + urls.length + " servers: set cluster: true for a Redis Cluster");
       }
+      for (String u : urls) {
+        String t = u.trim();
+        if (!t.startsWith("redis://") && !t.startsWith("rediss://") && !t.startsWith("valkey://")) {
+          throw new ConfigException(
+              "url", "not a redis://, rediss:// or valkey:// URL: \"" + t + "\"");
+        }
+      }
+      podGroups = podGroups == null ? 1 : podGroups;
+      Checks.range("podGroups", podGroups, 1, 1024);
       ingestMode = ingestMode == null ? "leased" : ingestMode;
       if (!ingestMode.equals("leased") && !ingestMode.equals("all-replicas")) {
         throw new ConfigException(
@@ -380,6 +408,105 @@ public record RouterSettings(
       }
       if (lookupTimeout != null && (lookupTimeout.isNegative() || lookupTimeout.isZero())) {
         throw new ConfigException("lookupTimeout", "must be > 0, was " + lookupTimeout);
+      }
+    }
+  }
+
+  /**
+   * {@code fleet}: this gateway is one replica of a fleet whose replicas share, through the index's
+   * Redis ({@code kvindex-redis}), the requests and tokens in flight per endpoint (leased: a
+   * replica that dies leaves the counts within {@code leaseTtl}) and speculative prefix entries
+   * (where a replica just sent a prompt, before the engine's KV events arrive). Scoring reads the
+   * fleet-wide view once per request, within {@code viewTimeout}, else this replica's own.
+   *
+   * @param name the fleet's name: replicas sharing state use the same one (default {@code default})
+   * @param replicaId this replica's name, unique in the fleet (default: {@code
+   *     index.redis.replicaId}, else random)
+   * @param leaseTtl a silent replica's counts leave the view at most this long after its last
+   *     heartbeat (default 10s)
+   * @param speculativeTtl how long a speculative entry counts (default 2s)
+   * @param speculativeStride a speculative entry every this many request keys (default 8; 1: exact)
+   * @param viewTimeout a fleet view's deadline; past it the local view answers (default 20ms)
+   * @param viewBackoff after a failed or late view, views stay local this long (default 1s)
+   */
+  public record Fleet(
+      String name,
+      String replicaId,
+      Duration leaseTtl,
+      Duration speculativeTtl,
+      Integer speculativeStride,
+      Duration viewTimeout,
+      Duration viewBackoff) {
+    /** Validates and applies the defaults. */
+    public Fleet {
+      name = name == null ? "default" : name;
+      // checked by the builder the assembly uses, with the same messages (the fields are not
+      // assigned yet in a compact constructor: pass the parameters)
+      config(
+          name,
+          replicaId,
+          leaseTtl,
+          speculativeTtl,
+          speculativeStride,
+          viewTimeout,
+          viewBackoff,
+          null);
+    }
+
+    /**
+     * The {@link FleetConfig} these settings describe, with {@code defaultReplicaId} when no {@code
+     * replicaId} is given (null: random).
+     *
+     * @throws ConfigException naming the key
+     */
+    public FleetConfig config(String defaultReplicaId) {
+      return config(
+          name,
+          replicaId,
+          leaseTtl,
+          speculativeTtl,
+          speculativeStride,
+          viewTimeout,
+          viewBackoff,
+          defaultReplicaId);
+    }
+
+    private static FleetConfig config(
+        String name,
+        String replicaId,
+        Duration leaseTtl,
+        Duration speculativeTtl,
+        Integer speculativeStride,
+        Duration viewTimeout,
+        Duration viewBackoff,
+        String defaultReplicaId) {
+      FleetConfig.Builder b = FleetConfig.builder().fleet(name);
+      String id = replicaId != null ? replicaId : defaultReplicaId;
+      if (id != null) {
+        b.replicaId(id);
+      }
+      if (leaseTtl != null) {
+        b.leaseTtl(leaseTtl);
+      }
+      if (speculativeTtl != null) {
+        b.speculativeTtl(speculativeTtl);
+      }
+      if (speculativeStride != null) {
+        b.speculativeStride(speculativeStride);
+      }
+      if (viewTimeout != null) {
+        b.viewTimeout(viewTimeout);
+      }
+      if (viewBackoff != null) {
+        b.viewBackoff(viewBackoff);
+      }
+      try {
+        return b.build();
+      } catch (IllegalArgumentException e) {
+        String msg = e.getMessage();
+        int sp = msg.indexOf(' ');
+        String key = sp > 0 && msg.startsWith("fleet.") ? msg.substring(6, sp) : "";
+        throw new ConfigException(key, msg.substring(sp + 1), e);
       }
     }
   }

@@ -1,6 +1,7 @@
 package io.kvroute.scoring;
 
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kvindex.fleet.FleetView;
 import io.kvroute.scoring.internal.Hashing;
 import java.util.HashMap;
 import java.util.List;
@@ -23,6 +24,9 @@ final class CycleContext extends ContextBase {
   private long[] requestKeys;
   private int[] preciseMatched;
   private double[] preciseWeighted;
+
+  private FleetView fleetView;
+  private boolean fleetRead;
 
   private int[] approxTokens;
   private long[] approxHashes;
@@ -86,6 +90,25 @@ final class CycleContext extends ContextBase {
     return i == null ? -1 : i;
   }
 
+  /**
+   * The fleet's view of the candidates for this request, read once per cycle (on its first use);
+   * {@code null} without a fleet.
+   */
+  FleetView fleetView() {
+    if (!fleetRead) {
+      fleetRead = true;
+      if (scheduler.fleet != null) {
+        long[] keys = requestKeys();
+        fleetView =
+            scheduler.fleet.view(
+                FleetCycles.ids(all),
+                keys == null ? FleetCycles.NO_KEYS : keys,
+                keys == null ? 0 : keys.length);
+      }
+    }
+    return fleetView;
+  }
+
   // ---- precise ----
 
   @Override
@@ -118,6 +141,17 @@ final class CycleContext extends ContextBase {
           int to = scheduler.speculative.extend(all.get(c).id(), keys, from, now);
           preciseWeighted[c] += to - from;
           preciseMatched[c] = to;
+        }
+      }
+    }
+    FleetView fv = fleetView();
+    if (fv != null) {
+      // what another replica (or this one) just sent there, before its KV events arrive
+      for (int c = 0; c < n; c++) {
+        int s = Math.min(keys.length, fv.speculativeBlocks(c));
+        if (s > preciseMatched[c]) {
+          preciseWeighted[c] += s - preciseMatched[c];
+          preciseMatched[c] = s;
         }
       }
     }
@@ -267,6 +301,13 @@ final class CycleContext extends ContextBase {
 
   @Override
   public int inFlight(Endpoint endpoint) {
+    FleetView fv = fleetView();
+    if (fv != null) {
+      int i = indexOf(endpoint.id());
+      if (i >= 0) {
+        return (int) Math.min(Integer.MAX_VALUE, fv.inFlightRequests(i));
+      }
+    }
     return scheduler.inFlight.get(endpoint.id());
   }
 }

@@ -1,6 +1,7 @@
 package io.kvroute.scoring;
 
 import io.kvroute.connector.Endpoint;
+import io.kvroute.kvindex.fleet.FleetState;
 import io.kvroute.scoring.internal.ApproximatePrefixIndex;
 import io.kvroute.scoring.internal.InFlightTracker;
 import io.kvroute.scoring.internal.SchedulerMeters;
@@ -48,6 +49,20 @@ import org.slf4j.LoggerFactory;
  * runs with that endpoint as {@link SchedulingContext#peer()}. A request may instead name one
  * profile to run alone ({@link SchedulingRequest#profile()}).
  *
+ * <h2>Gateway replicas</h2>
+ *
+ * With a {@link Builder#fleet(FleetState) fleet}, the scheduler is one replica of several that
+ * route the same endpoints: {@link #onRouted} reports the request to the fleet ({@link
+ * FleetState#requestStarted} and a {@link FleetState#speculate speculative entry} for its request
+ * keys, so the other replicas see where its prefix went before the engine's KV events arrive) and
+ * {@link #onComplete} ends it; each scheduling cycle reads one {@link FleetView} of the candidates:
+ * the in-flight counts the load scorers read are every replica's, and the precise prefix match of a
+ * candidate is at least the blocks some replica just sent to it. The cycle reads the view on the
+ * thread that runs it, as it reads a shared (Redis) index: with a fleet on Redis, {@link #pick} is
+ * no longer I/O-free, but waits at most the fleet's {@code viewTimeout}, then this replica's own
+ * view answers. (Completing on the store's I/O thread instead would run the index's blocking lookup
+ * there.)
+ *
  * <h2>Threads</h2>
  *
  * Thread-safe: one instance serves all requests. {@link #pick} runs entirely on the caller's thread
@@ -76,6 +91,7 @@ public final class Scheduler {
   final int approxMaxBlocks;
   final SpeculativeIndex speculative;
   final InFlightTracker inFlight;
+  final FleetState fleet;
   final MetricsStore metrics;
   private final LatencyPredictor latencyPredictor;
   private final Map<String, Runtime> profiles;
@@ -149,6 +165,7 @@ public final class Scheduler {
                 .maxEndpoints(b.maxTrackedEndpoints)
                 .meterRegistry(b.registry)
                 .build();
+    this.fleet = b.fleet;
     this.approxBlockSize = b.approxBlockSize;
     this.approxMaxBlocks = b.approxMaxBlocks;
     this.approximate =
@@ -535,8 +552,21 @@ public final class Scheduler {
       if (approximate != null) {
         h = ctx.approximateHashes();
       }
-      if (speculative != null) {
+      if (speculative != null || fleet != null) {
         keys = ctx.requestKeys();
+      }
+    }
+    if (fleet != null) {
+      long tokens = Math.max(0, decision.promptTokens());
+      fleet.requestStarted(decode.id(), tokens);
+      if (keys != null && keys.length > 0) {
+        fleet.speculate(decode.id(), keys, keys.length);
+      }
+      if (prefill != null) {
+        fleet.requestStarted(prefill.id(), tokens);
+        if (keys != null && keys.length > 0) {
+          fleet.speculate(prefill.id(), keys, keys.length);
+        }
       }
     }
     if (approximate != null) {
@@ -575,6 +605,13 @@ public final class Scheduler {
     if (prefill != null) {
       inFlight.decrement(prefill.id());
     }
+    if (fleet != null) {
+      long tokens = Math.max(0, decision.promptTokens());
+      fleet.requestFinished(decode.id(), tokens);
+      if (prefill != null) {
+        fleet.requestFinished(prefill.id(), tokens);
+      }
+    }
     forEachPlugin(decision, decode, prefill, clock.getAsLong(), false);
   }
 
@@ -592,6 +629,14 @@ public final class Scheduler {
     if (speculative != null) {
       speculative.remove(endpointId);
     }
+    if (fleet != null) {
+      fleet.removeEndpoint(endpointId);
+    }
+  }
+
+  /** The fleet this scheduler is a replica of, if any ({@link Builder#fleet}). */
+  public Optional<FleetState> fleet() {
+    return Optional.ofNullable(fleet);
   }
 
   private void checkOwn(Decision d) {
@@ -654,6 +699,7 @@ public final class Scheduler {
     private MeterRegistry registry;
     private java.util.function.Predicate<String> isDown = id -> false;
     private LatencyPredictor latencyPredictor;
+    private FleetState fleet;
 
     private Builder() {}
 
@@ -663,6 +709,16 @@ public final class Scheduler {
      */
     public Builder latencyPredictor(LatencyPredictor predictor) {
       this.latencyPredictor = Objects.requireNonNull(predictor, "latencyPredictor");
+      return this;
+    }
+
+    /**
+     * Makes this scheduler one replica of a fleet sharing {@code fleet} (default none: in-flight
+     * counts and speculative entries are this scheduler's own). See the class comment. The
+     * scheduler does not close it.
+     */
+    public Builder fleet(FleetState fleet) {
+      this.fleet = fleet;
       return this;
     }
 

@@ -48,7 +48,10 @@ public interface SchedulingContext {
   /** Fresh engine metrics for an endpoint; empty when unknown or stale. */
   Optional<EndpointMetrics> metrics(Endpoint endpoint);
 
-  /** Requests the router has sent to the endpoint that have not completed. */
+  /**
+   * Requests the router has sent to the endpoint that have not completed: with a fleet ({@link
+   * Scheduler.Builder#fleet}), every replica's, as of this cycle's fleet view.
+   */
   int inFlight(Endpoint endpoint);
 
   /**

@@ -30,6 +30,8 @@ final class EventChannel implements AutoCloseable {
   private String endpoint;
   private String replayEndpoint;
   private long batches;
+  // batches produced while the faults hold them back, sent in order on release
+  private final java.util.ArrayDeque<byte[]> held = new java.util.ArrayDeque<>();
 
   EventChannel(VllmSimulator.Builder b, String topic, SimFaults faults) {
     this.topic = topic;
@@ -65,6 +67,11 @@ final class EventChannel implements AutoCloseable {
     KvEventBatch batch =
         KvEventBatch.builder().ts(ts).events(events).dataParallelRank(rank).schema(schema).build();
     batches++;
+    if (faults.eventBatchesHeld()) {
+      held.add(KvEventCodec.encode(batch, schema));
+      return;
+    }
+    releaseHeld(); // released but not yet sent: they go first
     switch (faults.onBatch()) {
       case 1:
         publisher.dropSequence(publisher.nextSequence());
@@ -75,6 +82,16 @@ final class EventChannel implements AutoCloseable {
         return;
       default:
         publisher.publishPayload(KvEventCodec.encode(batch, schema));
+    }
+  }
+
+  /** Sends the batches held back, in order. */
+  synchronized void releaseHeld() {
+    while (!held.isEmpty()) {
+      byte[] payload = held.poll();
+      if (publisher != null) {
+        publisher.publishPayload(payload);
+      }
     }
   }
 

@@ -22,6 +22,8 @@ public final class SimFaults {
   private final DoubleSupplier random;
   private final Runnable restartPublisher;
   private final Runnable clearAllBlocks;
+  private Runnable releaseHeldBatches = () -> {};
+  private boolean holdBatches;
   private long arrivals;
   private int failNext;
   private int failNextStatus;
@@ -144,6 +146,32 @@ public final class SimFaults {
     return this;
   }
 
+  /**
+   * Holds the event batches back ({@code true}): they are produced and numbered as usual but not
+   * sent until {@code holdEventBatches(false)} sends them, in order (a slow or stalled event path:
+   * the router sees what the pod caches only later). Bounded by the test's own traffic.
+   */
+  public SimFaults holdEventBatches(boolean hold) {
+    Runnable release;
+    synchronized (this) {
+      holdBatches = hold;
+      release = hold ? null : releaseHeldBatches;
+    }
+    if (release != null) {
+      release.run();
+    }
+    return this;
+  }
+
+  /** Whether event batches are held back. */
+  synchronized boolean eventBatchesHeld() {
+    return holdBatches;
+  }
+
+  synchronized void onRelease(Runnable release) {
+    this.releaseHeldBatches = release;
+  }
+
   /** The next {@code count} event batches are sent with a corrupt (undecodable) payload. */
   public synchronized SimFaults corruptEventBatches(int count) {
     checkCount(count, "count");
@@ -194,6 +222,7 @@ public final class SimFaults {
     dropBatches = 0;
     corruptBatches = 0;
     releaseHung();
+    holdEventBatches(false);
     return this;
   }
 

@@ -130,6 +130,8 @@ final class SimServer {
     topic = b.topic != null ? b.topic : "kv@" + hostPort() + "@" + b.model;
     if (b.events) {
       events = new EventChannel(b, topic, faults);
+      EventChannel ch = events;
+      faults.onRelease(ch::releaseHeld);
     }
     if ((b.protocol == KvTransferProtocol.MOONCAKE || b.protocol == KvTransferProtocol.SGLANG)
         && b.role.producer()) {

@@ -6,6 +6,8 @@ import io.kvroute.kvindex.IndexConfig;
 import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.event.KvEventBatch;
 import io.kvroute.kvindex.event.KvEventCodec;
+import io.kvroute.kvindex.fleet.FleetConfig;
+import io.kvroute.kvindex.fleet.InMemoryFleet;
 import io.kvroute.kvindex.hash.BlockHash;
 import io.kvroute.kvindex.hash.VllmBlockHasher;
 import io.kvroute.replay.ReplayListener;
@@ -84,6 +86,10 @@ public final class Simulation {
    * @param scrapeIntervalNanos engine metrics refresh
    * @param kvBytesPerSecond KV transfer bandwidth between prefill and decode engines
    * @param flowControl admission in front of the scheduler, or null for none
+   * @param replicas gateway replicas, each a scheduler of its own
+   * @param sharing whether the replicas share in-flight counts and speculative entries
+   * @param hashAssignment requests go to replicas by a hash of their index (else round robin)
+   * @param fleetStalenessNanos delay before one replica's changes reach the others
    */
   public record Settings(
       EngineProfile profile,
@@ -96,7 +102,11 @@ public final class Simulation {
       long eventLagNanos,
       long scrapeIntervalNanos,
       double kvBytesPerSecond,
-      FlowControlConfig flowControl) {
+      FlowControlConfig flowControl,
+      int replicas,
+      boolean sharing,
+      boolean hashAssignment,
+      long fleetStalenessNanos) {
     /** Engines in all. */
     public int engines() {
       return pods + prefill + decode;
@@ -137,6 +147,7 @@ public final class Simulation {
     final long arrival;
     final int promptLen;
     final int outputLen;
+    Scheduler scheduler;
     Decision decision;
     Endpoint decodeEp;
     Endpoint prefillEp;
@@ -177,7 +188,8 @@ public final class Simulation {
   private final int[] computeEngines; // engines where prompts are computed (reuse accounting)
   private final Map<String, Integer> engineIndex = new LinkedHashMap<>();
   private final VllmBlockHasher hasher;
-  private final Scheduler scheduler;
+  private final Scheduler[] schedulers;
+  private final InMemoryFleet fleet;
   private final MetricsStore metrics;
   private final BlockIndex index;
   private final OracleLookup oracle;
@@ -316,10 +328,28 @@ public final class Simulation {
     }
     this.oracle =
         strategy == Strategy.ORACLE ? new OracleLookup(byId, settings.profile().blockSize()) : null;
-    this.scheduler = scheduler();
-    this.metrics = scheduler.metricsStore();
-    this.predictor = scheduler.latencyPredictor();
+    // One metrics store: every replica scrapes the same engines at the same instants.
+    this.metrics = MetricsStore.create(Duration.ofSeconds(2), () -> now, 100_000);
+    int r = settings.replicas();
+    this.fleet =
+        r > 1 && settings.sharing()
+            ? InMemoryFleet.builder()
+                .nanoClock(() -> now)
+                .visibilityDelay(Duration.ofNanos(settings.fleetStalenessNanos()))
+                .build()
+            : null;
+    this.schedulers = new Scheduler[r];
+    for (int k = 0; k < r; k++) {
+      schedulers[k] = scheduler(k);
+    }
+    // the first replica's latency predictor hears every request (flow control runs with one)
+    this.predictor = schedulers[0].latencyPredictor();
     FlowControlConfig fc = settings.flowControl();
+    if (fc != null && r > 1) {
+      throw new IllegalArgumentException(
+          "flow control in front of several gateway replicas is not modelled: use it with one"
+              + " replica");
+    }
     this.flow =
         fc == null
             ? null
@@ -332,13 +362,18 @@ public final class Simulation {
                 null);
   }
 
-  private Scheduler scheduler() {
+  private Scheduler scheduler(int replica) {
     boolean pd = settings.disaggregated();
     Scheduler.Builder b =
         Scheduler.builder()
             .nanoClock(() -> now)
-            .random(new SplittableRandom(settings.seed()))
-            .metricsStaleAfter(Duration.ofSeconds(2));
+            .random(new SplittableRandom(settings.seed() + 0x9E3779B97F4A7C15L * replica))
+            .metricsStore(metrics);
+    if (fleet != null) {
+      b.fleet(
+          fleet.join(
+              FleetConfig.builder().replicaId("replica-" + replica).nanoClock(() -> now).build()));
+    }
     switch (strategy) {
       case RANDOM:
         return custom(b, pd, p -> p.picker(Pickers.random("random-picker", 1)));
@@ -571,6 +606,7 @@ public final class Simulation {
             .candidates(candidates)
             .slo(LatencySlo.of(f.slo.ttft(), f.slo.tpot()))
             .build();
+    Scheduler scheduler = schedulers[replicaOf(f.index)];
     Decision d = scheduler.pick(sr);
     if (!d.routed()) {
       rejected++;
@@ -595,6 +631,7 @@ public final class Simulation {
         return;
       }
     }
+    f.scheduler = scheduler;
     f.decision = d;
     f.decodeEp = d.primary().orElseThrow();
     f.prefillEp = d.prefill().orElse(null);
@@ -639,6 +676,21 @@ public final class Simulation {
       engines[f.decodeEngine].submit(r, now);
       tryStart(f.decodeEngine);
     }
+  }
+
+  /** The replica that routes request {@code i}. */
+  private int replicaOf(int i) {
+    int r = schedulers.length;
+    if (r == 1) {
+      return 0;
+    }
+    if (!settings.hashAssignment()) {
+      return i % r;
+    }
+    long z = (i + 1) * 0x9E3779B97F4A7C15L; // SplitMix64's finaliser
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    return (int) Long.remainderUnsigned(z ^ (z >>> 31), r);
   }
 
   private int[] decodeEngines() {
@@ -712,7 +764,7 @@ public final class Simulation {
     public void onRejected(EngineRequest r, long nanos, String reason) {
       Flight f = (Flight) r.attachment();
       rejected++;
-      scheduler.onComplete(f.decision, f.decodeEp, f.prefillEp);
+      f.scheduler.onComplete(f.decision, f.decodeEp, f.prefillEp);
       f.ticket.abandon();
       if (!f.started) {
         f.started = true;
@@ -725,7 +777,7 @@ public final class Simulation {
   }
 
   private void complete(Flight f, long nanos) {
-    scheduler.onComplete(f.decision, f.decodeEp, f.prefillEp);
+    f.scheduler.onComplete(f.decision, f.decodeEp, f.prefillEp);
     f.ticket.finished(nanos, f.outputLen);
     if (f.admission != null) {
       push(nanos, RELEASE, -1, f); // after the engine's step: admissions route at once
