@@ -40,7 +40,7 @@ final class RecordingSink implements EndpointSink {
 
   /** Polls until the assertion holds, failing with its last error after the deadline. */
   void await(Consumer<RecordingSink> assertion) {
-    await(Duration.ofSeconds(20), () -> assertion.accept(this));
+    await(Duration.ofSeconds(60), () -> assertion.accept(this));
   }
 
   static void await(Duration timeout, Runnable assertion) {
