@@ -46,7 +46,7 @@ class GatewayConfigTest {
       delimiter = '|',
       textBlock =
           """
-          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, drainTimeout, endpoints, fleet, flowControl, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tracing
+          a typo must not start a gateway with no endpoints | 'endpoint:\\n  - {id: d0, url: "http://127.0.0.1:8002"}' | endpoint: unknown key; did you mean "endpoints"? known: admin, defaultConnector, discovery, drainTimeout, endpoints, fleet, flowControl, index, listen, models, observabilityHeaders, scheduler, scrapeMetrics, tokenizer, tracing
           duplicate YAML keys | 'listen: {port: 1}\\nlisten: {port: 2}\\nendpoints: [D0]' | listen: duplicate key (line 2)
           duplicate nested keys | 'listen: {port: 1, port: 2}\\nendpoints: [D0]' | listen.port: duplicate key (line 1)
           duplicate endpoint ids | 'endpoints: [D0, {id: d0, url: "http://127.0.0.1:8003"}]' | endpoints[1].id: duplicate id "d0" (also endpoints[0])

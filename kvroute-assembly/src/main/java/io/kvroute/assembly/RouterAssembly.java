@@ -342,9 +342,17 @@ public final class RouterAssembly implements AutoCloseable {
       return sb.prefillProfile(Scheduler.PREFILL_PROFILE);
     }
 
-    /** The pods' {@code /tokenize}, behind the local tokenizers of the models that name one. */
+    /**
+     * The pods' {@code /tokenize} or render endpoints ({@code tokenizer.api}), behind the local
+     * tokenizers of the models that name one.
+     */
     private Tokenizer tokenizer() {
-      Tokenizers.VllmTokenizer remote = Tokenizers.vllm().meterRegistry(meterRegistry).build();
+      Tokenizers.VllmTokenizer remote =
+          Tokenizers.vllm()
+              .api(settings.tokenizer().vllmApi())
+              .timeout(settings.tokenizer().timeout())
+              .meterRegistry(meterRegistry)
+              .build();
       Map<String, RouterSettings.LocalTokenizer> local = settings.tokenizers();
       if (local.isEmpty()) {
         return remote;

@@ -12,6 +12,7 @@ import io.kvroute.pd.ConnectorConfigs;
 import io.kvroute.router.KvEventFeed;
 import io.kvroute.router.flow.FlowControlConfig;
 import io.kvroute.scoring.LatencySlo;
+import io.kvroute.scoring.Tokenizers;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -46,6 +47,8 @@ import java.util.Map;
  *     bounded queues (default: off; the section turns it on)
  * @param fleet the gateway replicas share their in-flight counts and speculative entries through
  *     the index's Redis (default: each replica its own; needs {@code index.backend: redis})
+ * @param tokenizer how prompts are tokenized where no model names a local tokenizer: the pods'
+ *     {@code /tokenize} (the default) or vLLM's render endpoints
  */
 public record RouterSettings(
     Boolean observabilityHeaders,
@@ -59,7 +62,8 @@ public record RouterSettings(
     List<EndpointSpec> endpoints,
     Discovery discovery,
     FlowControl flowControl,
-    Fleet fleet) {
+    Fleet fleet,
+    Tokenizer tokenizer) {
 
   /** Validates and applies the defaults. */
   public RouterSettings {
@@ -71,6 +75,7 @@ public record RouterSettings(
     if (drainTimeout.isNegative()) {
       throw new ConfigException("drainTimeout", "must be >= 0, was " + drainTimeout);
     }
+    tokenizer = tokenizer == null ? new Tokenizer(null, null) : tokenizer;
     defaultConnector = defaultConnector == null ? Map.of("type", "http") : defaultConnector;
     ConnectorConfigs.bind(withType(defaultConnector), "defaultConnector");
     models = models == null ? Map.of() : new LinkedHashMap<>(models);
@@ -109,7 +114,7 @@ public record RouterSettings(
    */
   public static RouterSettings defaults() {
     return new RouterSettings(
-        null, null, null, null, null, null, null, null, null, null, null, null);
+        null, null, null, null, null, null, null, null, null, null, null, null, null);
   }
 
   /** These settings with {@code endpoints} instead of their own. */
@@ -126,7 +131,8 @@ public record RouterSettings(
         endpoints,
         discovery,
         flowControl,
-        fleet);
+        fleet,
+        tokenizer);
   }
 
   /** The connector of models without a section of their own. */
@@ -226,6 +232,35 @@ public record RouterSettings(
     public LocalTokenizer {
       Checks.required("path", path, "the directory of the model's tokenizer files");
       fallback = fallback == null || fallback;
+    }
+  }
+
+  /**
+   * {@code tokenizer}: the engines' own tokenization of prompts, used for models without a local
+   * tokenizer ({@code models.<name>.tokenizer}) and as their fallback.
+   *
+   * @param api {@code tokenize} (vLLM's {@code POST /tokenize}, the default) or {@code render}
+   *     (vLLM's render endpoints: {@code /v1/chat/completions/render}, {@code
+   *     /v1/completions/render}, and those of Messages and Responses, which render a request
+   *     exactly as the engine will; vLLM 0.29 and later)
+   * @param timeout per call (default 2s)
+   */
+  public record Tokenizer(String api, Duration timeout) {
+    /** Validates and applies the defaults. */
+    public Tokenizer {
+      api = api == null ? "tokenize" : api;
+      if (!api.equals("tokenize") && !api.equals("render")) {
+        throw new ConfigException("api", "must be tokenize or render, was \"" + api + "\"");
+      }
+      timeout = timeout == null ? Duration.ofSeconds(2) : timeout;
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new ConfigException("timeout", "must be > 0, was " + timeout);
+      }
+    }
+
+    /** The {@link Tokenizers.VllmApi} {@link #api} names. */
+    public Tokenizers.VllmApi vllmApi() {
+      return api.equals("render") ? Tokenizers.VllmApi.RENDER : Tokenizers.VllmApi.TOKENIZE;
     }
   }
 

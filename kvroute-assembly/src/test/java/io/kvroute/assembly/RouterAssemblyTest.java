@@ -53,6 +53,47 @@ class RouterAssemblyTest {
   }
 
   @Test
+  void tokenizerApiRenderTokenizesOnTheRenderEndpoints(@TempDir Path dir) throws Exception {
+    try (VllmSimulator pod =
+        VllmSimulator.builder().name("d0").model("m").latency(LatencyModel.ZERO).build().start()) {
+      RouterSettings s =
+          BINDER.readYaml(
+              "tokenizer: { api: render, timeout: 5s }\n"
+                  + "index: { blockSize: 16 }\n"
+                  + "endpoints: [{ id: d0, url: \""
+                  + pod.baseUrl()
+                  + "\", role: decode }]\n",
+              RouterSettings.class);
+      assertThat(s.tokenizer().vllmApi()).isEqualTo(io.kvroute.scoring.Tokenizers.VllmApi.RENDER);
+      try (RouterAssembly a = RouterAssembly.builder(s).baseDirectory(dir).build()) {
+        var r =
+            a.router()
+                .route(
+                    InferenceRequest.of(
+                        InferenceRequest.Api.CHAT_COMPLETIONS,
+                        "{\"model\":\"m\",\"max_tokens\":2,"
+                            + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"))
+                .get(20, TimeUnit.SECONDS);
+        r.readAll(1 << 20).get(20, TimeUnit.SECONDS);
+      }
+      assertThat(pod.requests())
+          .extracting(io.kvroute.testkit.RecordedRequest::path)
+          .contains("/v1/chat/completions/render")
+          .doesNotContain("/tokenize");
+    }
+  }
+
+  @Test
+  void aBadTokenizerApiIsNamed() {
+    assertThatThrownBy(
+            () -> BINDER.readYaml("tokenizer: { api: detokenize }", RouterSettings.class))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("tokenizer.api")
+        .hasMessageContaining("must be tokenize or render");
+    assertThat(RouterSettings.defaults().tokenizer().api()).isEqualTo("tokenize");
+  }
+
+  @Test
   void anUnknownConnectorTypeIsNamedWithASuggestion() {
     RouterSettings s =
         BINDER.readYaml(
