@@ -1,9 +1,5 @@
 package io.kvroute.benchmarks;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -195,7 +191,7 @@ public final class FloorTable {
     }
     System.out.printf(
         "machine: %s, %d CPUs; JDK %s (%s)%n",
-        cpuModel(),
+        Machine.cpuModel(),
         Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.runtime.version"),
         System.getProperty("java.vm.name"));
@@ -205,7 +201,7 @@ public final class FloorTable {
     List<Map<String, Double>> results = new ArrayList<>();
     List<String> loads = new ArrayList<>();
     for (int round = 1; round <= rounds; round++) {
-      String load = loadAverage();
+      String load = Machine.loadAverages();
       loads.add(load);
       System.out.printf("round %d/%d, load average %s%n", round, rounds, load);
       Map<String, Double> res = new LinkedHashMap<>();
@@ -223,7 +219,7 @@ public final class FloorTable {
       }
       results.add(res);
     }
-    loads.add(loadAverage());
+    loads.add(Machine.loadAverages());
     System.out.println();
     System.out.println("load average at the start of each round and at the end: " + loads);
     System.out.printf(
@@ -337,31 +333,5 @@ public final class FloorTable {
     Arrays.sort(s);
     int n = s.length;
     return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-  }
-
-  private static String loadAverage() {
-    try {
-      String s = Files.readString(Path.of("/proc/loadavg"), StandardCharsets.US_ASCII).trim();
-      String[] p = s.split(" ");
-      return p[0] + " " + p[1] + " " + p[2];
-    } catch (IOException | RuntimeException e) {
-      return String.format(
-          Locale.ROOT,
-          "%.2f",
-          java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
-    }
-  }
-
-  private static String cpuModel() {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"), StandardCharsets.UTF_8)) {
-        if (line.startsWith("model name")) {
-          return line.substring(line.indexOf(':') + 1).trim();
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // not Linux: fall through
-    }
-    return System.getProperty("os.arch");
   }
 }

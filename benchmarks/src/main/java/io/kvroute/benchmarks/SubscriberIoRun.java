@@ -12,8 +12,6 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -68,7 +66,7 @@ public final class SubscriberIoRun {
         rate,
         warmup,
         seconds,
-        cpuModel(),
+        Machine.cpuModel(),
         Runtime.getRuntime().availableProcessors(),
         load());
     for (int n : counts) {
@@ -336,18 +334,5 @@ public final class SubscriberIoRun {
   private static String load() {
     return String.format(
         "%.2f", ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
-  }
-
-  private static String cpuModel() {
-    try {
-      for (String l : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-        if (l.startsWith("model name")) {
-          return l.substring(l.indexOf(':') + 1).trim();
-        }
-      }
-    } catch (java.io.IOException | RuntimeException e) {
-      // not Linux
-    }
-    return System.getProperty("os.arch");
   }
 }

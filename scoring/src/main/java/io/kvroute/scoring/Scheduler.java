@@ -55,13 +55,13 @@ import org.slf4j.LoggerFactory;
  * route the same endpoints: {@link #onRouted} reports the request to the fleet ({@link
  * FleetState#requestStarted} and a {@link FleetState#speculate speculative entry} for its request
  * keys, so the other replicas see where its prefix went before the engine's KV events arrive) and
- * {@link #onComplete} ends it; each scheduling cycle reads one {@link FleetView} of the candidates:
- * the in-flight counts the load scorers read are every replica's, and the precise prefix match of a
- * candidate is at least the blocks some replica just sent to it. The cycle reads the view on the
- * thread that runs it, as it reads a shared (Redis) index: with a fleet on Redis, {@link #pick} is
- * no longer I/O-free, but waits at most the fleet's {@code viewTimeout}, then this replica's own
- * view answers. (Completing on the store's I/O thread instead would run the index's blocking lookup
- * there.)
+ * {@link #onComplete} ends it; each scheduling cycle reads one {@link
+ * io.kvroute.kvindex.fleet.FleetView} of the candidates: the in-flight counts the load scorers read
+ * are every replica's, and the precise prefix match of a candidate is at least the blocks some
+ * replica just sent to it. The cycle reads the view on the thread that runs it, as it reads a
+ * shared (Redis) index: with a fleet on Redis, {@link #pick} is no longer I/O-free, but waits at
+ * most the fleet's {@code viewTimeout}, then this replica's own view answers. (Completing on the
+ * store's I/O thread instead would run the index's blocking lookup there.)
  *
  * <h2>Threads</h2>
  *

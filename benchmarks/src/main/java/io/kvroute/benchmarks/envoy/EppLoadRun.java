@@ -14,6 +14,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
+import io.kvroute.benchmarks.Machine;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
 import io.kvroute.envoy.EndpointPicker;
@@ -71,7 +72,7 @@ public final class EppLoadRun {
     System.out.printf(
         "cores=%d cpu=%s endpoints=%d streams=%d body=%d bytes seconds=%d server executor=%s%n",
         Runtime.getRuntime().availableProcessors(),
-        cpuModel(),
+        Machine.cpuModel(),
         endpoints,
         concurrency,
         bodies[0].length,
@@ -335,18 +336,5 @@ public final class EppLoadRun {
     return os instanceof com.sun.management.OperatingSystemMXBean
         ? ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime()
         : 0;
-  }
-
-  private static String cpuModel() {
-    try {
-      for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/cpuinfo"))) {
-        if (line.startsWith("model name")) {
-          return line.substring(line.indexOf(':') + 1).trim();
-        }
-      }
-    } catch (java.io.IOException | RuntimeException e) {
-      // not Linux
-    }
-    return "unknown";
   }
 }

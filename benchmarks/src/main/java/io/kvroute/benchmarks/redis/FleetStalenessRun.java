@@ -1,5 +1,6 @@
 package io.kvroute.benchmarks.redis;
 
+import io.kvroute.benchmarks.Machine;
 import io.kvroute.kvindex.fleet.FleetConfig;
 import io.kvroute.kvindex.fleet.FleetState;
 import io.kvroute.kvindex.fleet.FleetView;
@@ -48,8 +49,8 @@ public final class FleetStalenessRun {
         default -> throw new IllegalArgumentException("unknown option " + args[i]);
       }
     }
-    System.out.println("== fleet state staleness on Redis: " + machine());
-    System.out.println("== load before: " + loadAverage());
+    System.out.println("== fleet state staleness on Redis: " + Machine.describe());
+    System.out.println("== load before: " + Machine.loadAverages());
     SimpleMeterRegistry regA = new SimpleMeterRegistry();
     try (RedisProcess redis = RedisProcess.start();
         RedisIndexClient ca =
@@ -173,7 +174,7 @@ public final class FleetStalenessRun {
           us(view, 0.50),
           us(view, 0.99));
       System.out.println("A's kvroute.fleet.write.latency (change to acknowledgement):" + wlp);
-      System.out.println("== load after: " + loadAverage());
+      System.out.println("== load after: " + Machine.loadAverages());
       System.out.printf(
           Locale.ROOT,
           "result: fleet_staleness count_p50_us=%.0f count_p99_us=%.0f spec_p50_us=%.0f"
@@ -200,32 +201,5 @@ public final class FleetStalenessRun {
     return x >= 1000
         ? String.format(Locale.ROOT, "%.2f ms", x / 1000)
         : String.format(Locale.ROOT, "%.0f us", x);
-  }
-
-  private static String machine() {
-    String model = "?";
-    try {
-      for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/cpuinfo"))) {
-        if (line.startsWith("model name")) {
-          model = line.substring(line.indexOf(':') + 1).trim();
-          break;
-        }
-      }
-    } catch (java.io.IOException e) {
-      // unknown
-    }
-    return Runtime.getRuntime().availableProcessors()
-        + " CPUs, "
-        + model
-        + ", JDK "
-        + System.getProperty("java.version");
-  }
-
-  private static String loadAverage() {
-    try {
-      return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim();
-    } catch (java.io.IOException e) {
-      return "?";
-    }
   }
 }

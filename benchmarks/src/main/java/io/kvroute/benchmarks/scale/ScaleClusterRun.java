@@ -4,6 +4,7 @@ import static io.kvroute.benchmarks.scale.ScaleModelRun.BLOCK;
 import static io.kvroute.benchmarks.scale.ScaleModelRun.DOC_BLOCKS;
 import static io.kvroute.benchmarks.scale.ScaleModelRun.MODEL;
 
+import io.kvroute.benchmarks.Machine;
 import io.kvroute.benchmarks.redis.RedisProcess;
 import io.kvroute.benchmarks.scale.ScalePods.Pod;
 import io.kvroute.benchmarks.scale.ScalePods.Workload;
@@ -154,8 +155,8 @@ public final class ScaleClusterRun {
         o.drivers,
         o.warmup,
         o.seconds);
-    System.out.println("== machine: " + ScaleModelRun.machine());
-    System.out.println("== load before: " + ScaleModelRun.loadAverage());
+    System.out.println("== machine: " + Machine.describe());
+    System.out.println("== load before: " + Machine.loadAverages());
     double usPerSet = calibrate(o);
 
     RedisCluster cluster =
@@ -245,7 +246,7 @@ public final class ScaleClusterRun {
     long removed0 = drivers.removed.sum();
     long batches0 = drivers.batches.sum();
     long backoffs0 = drivers.backoffs.sum();
-    String loadStart = ScaleModelRun.loadAverage();
+    String loadStart = Machine.loadAverages();
     long t0 = System.nanoTime();
     LockSupport.parkNanos((long) (o.seconds * 1e9));
     double wall = (System.nanoTime() - t0) / 1e9;
@@ -260,7 +261,7 @@ public final class ScaleClusterRun {
       cores[i] = sec / wall;
       cpuSum += sec;
     }
-    String loadEnd = ScaleModelRun.loadAverage();
+    String loadEnd = Machine.loadAverages();
     // lookups while ingesting (their key TTL refreshes cost the shards too: kept out of the
     // ingestion window above)
     lookups.start();

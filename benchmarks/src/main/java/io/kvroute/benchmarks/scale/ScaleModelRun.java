@@ -1,5 +1,6 @@
 package io.kvroute.benchmarks.scale;
 
+import io.kvroute.benchmarks.Machine;
 import io.kvroute.benchmarks.redis.RedisProcess;
 import io.kvroute.benchmarks.scale.ScalePods.Publishers;
 import io.kvroute.benchmarks.scale.ScalePods.Workload;
@@ -252,8 +253,8 @@ public final class ScaleModelRun {
     }
     Options o = Options.parse(args);
     System.out.println("== scale model: " + o.describe());
-    System.out.println("== machine: " + machine());
-    System.out.println("== load before: " + loadAverage());
+    System.out.println("== machine: " + Machine.describe());
+    System.out.println("== load before: " + Machine.loadAverages());
     ThreadMXBean tmx = ManagementFactory.getThreadMXBean();
     tmx.setThreadCpuTimeEnabled(true);
     Workload workload = new Workload(o);
@@ -306,7 +307,7 @@ public final class ScaleModelRun {
       lookCpu0[r] = replicas.get(r).lookupCpu(tmx);
     }
     long t0 = System.nanoTime();
-    String loadStart = loadAverage();
+    String loadStart = Machine.loadAverages();
     long base = nowMicros();
     for (Replica rep : replicas) {
       rep.slotBase = base;
@@ -341,7 +342,7 @@ public final class ScaleModelRun {
     for (Replica rep : replicas) {
       rw.add(rep.window(wall));
     }
-    String loadEnd = loadAverage();
+    String loadEnd = Machine.loadAverages();
     StringBuilder threadLine = new StringBuilder("replica threads (all replicas, cores):");
     byName.forEach(
         (name, c) -> {
@@ -538,7 +539,7 @@ public final class ScaleModelRun {
           micros(control99),
           gc,
           clears,
-          loadAverage());
+          Machine.loadAverages());
       at += ph.seconds();
     }
     return out;
@@ -749,38 +750,7 @@ public final class ScaleModelRun {
     }
   }
 
-  static String loadAverage() {
-    try {
-      return Files.readString(Path.of("/proc/loadavg")).trim();
-    } catch (IOException e) {
-      return "?";
-    }
-  }
-
-  static String machine() {
-    String model = "?";
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-        if (line.startsWith("model name")) {
-          model = line.substring(line.indexOf(':') + 1).trim();
-          break;
-        }
-      }
-    } catch (IOException e) {
-      // unknown
-    }
-    return Runtime.getRuntime().availableProcessors()
-        + " CPUs, "
-        + model
-        + ", JDK "
-        + System.getProperty("java.version")
-        + ", max heap "
-        + Runtime.getRuntime().maxMemory() / (1 << 20)
-        + " MB";
-  }
-
   // --------------------------------------------------------------------------------- workload
 
   // ---------------------------------------------------------------------------------- replica
-
 }

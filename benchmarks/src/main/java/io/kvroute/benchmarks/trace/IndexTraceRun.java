@@ -1,5 +1,6 @@
 package io.kvroute.benchmarks.trace;
 
+import io.kvroute.benchmarks.Machine;
 import io.kvroute.benchmarks.redis.RedisProcess;
 import io.kvroute.kvindex.BlockIndex;
 import io.kvroute.kvindex.IndexConfig;
@@ -10,10 +11,8 @@ import io.kvroute.kvindex.event.KvEventCodec;
 import io.kvroute.kvindex.redis.RedisIndexConfig.IngestMode;
 import io.kvroute.kvindex.zmq.KvEventListener;
 import io.kvroute.kvindex.zmq.KvEventSubscriber;
-import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -218,8 +217,8 @@ public final class IndexTraceRun {
   /** Runs the steady window or the sweep and prints the figures. */
   public static void main(String[] args) throws Exception {
     Options o = Options.parse(args);
-    System.out.println("== machine: " + machine());
-    System.out.println("== load before: " + loadAverage());
+    System.out.println("== machine: " + Machine.describe());
+    System.out.println("== load before: " + Machine.loadAverage());
     long t0 = System.nanoTime();
     MooncakeTrace trace = MooncakeTrace.read(o.trace);
     TraceWorkload w = new TraceWorkload(trace, o.params());
@@ -347,7 +346,7 @@ public final class IndexTraceRun {
         r.floorP50Us(),
         r.floorP99Us(),
         r.problems(),
-        loadAverage(),
+        Machine.loadAverage(),
         r.keptUp() ? "" : "  (did not keep up)");
   }
 
@@ -365,8 +364,8 @@ public final class IndexTraceRun {
         s.evictions(),
         s.dropped(),
         r.heapBytes() / 1e6);
-    System.out.println("== machine: " + machine());
-    System.out.println("== load after: " + loadAverage());
+    System.out.println("== machine: " + Machine.describe());
+    System.out.println("== load after: " + Machine.loadAverage());
   }
 
   // ------------------------------------------------------------------------------------ replay
@@ -1002,35 +1001,5 @@ public final class IndexTraceRun {
       LockSupport.parkNanos(100_000_000L);
     }
     return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
-  }
-
-  static String loadAverage() {
-    try {
-      return Files.readString(Path.of("/proc/loadavg")).trim().split(" ")[0];
-    } catch (IOException e) {
-      return "?";
-    }
-  }
-
-  static String machine() {
-    String model = "?";
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-        if (line.startsWith("model name")) {
-          model = line.substring(line.indexOf(':') + 1).trim();
-          break;
-        }
-      }
-    } catch (IOException e) {
-      // unknown
-    }
-    return Runtime.getRuntime().availableProcessors()
-        + " CPUs, "
-        + model
-        + ", JDK "
-        + System.getProperty("java.version")
-        + ", max heap "
-        + Runtime.getRuntime().maxMemory() / (1 << 20)
-        + " MB";
   }
 }
