@@ -466,6 +466,7 @@ final class DemoCommand implements Callable<Integer> {
     }
     double[] t = ttfts.stream().mapToDouble(Double::doubleValue).toArray();
     Report.Parity parity = parity(meters);
+    Report.Reuse reuse = reuse(meters, turnsList.size() - errors.get(), !cacheBlind(strategy));
     return new Report.Result(
         strategy,
         description,
@@ -477,7 +478,62 @@ final class DemoCommand implements Callable<Integer> {
         seconds,
         perPod,
         prediction(meters),
-        parity);
+        parity,
+        reuse);
+  }
+
+  /** True for the strategies that keep no prefix index (their routers see nothing available). */
+  private static boolean cacheBlind(String strategy) {
+    return strategy.equals("random") || strategy.equals("load");
+  }
+
+  /**
+   * The routers' reuse split ({@code kvroute.routing.reuse.*}), summed over the replicas, once they
+   * counted every completed request (a router records a request when its response completed, which
+   * may be just after the client read the end of the stream).
+   */
+  private static Report.Reuse reuse(List<MeterRegistry> registries, int completed, boolean indexed)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (reuseRequests(registries, "true") + reuseRequests(registries, "false") < completed
+        && System.nanoTime() < deadline) {
+      TimeUnit.MILLISECONDS.sleep(20);
+    }
+    return new Report.Reuse(
+        indexed,
+        reuseRequests(registries, "true"),
+        reuseRequests(registries, "false"),
+        reuseTokens(registries, "prompt"),
+        reuseTokens(registries, "available"),
+        reuseTokens(registries, "captured"),
+        reuseTokens(registries, "delivered"),
+        reuseMisses(registries, "load"),
+        reuseMisses(registries, "stale_index"),
+        reuseMisses(registries, "none_available"));
+  }
+
+  private static long reuseRequests(List<MeterRegistry> registries, String measured) {
+    long total = 0;
+    for (MeterRegistry m : registries) {
+      total += count(m.find("kvroute.routing.reuse.requests").tag("measured", measured).counter());
+    }
+    return total;
+  }
+
+  private static long reuseTokens(List<MeterRegistry> registries, String split) {
+    long total = 0;
+    for (MeterRegistry m : registries) {
+      total += count(m.find("kvroute.routing.reuse.tokens").tag("split", split).counter());
+    }
+    return total;
+  }
+
+  private static long reuseMisses(List<MeterRegistry> registries, String cause) {
+    long total = 0;
+    for (MeterRegistry m : registries) {
+      total += count(m.find("kvroute.routing.reuse.misses").tag("cause", cause).counter());
+    }
+    return total;
   }
 
   /**

@@ -59,6 +59,9 @@ class DashboardChromiumTest {
           Chromium browser = Chromium.launch(Duration.ofSeconds(30))) {
         KvIndexClient client = KvIndexClient.builder(service.baseUri()).build();
         String pasted = ServeEndToEndTest.serveUntilSeen(client, sims.get(1), "pasted prompt");
+        // a prompt no pod holds: a score query with nothing available
+        client.score(
+            ScoreRequest.builder().prompt(ServeEndToEndTest.prompt("never served")).build());
 
         traffic =
             new Thread(
@@ -138,6 +141,57 @@ class DashboardChromiumTest {
             .isEqualTo("0");
         assertThat(browser.eval("document.getElementById('score-summary').textContent").asText())
             .contains("recommendation: pod-1");
+        // the pasted prompt's reuse split as the service knows it: pod-1 holds every full block,
+        // so all of it is available and the recommendation holds all of it
+        String summary =
+            browser.eval("document.getElementById('score-summary').textContent").asText();
+        long blocksTotal =
+            browser
+                .eval(
+                    "Number(document.querySelector('#scores tr[data-pod=\"pod-1\"] td.total')"
+                        + ".textContent.replace(/,/g, ''))")
+                .asLong();
+        assertThat(blocksTotal).isPositive();
+        assertThat(summary)
+            .contains("reuse: available " + blocksTotal + " blocks")
+            .contains("on pod-1")
+            .contains("recommended pod holds " + blocksTotal + " blocks");
+
+        // the running totals: the dashboard shows what GET /api/v1/reuse says once it caught up
+        // with the last query (the browser's own); no query is sent after it
+        JsonNode reuse =
+            new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(
+                    java.net.http.HttpClient.newHttpClient()
+                        .send(
+                            java.net.http.HttpRequest.newBuilder(
+                                    java.net.URI.create(service.baseUri() + "/api/v1/reuse"))
+                                .build(),
+                            java.net.http.HttpResponse.BodyHandlers.ofString())
+                        .body());
+        long queries = reuse.get("queries").asLong();
+        assertThat(queries).isGreaterThanOrEqualTo(3);
+        assertThat(reuse.get("delivered_blocks").isNull()).isTrue();
+        assertThat(reuse.get("misses").get("none_available").asLong()).isPositive();
+        long available = reuse.get("available_blocks").asLong();
+        long prompt = reuse.get("prompt_blocks").asLong();
+        assertThat(available)
+            .isGreaterThanOrEqualTo(reuse.get("recommended_blocks").asLong())
+            .isGreaterThanOrEqualTo(blocksTotal)
+            .isLessThan(prompt);
+        browser.waitFor(
+            "Number(document.getElementById('reuse-queries').textContent.replace(/,/g, '')) === "
+                + queries,
+            20);
+        String shown =
+            browser.eval("document.getElementById('reuse-available').textContent").asText();
+        assertThat(shown).endsWith(" %");
+        assertThat(Double.parseDouble(shown.substring(0, shown.length() - 2)))
+            .isCloseTo(100.0 * available / prompt, org.assertj.core.api.Assertions.within(0.051));
+        assertThat(browser.eval("document.getElementById('reuse-none').textContent").asText())
+            .isEqualTo(Long.toString(reuse.get("misses").get("none_available").asLong()));
+        assertThat(browser.eval("document.getElementById('reuse-delivered').textContent").asText())
+            .isEqualTo("not known here");
       }
     } finally {
       running.set(false);

@@ -172,6 +172,39 @@ class ServiceApiTest {
     assertThat(r.best()).contains("pod-b");
   }
 
+  /**
+   * What the service knows of the reuse split, summed over its score queries: the longest prefix
+   * any candidate held, what the recommendation held, and the queries nothing was available to;
+   * never what an engine delivered.
+   */
+  @Test
+  void reuseCountsAvailableAndRecommendedBlocksOfEveryScoreQuery() throws Exception {
+    int[] prompt = tokens(96 + 3, 0); // 6 full blocks
+    store(service.index(), "pod-a", prompt, 5, "GPU"); // score 5
+    store(service.index(), "pod-b", prompt, 6, "CPU"); // score 4.8: longer, but on CPU
+    ScoreResponse r = client.score(ScoreRequest.builder().tokenIds(prompt).build());
+    assertThat(r.best()).contains("pod-a");
+    client.score(ScoreRequest.builder().tokenIds(tokens(40, 9)).build()); // 2 blocks, held nowhere
+    client.score(ScoreRequest.builder().tokenIds(prompt).candidatePods(List.of("pod-c")).build());
+
+    HttpResponse<String> resp = get("/api/v1/reuse");
+    assertThat(resp.statusCode()).isEqualTo(200);
+    JsonNode j = JSON.readTree(resp.body());
+    assertThat(j.get("queries").asLong()).isEqualTo(3);
+    assertThat(j.get("block_size").asInt()).isEqualTo(16);
+    assertThat(j.get("prompt_blocks").asLong()).isEqualTo(14);
+    assertThat(j.get("available_blocks").asLong()).isEqualTo(6); // pod-b, first query only
+    assertThat(j.get("recommended_blocks").asLong()).isEqualTo(5); // pod-a
+    assertThat(j.get("delivered_blocks").isNull()).isTrue();
+    assertThat(j.at("/misses/none_available").asLong()).isEqualTo(2);
+    assertThat(j.at("/misses/below_available").asLong()).isEqualTo(1);
+    assertThat(get("/metrics").body())
+        .contains("kvroute_service_reuse_queries_total 3.0")
+        .contains("kvroute_service_reuse_blocks_total{split=\"available\"} 6.0")
+        .contains("kvroute_service_reuse_misses_total{cause=\"below_available\"} 1.0");
+    assertThat(post("/api/v1/reuse", "{}").statusCode()).isEqualTo(405);
+  }
+
   @Test
   void loraNamesRootTheirOwnKeys() {
     int[] prompt = tokens(32, 0);

@@ -6,6 +6,7 @@ import io.kvroute.connector.InferenceRequest;
 import io.kvroute.pd.PdOrchestrator;
 import io.kvroute.router.RouteDecision;
 import io.kvroute.router.RouteListener;
+import io.kvroute.scoring.ReuseSplit;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.Span;
@@ -14,7 +15,9 @@ import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapPropagator;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CancellationException;
 
@@ -36,6 +39,14 @@ final class TracingRouteListener implements RouteListener {
   static final AttributeKey<Long> ATTEMPTS = AttributeKey.longKey("kvroute.attempts");
   static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("kvroute.attempt");
   static final AttributeKey<String> OUTCOME = AttributeKey.stringKey("kvroute.outcome");
+  static final AttributeKey<Long> REUSE_AVAILABLE =
+      AttributeKey.longKey("kvroute.reuse.available_tokens");
+  static final AttributeKey<Long> REUSE_CAPTURED =
+      AttributeKey.longKey("kvroute.reuse.captured_tokens");
+  static final AttributeKey<Long> REUSE_DELIVERED =
+      AttributeKey.longKey("kvroute.reuse.delivered_tokens");
+  static final AttributeKey<List<String>> REUSE_MISSES =
+      AttributeKey.stringArrayKey("kvroute.reuse.misses");
 
   private final Tracer tracer;
   private final TextMapPropagator propagator;
@@ -126,6 +137,25 @@ final class TracingRouteListener implements RouteListener {
     public void usage(long promptTokens, long cachedTokens) {
       span.setAttribute(INPUT_TOKENS, promptTokens);
       span.setAttribute(ACTUAL, cachedTokens);
+    }
+
+    /**
+     * The reuse split: available and captured tokens always, delivered only when the engine
+     * reported its cached tokens, and the causes of a miss ({@code load}, {@code stale_index},
+     * {@code none_available}; empty when the request reused all that was available).
+     */
+    @Override
+    public void reuse(ReuseSplit split) {
+      span.setAttribute(REUSE_AVAILABLE, split.available());
+      span.setAttribute(REUSE_CAPTURED, split.captured());
+      if (split.measured()) {
+        span.setAttribute(REUSE_DELIVERED, split.delivered());
+      }
+      List<String> misses = new ArrayList<>(2);
+      for (ReuseSplit.Miss m : split.misses()) {
+        misses.add(m.tag());
+      }
+      span.setAttribute(REUSE_MISSES, misses);
     }
 
     @Override

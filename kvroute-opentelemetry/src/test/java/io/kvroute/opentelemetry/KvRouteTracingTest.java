@@ -12,6 +12,7 @@ import io.kvroute.scoring.Filters;
 import io.kvroute.scoring.PdDecider;
 import io.kvroute.scoring.Pickers;
 import io.kvroute.scoring.Profile;
+import io.kvroute.scoring.ReuseSplit;
 import io.kvroute.scoring.Scheduler;
 import io.kvroute.testkit.RecordedRequest;
 import io.kvroute.testkit.SimRole;
@@ -162,6 +163,14 @@ class KvRouteTracingTest {
     assertThat(a.get(AttributeKey.longKey("kvroute.cached_tokens.actual")))
         .isEqualTo(prefill.stats().cachedTokens());
     assertThat(a.get(AttributeKey.longKey("gen_ai.usage.input_tokens"))).isPositive();
+    // The reuse split: this router keeps no index, so nothing was available to it; the engine's
+    // report is the delivered part.
+    assertThat(a.get(AttributeKey.longKey("kvroute.reuse.available_tokens"))).isZero();
+    assertThat(a.get(AttributeKey.longKey("kvroute.reuse.captured_tokens"))).isZero();
+    assertThat(a.get(AttributeKey.longKey("kvroute.reuse.delivered_tokens")))
+        .isEqualTo(prefill.stats().cachedTokens());
+    assertThat(a.get(AttributeKey.stringArrayKey("kvroute.reuse.misses")))
+        .containsExactly("none_available");
     assertThat(a.get(AttributeKey.longKey("kvroute.scheduling.duration_us"))).isNotNull();
     assertThat(a.get(AttributeKey.longKey("kvroute.attempts"))).isEqualTo(1);
     assertThat(a.get(AttributeKey.stringKey("kvroute.outcome"))).isEqualTo("ok");
@@ -184,6 +193,43 @@ class KvRouteTracingTest {
         .isEqualTo("00-" + TRACE_ID + "-" + prefillLeg.getSpanId() + "-01");
     assertThat(traceparent(decode))
         .isEqualTo("00-" + TRACE_ID + "-" + decodeLeg.getSpanId() + "-01");
+  }
+
+  /**
+   * The split as the router reports it, on a span of the SDK's own: each cause as the router names
+   * it.
+   */
+  @Test
+  void theReuseSplitAndItsMissCausesAreOnTheRouteSpan() {
+    var listener = KvRouteTracing.create(otel).routeListener();
+    // captured < available (load won) and delivered < captured (the index was stale)
+    var both = listener.requestStarted(request(Map.of()));
+    both.reuse(new ReuseSplit(1000, 640, 320, 160));
+    both.ended(null, null);
+    // the engine reported nothing: no delivered attribute, and no stale-index cause
+    var unmeasured = listener.requestStarted(request(Map.of()));
+    unmeasured.reuse(new ReuseSplit(1000, 640, 640, ReuseSplit.UNKNOWN));
+    unmeasured.ended(null, null);
+    // everything available was reused
+    var hit = listener.requestStarted(request(Map.of()));
+    hit.reuse(new ReuseSplit(1000, 640, 640, 640));
+    hit.ended(null, null);
+
+    List<SpanData> spans = exporter.getFinishedSpanItems();
+    assertThat(spans).hasSize(3);
+    var a = spans.get(0).getAttributes();
+    assertThat(a.get(AttributeKey.longKey("kvroute.reuse.available_tokens"))).isEqualTo(640);
+    assertThat(a.get(AttributeKey.longKey("kvroute.reuse.captured_tokens"))).isEqualTo(320);
+    assertThat(a.get(AttributeKey.longKey("kvroute.reuse.delivered_tokens"))).isEqualTo(160);
+    assertThat(a.get(AttributeKey.stringArrayKey("kvroute.reuse.misses")))
+        .containsExactly("load", "stale_index");
+    var u = spans.get(1).getAttributes();
+    assertThat(u.get(AttributeKey.longKey("kvroute.reuse.captured_tokens"))).isEqualTo(640);
+    assertThat(u.get(AttributeKey.longKey("kvroute.reuse.delivered_tokens"))).isNull();
+    assertThat(u.get(AttributeKey.stringArrayKey("kvroute.reuse.misses"))).isEmpty();
+    var h = spans.get(2).getAttributes();
+    assertThat(h.get(AttributeKey.longKey("kvroute.reuse.delivered_tokens"))).isEqualTo(640);
+    assertThat(h.get(AttributeKey.stringArrayKey("kvroute.reuse.misses"))).isEmpty();
   }
 
   @Test

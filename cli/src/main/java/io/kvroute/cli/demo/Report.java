@@ -21,7 +21,8 @@ public final class Report {
       double seconds,
       List<String> perPod,
       Prediction prediction,
-      Parity parity) {
+      Parity parity,
+      Reuse reuse) {
 
     /** Cached prompt tokens / prompt tokens, in [0, 1]. */
     public double hitRatio() {
@@ -117,6 +118,52 @@ public final class Report {
     }
   }
 
+  /**
+   * The reuse split of one strategy, from the routers' own accounting ({@code
+   * kvroute.routing.reuse.*}, summed over the replicas): for the requests whose computing engine
+   * reported its cached tokens ({@code measured}), the prompt tokens, the tokens some eligible pod
+   * held ({@code available}), the chosen pod held ({@code captured}) and the engine reused ({@code
+   * delivered}), and the misses by cause. {@code indexed}: the strategy keeps a prefix index (a
+   * router without one sees nothing available, whatever the engines deliver).
+   */
+  public record Reuse(
+      boolean indexed,
+      long measured,
+      long unmeasured,
+      long prompt,
+      long available,
+      long captured,
+      long delivered,
+      long loadMisses,
+      long staleMisses,
+      long noneAvailable) {
+
+    /** {@code tokens / prompt} in percent, 0 with no prompt. */
+    public double percent(long tokens) {
+      return prompt == 0 ? 0 : 100.0 * tokens / prompt;
+    }
+
+    /** One line for the report. */
+    public String line() {
+      if (measured == 0) {
+        return "reuse split: nothing measured (no usage reported, " + unmeasured + " requests)";
+      }
+      return String.format(
+          Locale.ROOT,
+          "reuse split: available %.1f%%, captured %.1f%%, delivered %.1f%% of %d prompt tokens"
+              + " (%d requests); misses: load %d, stale index %d, none available %d%s",
+          percent(available),
+          percent(captured),
+          percent(delivered),
+          prompt,
+          measured,
+          loadMisses,
+          staleMisses,
+          noneAvailable,
+          indexed ? "" : " (no prefix index: this router cannot see what is available)");
+    }
+  }
+
   private Report() {}
 
   /** Prints the comparison table and a bar chart of TTFT p50 and cache hits. */
@@ -146,6 +193,32 @@ public final class Report {
           r.throughput());
     }
     out.println();
+    out.printf(
+        Locale.ROOT,
+        "%-12s %9s %10s %9s %10s   %s%n",
+        "reuse split",
+        "measured",
+        "available",
+        "captured",
+        "delivered",
+        "misses: load / stale index / none available");
+    out.println("-".repeat(96));
+    for (Result r : results) {
+      Reuse u = r.reuse();
+      out.printf(
+          Locale.ROOT,
+          "%-12s %9d %9.1f%% %8.1f%% %9.1f%%   %d / %d / %d%s%n",
+          r.strategy(),
+          u.measured(),
+          u.percent(u.available()),
+          u.percent(u.captured()),
+          u.percent(u.delivered()),
+          u.loadMisses(),
+          u.staleMisses(),
+          u.noneAvailable(),
+          u.indexed() ? "" : "  (no index)");
+    }
+    out.println();
     double maxTtft =
         results.stream().mapToDouble(r -> r.ttft(50)).filter(d -> !Double.isNaN(d)).max().orElse(1);
     out.println(
@@ -167,10 +240,17 @@ public final class Report {
     out.println(
         "index vs engines: cached prompt tokens the router's index predicted on the pod that"
             + " computed the prompt, against what that pod reported (usage.cached_tokens).");
+    out.println(
+        "reuse split: the routers' own accounting (kvroute.routing.reuse.*), in shares of the"
+            + " prompt tokens of requests whose engine reported usage: available = the longest"
+            + " prefix any eligible pod held, captured = what the chosen pod held, delivered = what"
+            + " it reused. Misses: load (captured < available), stale index (delivered <"
+            + " captured), none available.");
     out.println();
     for (Result r : results) {
       out.println(r.strategy() + ": " + r.description());
       out.println("    " + r.prediction().line());
+      out.println("    " + r.reuse().line());
       if (r.parity().line() != null) {
         out.println("    " + r.parity().line());
       }
@@ -214,6 +294,35 @@ public final class Report {
               (int) (280 * (Double.isNaN(r.ttft(50)) ? 0 : r.ttft(50) / maxTtft))));
     }
     sb.append("</table><p>Green: cache hit ratio. Red: TTFT p50 relative to the slowest.</p>");
+    sb.append("<h2>Reuse split</h2><table id=\"reuse\">")
+        .append("<tr><th>strategy</th><th>measured requests</th><th>available</th>")
+        .append("<th>captured</th><th>delivered</th><th>load misses</th>")
+        .append("<th>stale-index misses</th><th>none available</th></tr>");
+    for (Result r : results) {
+      Reuse u = r.reuse();
+      sb.append(
+          String.format(
+              Locale.ROOT,
+              "<tr data-strategy=\"%s\"><td style=\"text-align:left\">%s%s</td><td>%d</td>"
+                  + "<td>%.1f%%</td><td>%.1f%%</td><td>%.1f%%</td><td>%d</td><td>%d</td>"
+                  + "<td>%d</td></tr>",
+              escape(r.strategy()),
+              escape(r.strategy()),
+              u.indexed() ? "" : " (no index)",
+              u.measured(),
+              u.percent(u.available()),
+              u.percent(u.captured()),
+              u.percent(u.delivered()),
+              u.loadMisses(),
+              u.staleMisses(),
+              u.noneAvailable()));
+    }
+    sb.append(
+        "</table><p>The routers' own accounting (kvroute.routing.reuse.*): shares of the prompt"
+            + " tokens of requests whose engine reported its cached tokens. Available: the longest"
+            + " prefix any eligible pod held; captured: what the chosen pod held; delivered: what"
+            + " the pod reused. A miss is load (captured &lt; available), a stale index (delivered"
+            + " &lt; captured) or none available.</p>");
     for (Result r : results) {
       sb.append("<h3>")
           .append(escape(r.strategy()))
@@ -221,6 +330,8 @@ public final class Report {
           .append(escape(r.description()))
           .append("</p><pre>")
           .append(escape(r.prediction().line()))
+          .append('\n')
+          .append(escape(r.reuse().line()))
           .append('\n');
       if (r.parity().line() != null) {
         sb.append(escape(r.parity().line())).append('\n');

@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The service's HTTP routes on kvroute's Netty edge ({@code io.kvroute.edge.EdgeServer}): the
- * score, state and pod APIs, health, readiness, Prometheus metrics and the dashboard.
+ * score, state, pod and reuse APIs, health, readiness, Prometheus metrics and the dashboard.
  *
  * <p>Thread-safe: handlers run on the server's event loops; per-thread buffers (parsed request,
  * request keys, lookup result, response bytes) are reused through thread-locals, so a score request
@@ -54,6 +54,7 @@ public final class HttpApi implements io.kvroute.edge.Handler {
   private final Map<String, byte[]> assets;
   private final double gpuWeight;
   private final int maxBlocks;
+  private final ReuseTally reuse;
 
   private final ThreadLocal<Buffers> buffers = ThreadLocal.withInitial(Buffers::new);
 
@@ -99,6 +100,7 @@ public final class HttpApi implements io.kvroute.edge.Handler {
     this.registry = registry;
     this.gpuWeight = Math.max(1e-9, index.config().tierWeight("GPU"));
     this.maxBlocks = Math.max(1, config.maxTokens() / config.blockSize());
+    this.reuse = new ReuseTally(registry, config.blockSize());
     this.assets =
         Map.of(
             "/", asset("index.html"),
@@ -137,6 +139,9 @@ public final class HttpApi implements io.kvroute.edge.Handler {
       if (path.equals("/api/v1/cache/state")) {
         route = "state";
         status = sendJson(ex, 200, state());
+      } else if (path.equals("/api/v1/reuse")) {
+        route = "reuse";
+        status = sendJson(ex, 200, reuse.snapshot());
       } else if (path.equals("/api/v1/cache/pods")) {
         route = "pods";
         List<PodState> all = new ArrayList<>();
@@ -298,7 +303,12 @@ public final class HttpApi implements io.kvroute.edge.Handler {
     PrefixMatch m = index.lookup(keys, numKeys, pods, b.match);
     ScoreCodec.Bytes out = b.out;
     out.reset();
-    ScoreCodec.writeScores(out, m, numKeys, gpuWeight, config.blockSize());
+    int best = ScoreCodec.writeScores(out, m, numKeys, gpuWeight, config.blockSize());
+    int available = 0;
+    for (int i = 0, n = m.size(); i < n; i++) {
+      available = Math.max(available, m.matchedBlocks(i));
+    }
+    reuse.record(numKeys, available, best < 0 ? 0 : m.matchedBlocks(best));
     return send(ex, 200, JSON_TYPE, out.buf, out.size);
   }
 

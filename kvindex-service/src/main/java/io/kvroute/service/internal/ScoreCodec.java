@@ -467,8 +467,9 @@ final class ScoreCodec {
    * @param match the lookup result (pods in request order)
    * @param total full blocks in the prompt
    * @param gpuWeight the weight of a GPU block (scores are relative to it)
+   * @return the recommended pod's index in {@code match}, -1 when no pod holds a block
    */
-  static void writeScores(Bytes o, PrefixMatch match, int total, double gpuWeight, int blockSize) {
+  static int writeScores(Bytes o, PrefixMatch match, int total, double gpuWeight, int blockSize) {
     int pods = match.size();
     o.ensure(pods * 112 + 128);
     o.ascii("{\"scores\":{");
@@ -534,6 +535,7 @@ final class ScoreCodec {
     }
     o.ascii(",\"blocks_total\":").number(total);
     o.ascii(",\"block_size\":").number(blockSize).ascii("}");
+    return best;
   }
 
   static double round2(double v) {

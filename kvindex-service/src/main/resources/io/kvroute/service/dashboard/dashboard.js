@@ -56,6 +56,21 @@
     body.replaceChildren(rows);
   }
 
+  function share(part, whole) {
+    return whole > 0 ? (100 * part / whole).toFixed(1) + ' %' : '–';
+  }
+
+  function renderReuse(r) {
+    text($('reuse-queries'), fmt(r.queries));
+    text($('reuse-available'), share(r.available_blocks, r.prompt_blocks));
+    text($('reuse-recommended'), share(r.recommended_blocks, r.prompt_blocks));
+    text($('reuse-none'), fmt(r.misses.none_available));
+    text($('reuse-below'), fmt(r.misses.below_available));
+    $('reuse').dataset.availableBlocks = r.available_blocks;
+    $('reuse').dataset.recommendedBlocks = r.recommended_blocks;
+    $('reuse').dataset.promptBlocks = r.prompt_blocks;
+  }
+
   function getJson(url) {
     return fetch(url, { cache: 'no-store' }).then(function (r) {
       return r.json().then(function (j) {
@@ -66,10 +81,12 @@
   }
 
   function refresh() {
-    Promise.all([getJson('/api/v1/cache/state'), getJson('/api/v1/cache/pods')])
+    Promise.all([getJson('/api/v1/cache/state'), getJson('/api/v1/cache/pods'),
+                 getJson('/api/v1/reuse')])
       .then(function (res) {
         renderState(res[0]);
         renderPods(res[1].pods);
+        renderReuse(res[2]);
         refreshes++;
         document.body.dataset.refreshes = refreshes;
       })
@@ -96,8 +113,21 @@
     });
     body.replaceChildren(rows);
     $('scores').hidden = false;
+    var best = null;
+    Object.keys(res.scores).forEach(function (pod) {
+      if (best == null || res.scores[pod].blocks_present > res.scores[best].blocks_present) {
+        best = pod;
+      }
+    });
+    var available = best == null ? 0 : res.scores[best].blocks_present;
+    var held = res.recommendation ? res.scores[res.recommendation].blocks_present : 0;
     text($('score-summary'), res.blocks_total + ' full blocks of ' + res.block_size
-      + ' tokens; recommendation: ' + (res.recommendation || 'none (no pod holds a prefix)'));
+      + ' tokens; recommendation: ' + (res.recommendation || 'none (no pod holds a prefix)')
+      + '; reuse: available ' + available + ' blocks (' + available * res.block_size
+      + ' tokens' + (available > 0 ? ', on ' + best : '') + '), recommended pod holds '
+      + held + ' blocks (' + held * res.block_size + ' tokens)');
+    $('score-summary').dataset.available = available;
+    $('score-summary').dataset.recommended = held;
   }
 
   $('score-form').addEventListener('submit', function (ev) {
