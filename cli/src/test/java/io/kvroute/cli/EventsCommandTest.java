@@ -124,12 +124,22 @@ class EventsCommandTest {
                   + last
                   + ",\"topic\":\"kv@pod-x@m\",\"pod\":\"pod-x\",(\"replayed\":true,)?\"ts\":1\\.5.*")
           .contains("\"dp_rank\":0,\"events\":[{\"type\":\"BlockStored\",\"block_hashes\":[\"6\"]");
-      assertThat(out.toString())
-          .contains("\"seq\":" + (last - 1) + ",")
+      // the withheld batch is printed once, fetched by replay
+      String missed = "{\"seq\":" + (last - 1) + ",\"topic\":\"kv@pod-x@m\",\"pod\":\"pod-x\",";
+      assertThat(out.toString().split("\n"))
+          .filteredOn(l -> l.startsWith(missed))
+          .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
           .contains("\"replayed\":true");
-      assertThat(err.toString())
-          .contains("gap: pod-x missed seq " + (last - 1) + ".." + (last - 1));
-      assertThat(err.toString()).contains("replay: pod-x").contains("complete");
+      // noted as a gap and repaired, unless the first connection's catch-up replay (sent once the
+      // replay DEALER's handshake is done: late on a loaded machine) fetched it before the next
+      // live batch showed the gap
+      if (err.toString().contains("gap: ")) {
+        assertThat(err.toString())
+            .contains("gap: pod-x missed seq " + (last - 1) + ".." + (last - 1))
+            .contains("replay: pod-x")
+            .contains("complete");
+      }
+      assertThat(err.toString()).doesNotContain("resync").doesNotContain("lost");
     }
   }
 
