@@ -18,6 +18,7 @@ import java.util.HexFormat;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 
@@ -71,7 +72,7 @@ final class FlowStage {
     }
     String model = m.asText();
     Optional<FlowControlConfig.Objective> objective = config.objective(model);
-    int priority = priority(request, objective);
+    int priority = priority(request::header, objective);
     LatencySlo slo;
     try {
       slo = LatencySlo.fromHeaders(request::header);
@@ -80,11 +81,12 @@ final class FlowStage {
     }
     slo = slo.orElse(defaultSlo(model));
     long tokens = request.bodyLength() / CHARS_PER_TOKEN + maxTokens(body);
-    return new FlowController.FlowRequest(model, priority, tenant(request), tokens, slo);
+    return new FlowController.FlowRequest(model, priority, tenant(request::header), tokens, slo);
   }
 
-  private int priority(InferenceRequest request, Optional<FlowControlConfig.Objective> objective) {
-    Optional<String> h = request.header(FlowControlConfig.PRIORITY_HEADER);
+  private int priority(
+      Function<String, Optional<String>> header, Optional<FlowControlConfig.Objective> objective) {
+    Optional<String> h = header.apply(FlowControlConfig.PRIORITY_HEADER);
     if (h.isPresent()) {
       try {
         return Integer.parseInt(h.get().trim());
@@ -117,16 +119,16 @@ final class FlowStage {
    * The tenant: the configured header's value, else (when enabled) a hash of the API key, else
    * {@link FlowControlConfig#DEFAULT_TENANT}.
    */
-  String tenant(InferenceRequest request) {
+  String tenant(Function<String, Optional<String>> header) {
     if (config.tenantHeader().isPresent()) {
-      Optional<String> t = request.header(config.tenantHeader().get());
+      Optional<String> t = header.apply(config.tenantHeader().get());
       if (t.isPresent() && !t.get().isBlank()) {
         String v = t.get().trim();
         return v.length() <= MAX_TENANT_LENGTH ? v : "h-" + hash(v);
       }
     }
     if (config.tenantFromApiKey()) {
-      Optional<String> auth = request.header("authorization");
+      Optional<String> auth = header.apply("authorization");
       if (auth.isPresent()) {
         String a = auth.get().trim();
         if (a.regionMatches(true, 0, "bearer ", 0, 7)) {
@@ -151,19 +153,36 @@ final class FlowStage {
     }
   }
 
+  /**
+   * Admission of a pass-through request ({@link KvRouter#decidePassThrough}: an API kvroute does
+   * not schedule): by its priority and tenant headers, its model's objective and its body's length,
+   * at once or refused with {@code queue-full} (the decision is synchronous: it cannot wait). No
+   * latency rule: there is no prompt to predict a first token for.
+   *
+   * @param model the model the body names, or {@link KvRouter#PASS_THROUGH_MODEL}
+   * @param header the client's headers, case-insensitively
+   */
+  FlowController.Admission admitPassThrough(
+      String model, Function<String, Optional<String>> header, long bodyLength) {
+    int priority = priority(header, config.objective(model));
+    FlowController.FlowRequest fr =
+        new FlowController.FlowRequest(
+            model, priority, tenant(header), bodyLength / CHARS_PER_TOKEN, LatencySlo.NONE);
+    return controller.tryAdmit(fr).orElseThrow(() -> cannotWait());
+  }
+
+  private RequestDroppedException cannotWait() {
+    return new RequestDroppedException(
+        RequestDroppedException.Reason.QUEUE_FULL,
+        "request dropped by flow control (queue-full): the fleet is saturated and"
+            + " a synchronous decision cannot wait",
+        config.retryAfter());
+  }
+
   /** The synchronous way in ({@link KvRouter#decide}): admitted at once, or refused. */
   RouteDecision decideNow(InferenceRequest request) {
     FlowController.FlowRequest fr = classify(request);
-    FlowController.Admission a =
-        controller
-            .tryAdmit(fr)
-            .orElseThrow(
-                () ->
-                    new RequestDroppedException(
-                        RequestDroppedException.Reason.QUEUE_FULL,
-                        "request dropped by flow control (queue-full): the fleet is saturated and"
-                            + " a synchronous decision cannot wait",
-                        config.retryAfter()));
+    FlowController.Admission a = controller.tryAdmit(fr).orElseThrow(() -> cannotWait());
     RouteDecision rd;
     try {
       rd = router.decideScheduled(request);

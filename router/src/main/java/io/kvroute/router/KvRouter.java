@@ -32,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -187,7 +188,11 @@ public final class KvRouter implements AutoCloseable {
             config,
             SaturationDetector.of(
                 config.saturation(),
-                model -> endpoints.candidates(model, ANY_ENDPOINT),
+                // a pass-through request naming no model weighs on every endpoint
+                model ->
+                    PASS_THROUGH_MODEL.equals(model)
+                        ? endpoints.all()
+                        : endpoints.candidates(model, ANY_ENDPOINT),
                 scheduler.metricsStore(),
                 scheduler.latencyPredictor()::prefillQueueTokens),
             nanoClock,
@@ -341,8 +346,14 @@ public final class KvRouter implements AutoCloseable {
    * safe on an event loop. The request counts as in flight until {@link RouteDecision#complete}.
    *
    * @param body the request body (may be empty; it is read only for its {@code model})
-   * @param headers the client's headers (session affinity reads them)
+   *     <p>With flow control on, the request is admitted first (its priority and tenant headers,
+   *     the model's objective), at once or not at all: a synchronous decision cannot wait in a
+   *     queue, so a saturated fleet refuses it with {@code queue-full}. Its admission is released
+   *     when the decision completes.
+   * @param headers the client's headers (session affinity and flow control read them)
    * @throws ConnectorException.NoAvailableEndpointException when no endpoint can take it
+   * @throws io.kvroute.router.flow.RequestDroppedException when flow control is on and would make
+   *     it wait
    */
   public RouteDecision decidePassThrough(
       byte[] body, Map<String, List<String>> headers, Predicate<Endpoint> candidateFilter) {
@@ -360,10 +371,36 @@ public final class KvRouter implements AutoCloseable {
             .candidates(candidates)
             .disaggregation(false)
             .build();
-    long start = nanoClock.getAsLong();
-    Decision d = scheduler.pick(sr);
-    RouteDecision rd = accept(sr, d, nanoClock.getAsLong() - start);
-    scheduler.onRouted(d);
+    FlowController.Admission admission = null;
+    if (flow != null) {
+      Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      if (headers != null) {
+        h.putAll(headers);
+      }
+      admission =
+          flow.admitPassThrough(
+              sr.model(),
+              name -> {
+                List<String> v = h.get(name);
+                return v == null || v.isEmpty() ? Optional.empty() : Optional.of(v.get(0));
+              },
+              body == null ? 0 : body.length);
+    }
+    RouteDecision rd;
+    try {
+      long start = nanoClock.getAsLong();
+      Decision d = scheduler.pick(sr);
+      rd = accept(sr, d, nanoClock.getAsLong() - start);
+      scheduler.onRouted(d);
+    } catch (RuntimeException e) {
+      if (admission != null) {
+        admission.release();
+      }
+      throw e;
+    }
+    if (admission != null) {
+      rd.admitted(admission);
+    }
     return rd;
   }
 

@@ -7,6 +7,8 @@ import io.kvroute.connector.ConnectorConfig;
 import io.kvroute.connector.ConnectorException;
 import io.kvroute.connector.Endpoint;
 import io.kvroute.connector.InferenceRequest;
+import io.kvroute.router.flow.FlowControlConfig;
+import io.kvroute.router.flow.RequestDroppedException;
 import io.kvroute.scoring.Filter;
 import io.kvroute.scoring.Filters;
 import io.kvroute.scoring.Pickers;
@@ -358,6 +360,50 @@ class KvRouterTest {
     rd.complete(RouteDecision.Outcome.SUCCESS, Duration.ofMillis(5), Duration.ofMillis(1));
     assertThat(router.inFlight()).isZero();
     assertThat(router.scheduler().inFlight("d0")).isZero();
+  }
+
+  @Test
+  void aPassThroughRequestIsAdmittedByFlowControlAtOnceOrRefused() throws Exception {
+    Endpoint d = decodePod("d0");
+    // saturated at 1 request in flight on the one endpoint
+    router =
+        KvRouter.builder()
+            .endpoint(d)
+            .flowControl(
+                FlowControlConfig.builder()
+                    .saturation(new FlowControlConfig.Saturation(5, 0.8, 1, 0))
+                    .build())
+            .build();
+    byte[] body = "{\"model\":\"m\",\"input\":\"x\"}".getBytes(StandardCharsets.UTF_8);
+    RouteDecision first = router.decidePassThrough(body, Map.of(), e -> true);
+    assertThat(first.decode()).isEqualTo(d);
+    assertThat(router.flowController().inFlight("m")).isEqualTo(1);
+    // the fleet is saturated: a synchronous decision cannot wait, so it is refused
+    assertThatThrownBy(
+            () ->
+                router.decidePassThrough(
+                    body, Map.of("X-Kvroute-Priority", List.of("0")), e -> true))
+        .isInstanceOfSatisfying(
+            RequestDroppedException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(RequestDroppedException.Reason.QUEUE_FULL);
+              assertThat(e.retryAfter()).isPresent();
+            });
+    assertThat(router.inFlight()).isEqualTo(1);
+    // a bad priority header is the client's error, as on the scheduled APIs
+    assertThatThrownBy(
+            () ->
+                router.decidePassThrough(
+                    body, Map.of("x-kvroute-priority", List.of("high")), e -> true))
+        .isInstanceOf(ConnectorException.InvalidRequestException.class)
+        .hasMessageContaining("x-kvroute-priority");
+    // completing the first releases its admission: the next is admitted
+    first.complete(RouteDecision.Outcome.SUCCESS, Duration.ofMillis(5), null);
+    assertThat(router.flowController().inFlight("m")).isZero();
+    RouteDecision next = router.decidePassThrough(body, Map.of(), e -> true);
+    next.complete(RouteDecision.Outcome.SUCCESS, Duration.ofMillis(5), null);
+    assertThat(router.inFlight()).isZero();
+    assertThat(router.flowController().inFlight("m")).isZero();
   }
 
   /** A router with one decode pod answering {@code {"choices":[{"text":"hi"}]}}, and its route. */

@@ -2,10 +2,13 @@ package io.kvroute.spring.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -22,7 +25,27 @@ final class Http {
 
   static HttpResponse<String> post(int port, String path, String body, String... headers)
       throws Exception {
-    return CLIENT.send(request(port, path, body, headers), HttpResponse.BodyHandlers.ofString());
+    return send(request(port, path, body, headers));
+  }
+
+  /**
+   * Sends {@code request}; when it times out, every thread's stack goes to standard error first
+   * (the gateway runs in this JVM: a blocked event loop or a stuck upstream call shows there).
+   */
+  static HttpResponse<String> send(HttpRequest request) throws Exception {
+    try {
+      return CLIENT.send(request, HttpResponse.BodyHandlers.ofString());
+    } catch (HttpTimeoutException e) {
+      StringBuilder dump = new StringBuilder("request timed out: " + request + "; threads:\n");
+      for (ThreadInfo t : ManagementFactory.getThreadMXBean().dumpAllThreads(true, true)) {
+        dump.append(t.getThreadName()).append(' ').append(t.getThreadState()).append('\n');
+        for (StackTraceElement f : t.getStackTrace()) {
+          dump.append("    at ").append(f).append('\n');
+        }
+      }
+      System.err.println(dump);
+      throw e;
+    }
   }
 
   static HttpRequest request(int port, String path, String body, String... headers) {
@@ -38,11 +61,10 @@ final class Http {
   }
 
   static HttpResponse<String> get(int port, String path) throws Exception {
-    return CLIENT.send(
+    return send(
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
             .timeout(Duration.ofSeconds(30))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+            .build());
   }
 
   /** Waits (60 s at most, generous for a loaded 2-core machine) until {@code condition} holds. */
