@@ -2,6 +2,7 @@ package io.kvroute.spring.gateway;
 
 import io.kvroute.assembly.RouterAssembly;
 import io.kvroute.router.KvRouter;
+import io.kvroute.spring.gateway.internal.KeepAliveReadRearm;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.slf4j.Logger;
@@ -11,6 +12,7 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.reactor.netty.NettyServerCustomizer;
 import org.springframework.cloud.gateway.filter.GlobalFilter;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -116,6 +118,22 @@ public class KvRouteAutoConfiguration {
   @ConditionalOnClass(GlobalFilter.class)
   public KvRouteGlobalFilter kvRouteGlobalFilter(KvRouter router, KvRouteProperties properties) {
     return new KvRouteGlobalFilter(router, properties.mode(), properties.maxRequestBytes());
+  }
+
+  /**
+   * Reactor Netty's server keeps reading a keep-alive connection after the filter answers a queued
+   * request at once ({@link KeepAliveReadRearm}: a workaround for reactor/reactor-netty#4361, which
+   * left the connection's next request unread). An application bean named {@code
+   * kvrouteKeepAliveReadRearm} replaces it.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.reactor.netty.NettyServerCustomizer")
+  static class ReactorNettyServer {
+    @Bean
+    @ConditionalOnMissingBean(name = "kvrouteKeepAliveReadRearm")
+    NettyServerCustomizer kvrouteKeepAliveReadRearm() {
+      return KeepAliveReadRearm.customizer();
+    }
   }
 
   /** The health contribution, when Spring Boot's health support is on the class path. */
