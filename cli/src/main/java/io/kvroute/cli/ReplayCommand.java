@@ -42,7 +42,8 @@ import picocli.CommandLine.Option;
           + " preemption, a step-time model cited per --profile). Nothing sleeps: an hour of"
           + " trace replays in seconds. The same inputs and --seed give the same figures.",
       "Strategies: random, round-robin, least-load, approximate, precise, oracle (the engines'"
-          + " true cache state, no lag)."
+          + " true cache state, no lag), precise-latency (precise plus the predicted-latency"
+          + " scorer; not in the default set)."
     })
 final class ReplayCommand implements Callable<Integer> {
 
@@ -149,6 +150,23 @@ final class ReplayCommand implements Callable<Integer> {
       defaultValue = "random,round-robin,least-load,approximate,precise,oracle",
       description = "Strategies to compare, in order")
   String strategies;
+
+  @Option(
+      names = "--latency-weight",
+      defaultValue = "3",
+      description =
+          "precise-latency: weight of the predicted-latency scorer beside the default profiles'"
+              + " (precise prefix x3)")
+  double latencyWeight;
+
+  @Option(
+      names = "--latency-objective",
+      defaultValue = "on",
+      paramLabel = "on|off",
+      description =
+          "precise-latency: the scorer aims at each request's --slo/--class objective (on), or"
+              + " sees none and prefers the lowest predicted TTFT (off)")
+  String latencyObjective;
 
   @Option(
       names = "--slo",
@@ -341,7 +359,9 @@ final class ReplayCommand implements Callable<Integer> {
               .replicas(replicas)
               .sharing(onOff(sharing, "--sharing"))
               .assignment(Replay.Assignment.parse(assign))
-              .fleetStaleness(Duration.ofNanos(Math.round(fleetStalenessMs * 1e6)));
+              .fleetStaleness(Duration.ofNanos(Math.round(fleetStalenessMs * 1e6)))
+              .latencyWeight(latencyWeight)
+              .latencyObjective(onOff(latencyObjective, "--latency-objective"));
       if (onOff(flowControl, "--flow-control")) {
         b.flowControl(flowControlConfig());
       }
@@ -465,7 +485,7 @@ final class ReplayCommand implements Callable<Integer> {
       int filled = total == 0 ? width : (int) ((long) done * width / total);
       err.printf(
           Locale.ROOT,
-          "\r  %-12s [%s%s] %d/%d requests",
+          "\r  %-15s [%s%s] %d/%d requests",
           strategy.cliName(),
           "#".repeat(filled),
           ".".repeat(width - filled),

@@ -118,6 +118,36 @@ class ReplayCommandTest {
   }
 
   @Test
+  void comparesPreciseWithThePredictedLatencyScorer(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("pl.json");
+    Run r =
+        run(
+            with(
+                SMALL_SHAPE,
+                "--strategies",
+                "precise,precise-latency",
+                "--latency-weight",
+                "2",
+                "--latency-objective",
+                "off",
+                "--json",
+                json.toString()));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out())
+        .contains("predicted-latency scorer x2.0 without an objective")
+        .containsPattern("(?m)^precise +60 ")
+        .containsPattern("(?m)^precise-latency +60 ");
+    JsonNode s = new ObjectMapper().readTree(Files.readString(json)).get("strategies");
+    assertThat(s).hasSize(2);
+    assertThat(s.get(1).get("name").asText()).isEqualTo("precise-latency");
+    assertThat(run(with(SMALL_SHAPE, "--latency-objective", "maybe")).err())
+        .contains("--latency-objective must be on or off");
+    Run negative = run(with(SMALL_SHAPE, "--latency-weight", "-1"));
+    assertThat(negative.code()).isEqualTo(2);
+    assertThat(negative.err()).contains("latencyWeight must be a finite number >= 0");
+  }
+
+  @Test
   void replaysAMooncakeTrace(@TempDir Path dir) throws Exception {
     StringBuilder t = new StringBuilder();
     for (int i = 0; i < 30; i++) {

@@ -58,7 +58,9 @@ public final class Replay {
             b.replicas,
             b.sharing,
             b.assignment == Assignment.HASH,
-            b.fleetStaleness.toNanos());
+            b.fleetStaleness.toNanos(),
+            b.latencyWeight,
+            b.latencyObjective);
   }
 
   /** How the replay spreads requests over gateway replicas ({@link Builder#replicas}). */
@@ -125,6 +127,11 @@ public final class Replay {
         + "; seed "
         + settings.seed()
         + (settings.flowControl() == null ? "" : "; flow control on")
+        + (strategies.contains(Strategy.PRECISE_LATENCY)
+            ? "; predicted-latency scorer x"
+                + settings.latencyWeight()
+                + (settings.latencyObjective() ? " aiming at the SLO" : " without an objective")
+            : "")
         + (settings.replicas() > 1
             ? "; "
                 + settings.replicas()
@@ -139,13 +146,16 @@ public final class Replay {
 
   /** Validating builder of {@link Replay}; not thread-safe. */
   public static final class Builder {
+    /** {@link #latencyWeight}'s default. */
+    public static final double DEFAULT_LATENCY_WEIGHT = 3;
+
     private final Workload workload;
     private int pods = 16;
     private int prefill;
     private int decode;
     private EngineProfile profile = EngineProfile.LLAMA_70B_FP8_2XH100;
     private double speed = 1;
-    private List<Strategy> strategies = List.of(Strategy.values());
+    private List<Strategy> strategies = Strategy.DEFAULTS;
     private Slo slo = Slo.DEFAULT;
     private long seed = 42;
     private Duration eventLag = Duration.ofMillis(5);
@@ -156,6 +166,8 @@ public final class Replay {
     private boolean sharing = true;
     private Assignment assignment = Assignment.ROUND_ROBIN;
     private Duration fleetStaleness = Duration.ofMillis(3);
+    private double latencyWeight = DEFAULT_LATENCY_WEIGHT;
+    private boolean latencyObjective = true;
 
     private Builder(Workload workload) {
       this.workload = Objects.requireNonNull(workload, "workload");
@@ -188,7 +200,7 @@ public final class Replay {
       return this;
     }
 
-    /** The strategies, in order (default all, in {@link Strategy} order). */
+    /** The strategies, in order (default {@link Strategy#DEFAULTS}). */
     public Builder strategies(List<Strategy> strategies) {
       this.strategies = List.copyOf(strategies);
       return this;
@@ -271,6 +283,29 @@ public final class Replay {
     }
 
     /**
+     * Weight of the {@code predicted-latency-scorer} in {@link Strategy#PRECISE_LATENCY}'s profiles
+     * (default {@value #DEFAULT_LATENCY_WEIGHT}, the precise prefix scorer's weight; 0 routes as
+     * {@link Strategy#PRECISE}).
+     */
+    public Builder latencyWeight(double weight) {
+      this.latencyWeight = weight;
+      return this;
+    }
+
+    /**
+     * Whether {@link Strategy#PRECISE_LATENCY}'s scorer is given each request's objective (its
+     * class's or {@link #slo}), as a gateway gives it a request's {@code x-kvroute-slo-*} headers
+     * or its model's objective (default on: it prefers endpoints predicted to meet the objective
+     * with the most headroom); off, the scorer sees none, as for a request without one, and prefers
+     * the lowest predicted time to first token. Goodput is counted against the objective either
+     * way.
+     */
+    public Builder latencyObjective(boolean on) {
+      this.latencyObjective = on;
+      return this;
+    }
+
+    /**
      * Builds the replay.
      *
      * @throws IllegalArgumentException naming the invalid option
@@ -301,6 +336,10 @@ public final class Replay {
       }
       if (fleetStaleness.isNegative()) {
         throw new IllegalArgumentException("fleetStaleness must be >= 0, was " + fleetStaleness);
+      }
+      if (!(latencyWeight >= 0) || Double.isInfinite(latencyWeight)) {
+        throw new IllegalArgumentException(
+            "latencyWeight must be a finite number >= 0, was " + latencyWeight);
       }
       if (!(kvBytesPerSecond > 0)) {
         throw new IllegalArgumentException(

@@ -126,7 +126,7 @@ public record ReplayReport(
     sb.append(
         String.format(
             Locale.ROOT,
-            "%-12s %8s %6s %9s %9s %9s %8s %8s %10s %9s %6s %6s %6s%n",
+            "%-15s %8s %6s %9s %9s %9s %8s %8s %10s %9s %6s %6s %6s%n",
             "strategy",
             "requests",
             "hit%",
@@ -144,7 +144,7 @@ public record ReplayReport(
       sb.append(
           String.format(
               Locale.ROOT,
-              "%-12s %8d %6.1f %9s %9s %9s %8s %8s %10.0f %9.3f %6.1f %6.2f %6d%n",
+              "%-15s %8d %6.1f %9s %9s %9s %8s %8s %10.0f %9.3f %6.1f %6.2f %6d%n",
               s.name(),
               s.requests(),
               100 * s.hitRatio(),
@@ -163,7 +163,7 @@ public record ReplayReport(
         String.format(
             Locale.ROOT,
             "%nreuse (share of prompt tokens): available = some engine held the prefix; captured ="
-                + " the chosen one did; delivered = the engine reused it%n%-12s %10s %10s %10s"
+                + " the chosen one did; delivered = the engine reused it%n%-15s %10s %10s %10s"
                 + " %12s %10s%n",
             "strategy",
             "available",
@@ -177,7 +177,7 @@ public record ReplayReport(
       sb.append(
           String.format(
               Locale.ROOT,
-              "%-12s %9.1f%% %9.1f%% %9.1f%% %11.1f%% %9.1f%%%n",
+              "%-15s %9.1f%% %9.1f%% %9.1f%% %11.1f%% %9.1f%%%n",
               s.name(),
               100 * r.available() / p,
               100 * r.captured() / p,
@@ -187,12 +187,12 @@ public record ReplayReport(
     }
     sb.append(
         String.format(
-            Locale.ROOT, "%n%-12s %8s %10s %9s%n", "strategy", "dropped", "TTFT pred", "fairness"));
+            Locale.ROOT, "%n%-15s %8s %10s %9s%n", "strategy", "dropped", "TTFT pred", "fairness"));
     for (StrategyResult s : strategies) {
       sb.append(
           String.format(
               Locale.ROOT,
-              "%-12s %8d %9.1f%% %9s %s%n",
+              "%-15s %8d %9.1f%% %9s %s%n",
               s.name(),
               s.droppedTotal(),
               100 * s.ttftPredictionError(),
@@ -204,7 +204,7 @@ public record ReplayReport(
       sb.append(
           String.format(
               Locale.ROOT,
-              "%nper class%n%-12s %-10s %8s %8s %8s %9s %9s %9s %9s %6s %10s%n",
+              "%nper class%n%-15s %-10s %8s %8s %8s %9s %9s %9s %9s %6s %10s%n",
               "strategy",
               "class",
               "offered",
@@ -221,7 +221,7 @@ public record ReplayReport(
           sb.append(
               String.format(
                   Locale.ROOT,
-                  "%-12s %-10s %8d %8d %8d %9s %9s %9s %9.3f %6.1f %10.0f%n",
+                  "%-15s %-10s %8d %8d %8d %9s %9s %9s %9.3f %6.1f %10.0f%n",
                   s.name(),
                   c.name(),
                   c.offered(),

@@ -20,7 +20,23 @@ public enum Strategy {
   /** kvroute's default profiles on the KV-event-fed {@code BlockIndex} (with the event lag). */
   PRECISE("precise", "default profiles, BlockIndex fed by the engines' KV events"),
   /** The default profiles reading the engines' true cache state, without lag: an upper bound. */
-  ORACLE("oracle", "default profiles on the engines' true cache state (no lag)");
+  ORACLE("oracle", "default profiles on the engines' true cache state (no lag)"),
+  /**
+   * {@link #PRECISE}'s profiles plus the {@code predicted-latency-scorer} (the scheduler's {@code
+   * LatencyPredictor}, learned online from the replay's observed latencies) at {@link
+   * Replay.Builder#latencyWeight}; the scorer aims at each request's objective unless {@link
+   * Replay.Builder#latencyObjective} is off. Not in the default set: a candidate for the default
+   * profiles, measured against {@link #PRECISE} (docs/routing-quality.md).
+   */
+  PRECISE_LATENCY(
+      "precise-latency", "precise's profiles plus the predicted-latency scorer (KV-event index)");
+
+  /**
+   * The strategies a replay compares unless told otherwise: every one but {@link #PRECISE_LATENCY},
+   * in declaration order.
+   */
+  public static final List<Strategy> DEFAULTS =
+      List.of(RANDOM, ROUND_ROBIN, LEAST_LOAD, APPROXIMATE, PRECISE, ORACLE);
 
   private final String cliName;
   private final String description;

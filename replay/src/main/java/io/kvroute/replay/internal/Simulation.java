@@ -90,6 +90,8 @@ public final class Simulation {
    * @param sharing whether the replicas share in-flight counts and speculative entries
    * @param hashAssignment requests go to replicas by a hash of their index (else round robin)
    * @param fleetStalenessNanos delay before one replica's changes reach the others
+   * @param latencyWeight the predicted-latency scorer's weight (precise-latency)
+   * @param latencyObjective whether that scorer is given the request's objective
    */
   public record Settings(
       EngineProfile profile,
@@ -106,7 +108,9 @@ public final class Simulation {
       int replicas,
       boolean sharing,
       boolean hashAssignment,
-      long fleetStalenessNanos) {
+      long fleetStalenessNanos,
+      double latencyWeight,
+      boolean latencyObjective) {
     /** Engines in all. */
     public int engines() {
       return pods + prefill + decode;
@@ -277,7 +281,7 @@ public final class Simulation {
     int n = settings.engines();
     this.engines = new EngineModel[n];
     this.endpoints = new Endpoint[n];
-    boolean precise = strategy == Strategy.PRECISE;
+    boolean precise = strategy == Strategy.PRECISE || strategy == Strategy.PRECISE_LATENCY;
     // The index sized to the fleet, as a deployment would size it: 4x the blocks the engines can
     // hold, for request keys and for engine keys (whose mappings outlive removals until evicted).
     int indexKeys =
@@ -342,7 +346,7 @@ public final class Simulation {
     for (int k = 0; k < r; k++) {
       schedulers[k] = scheduler(k);
     }
-    // the first replica's latency predictor hears every request (flow control runs with one)
+    // flow control (one replica only) reads the first replica's predictor, which hears its requests
     this.predictor = schedulers[0].latencyPredictor();
     FlowControlConfig fc = settings.flowControl();
     if (fc != null && r > 1) {
@@ -408,9 +412,22 @@ public final class Simulation {
         return b.pdEnabled(pd).build();
       case PRECISE:
         return b.pdEnabled(pd).prefixCacheLookup(BlockIndexLookup.of(index)).build();
+      case PRECISE_LATENCY:
+        for (Profile p : Scheduler.defaultProfiles(true)) {
+          b.profile(withPredictedLatency(p, settings.latencyWeight()));
+        }
+        return b.pdEnabled(pd).prefixCacheLookup(BlockIndexLookup.of(index)).build();
       default:
         return b.pdEnabled(pd).prefixCacheLookup(oracle).speculative(Duration.ZERO, 1).build();
     }
+  }
+
+  /** {@code p} with the predicted-latency scorer added at {@code weight}. */
+  private static Profile withPredictedLatency(Profile p, double weight) {
+    Profile.Builder out = Profile.builder(p.name());
+    p.filters().forEach(out::filter);
+    p.scorers().forEach(s -> out.scorer(s.scorer(), s.weight()));
+    return out.scorer(Scorers.predictedLatency(), weight).picker(p.picker()).build();
   }
 
   private static Scheduler custom(
@@ -599,12 +616,13 @@ public final class Simulation {
     if (oracle != null) {
       oracle.current(f.hashes);
     }
+    LatencySlo slo = LatencySlo.of(f.slo.ttft(), f.slo.tpot());
     SchedulingRequest sr =
         SchedulingRequest.builder()
             .model(MODEL)
             .tokenIds(f.tokens)
             .candidates(candidates)
-            .slo(LatencySlo.of(f.slo.ttft(), f.slo.tpot()))
+            .slo(settings.latencyObjective() ? slo : LatencySlo.NONE)
             .build();
     Scheduler scheduler = schedulers[replicaOf(f.index)];
     Decision d = scheduler.pick(sr);
@@ -617,7 +635,7 @@ public final class Simulation {
       return;
     }
     if (f.admission != null && flow.config().sloAdmission()) {
-      SloGate.Verdict v = SloGate.check(d, predictor, sr.slo(), now - f.admission.arrivalNanos());
+      SloGate.Verdict v = SloGate.check(d, predictor, slo, now - f.admission.arrivalNanos());
       if (v == SloGate.Verdict.UNATTAINABLE) {
         RequestDroppedException x =
             f.admission.drop(RequestDroppedException.Reason.SLO_UNATTAINABLE, "slo-unattainable");
@@ -654,9 +672,15 @@ public final class Simulation {
     Endpoint computeEp = f.prefillEp != null ? f.prefillEp : f.decodeEp;
     long cachedAtRouting = Math.min(f.promptLen, d.prefixMatch(computeEp).cachedTokens());
     f.dispatched = now;
-    f.ticket =
-        predictor.dispatched(
-            computeEp.id(), f.decodeEp.id(), f.promptLen - cachedAtRouting, cachedAtRouting, now);
+    f.ticket = // each replica's predictor learns from what it routed, as in a deployment
+        scheduler
+            .latencyPredictor()
+            .dispatched(
+                computeEp.id(),
+                f.decodeEp.id(),
+                f.promptLen - cachedAtRouting,
+                cachedAtRouting,
+                now);
     if (f.prefillEp != null) {
       f.prefillLeg =
           EngineRequest.builder(f.index, f.tokens, 1)
