@@ -91,6 +91,24 @@ public final class SchedulingRequest {
     this.slo = b.slo;
   }
 
+  /** {@code o} with other token ids: every other (immutable) field shared, not copied. */
+  private SchedulingRequest(SchedulingRequest o, int[] tokens) {
+    this.model = o.model;
+    this.prompt = o.prompt;
+    this.messages = o.messages;
+    this.tokenIds = tokens;
+    this.lora = o.lora;
+    this.cacheSalt = o.cacheSalt;
+    this.headers = o.headers;
+    this.candidates = o.candidates;
+    this.profile = o.profile;
+    this.disaggregation = o.disaggregation;
+    this.chatTemplateInputs = o.chatTemplateInputs;
+    this.nativeRequest = o.nativeRequest;
+    this.preciseScoring = o.preciseScoring;
+    this.slo = o.slo;
+  }
+
   /** A new builder. {@code model} and at least one candidate are normally set. */
   public static Builder builder() {
     return new Builder();
@@ -118,7 +136,7 @@ public final class SchedulingRequest {
 
   /** A copy of this request with the given token ids (for example from a {@link Tokenizer}). */
   public SchedulingRequest withTokenIds(int[] tokens) {
-    return new SchedulingRequest(toBuilder(), tokens == null ? null : tokens.clone());
+    return new SchedulingRequest(this, tokens == null ? null : tokens.clone());
   }
 
   /** The model name the client asked for (the base model). */

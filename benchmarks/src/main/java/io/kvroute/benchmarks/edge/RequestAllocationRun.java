@@ -49,8 +49,11 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.edge.RequestAllocationRun \
- *     [--paths edge-static,route-decode,...] [--warmup 20000] [--requests 5000] [--windows 5] \
- *     [--connections 1] [--jvm "-XX:+UseParallelGC"]
+ *     [--paths edge-static,route-decode,...] [--warmup 50000] [--requests 5000] [--windows 5] \
+ *     [--connections 1] [--prompt-chars 32000] [--jvm "-XX:+UseParallelGC"]
+ * java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.edge.RequestAllocationRun \
+ *     --path gateway-decode --jfr /tmp/gw.jfr    # one path in this JVM, JFR allocation samples
+
  * </pre>
  *
  * Without {@code --path} it runs each path in a child JVM (the same classpath, Netty's leak
@@ -110,7 +113,7 @@ public final class RequestAllocationRun {
         }
       }
       cmd.addAll(List.of("-cp", cp, RequestAllocationRun.class.getName(), "--path", p));
-      for (String k : List.of("warmup", "requests", "windows", "connections")) {
+      for (String k : List.of("warmup", "requests", "windows", "connections", "prompt-chars")) {
         if (opt.containsKey(k)) {
           cmd.add("--" + k);
           cmd.add(opt.get(k));
@@ -156,10 +159,11 @@ public final class RequestAllocationRun {
 
   private static void child(Map<String, String> opt) throws Exception {
     String path = opt.get("path");
-    long warmup = Long.parseLong(opt.getOrDefault("warmup", "20000"));
+    long warmup = Long.parseLong(opt.getOrDefault("warmup", "50000"));
     long requests = Long.parseLong(opt.getOrDefault("requests", "5000"));
     int windows = Integer.parseInt(opt.getOrDefault("windows", "5"));
     int connections = Integer.parseInt(opt.getOrDefault("connections", "1"));
+    int promptChars = Integer.parseInt(opt.getOrDefault("prompt-chars", "0"));
     System.out.println(
         "path "
             + path
@@ -171,11 +175,24 @@ public final class RequestAllocationRun {
             + requests
             + ", "
             + connections
-            + " connection(s); "
+            + " connection(s), prompt of "
+            + Math.max(promptChars, StubEngines.PROMPT.length())
+            + " characters; "
             + Machine.describe());
-    Workload w = workload(path, connections);
+    Workload w = workload(path, connections, promptChars);
     try {
       w.run(warmup);
+      jdk.jfr.Recording jfr = null;
+      if (opt.containsKey("jfr")) {
+        // after the warm-up: what the compiled path allocates, not the interpreter's
+        jfr = new jdk.jfr.Recording();
+        jfr.enable("jdk.ObjectAllocationSample").with("throttle", "5000/s").withStackTrace();
+        // with -XX:-UseTLAB every allocation is one of these: exact sizes and sites
+        jfr.enable("jdk.ObjectAllocationOutsideTLAB").withStackTrace();
+        jfr.setToDisk(true);
+        jfr.setDestination(Path.of(opt.get("jfr")));
+        jfr.start();
+      }
       double[] perRequest = new double[windows];
       Map<String, Long> byGroup = new TreeMap<>();
       for (int i = 0; i < windows; i++) {
@@ -198,6 +215,11 @@ public final class RequestAllocationRun {
       byGroup.forEach(
           (g, b) -> groups.append(String.format(Locale.ROOT, " %s %,.0f;", g, (double) b / total)));
       System.out.println(groups);
+      if (jfr != null) {
+        jfr.stop();
+        jfr.close();
+        System.out.println("allocation samples in " + opt.get("jfr"));
+      }
       double[] sorted = perRequest.clone();
       Arrays.sort(sorted);
       StringBuilder all = new StringBuilder();
@@ -217,11 +239,16 @@ public final class RequestAllocationRun {
     void close() throws IOException;
   }
 
-  private static Workload workload(String path, int connections) throws Exception {
+  private static Workload workload(String path, int connections, int promptChars)
+      throws Exception {
     boolean sse = path.endsWith("-sse");
+    StringBuilder prompt = new StringBuilder(StubEngines.PROMPT);
+    while (prompt.length() < promptChars) {
+      prompt.append(' ').append(StubEngines.PROMPT);
+    }
     byte[] body =
         ("{\"model\":\"Qwen/Qwen3-8B\",\"prompt\":\""
-                + StubEngines.PROMPT
+                + prompt
                 + "\",\"max_tokens\":16,\"temperature\":0"
                 + (sse ? ",\"stream\":true" : "")
                 + "}")
@@ -419,7 +446,7 @@ public final class RequestAllocationRun {
 
     /** The harness's threads, left out of the count. */
     static boolean harness(String name) {
-      return name.startsWith("alloc-") || name.equals("main");
+      return name.startsWith("alloc-") || name.equals("main") || name.startsWith("JFR ");
     }
 
     /** A thread's group in the breakdown: its name without trailing numbers. */

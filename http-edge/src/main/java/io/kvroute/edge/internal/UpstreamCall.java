@@ -200,7 +200,8 @@ final class UpstreamCall implements Flow.Subscription {
 
   private DefaultFullHttpRequest request() {
     boolean post = out.method() == HttpTransport.Method.POST;
-    ByteBuf body = post ? Unpooled.wrappedBuffer(out.body()) : Unpooled.EMPTY_BUFFER;
+    // the request's own bytes, read-only: not copied per call
+    ByteBuf body = post ? Unpooled.wrappedBuffer(out.bodyBuffer()) : Unpooled.EMPTY_BUFFER;
     DefaultFullHttpRequest r =
         new DefaultFullHttpRequest(
             HttpVersion.HTTP_1_1,
