@@ -21,7 +21,6 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -29,6 +28,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -54,8 +54,10 @@ import org.slf4j.LoggerFactory;
  */
 final class OpenAiFront implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(OpenAiFront.class);
+
+  /** Matched case-insensitively, without a lower-case copy of each header name per answer. */
   private static final Set<String> HOP_BY_HOP =
-      Set.of(
+      anyCase(
           "connection",
           "keep-alive",
           "transfer-encoding",
@@ -66,6 +68,12 @@ final class OpenAiFront implements AutoCloseable {
           "proxy-connection",
           "date",
           "content-type");
+
+  private static Set<String> anyCase(String... names) {
+    java.util.TreeSet<String> s = new java.util.TreeSet<>(String.CASE_INSENSITIVE_ORDER);
+    s.addAll(List.of(names));
+    return java.util.Collections.unmodifiableSet(s);
+  }
 
   /** Runs one parsed request and completes with the response to relay. */
   @FunctionalInterface
@@ -147,7 +155,7 @@ final class OpenAiFront implements AutoCloseable {
     }
     Handler h = b.handler;
     for (InferenceRequest.Api api : InferenceRequest.Api.values()) {
-      eb.route("POST", api.path(), ex -> serve(ex, h));
+      eb.route("POST", api.path(), ex -> serve(ex, h, api));
     }
     if (b.passThrough != null) {
       PassThrough pt = b.passThrough;
@@ -211,23 +219,31 @@ final class OpenAiFront implements AutoCloseable {
     server.close();
   }
 
-  private void serve(Exchange ex, Handler handler) {
-    Optional<InferenceRequest.Api> api = InferenceRequest.Api.fromPath(ex.path());
-    if (api.isEmpty()) {
-      error(ex, 404, "not_found", "no route for " + ex.path());
-      return;
-    }
-    InferenceRequest request =
-        InferenceRequest.of(api.get(), ex.body(), ex.headers(), "kvr-" + UUID.randomUUID());
+  /** A request of {@code api}, the API whose path its route is. */
+  private void serve(Exchange ex, Handler handler, InferenceRequest.Api api) {
+    InferenceRequest request = InferenceRequest.of(api, ex.body(), ex.headers(), newRequestId());
     Map<String, String> extra = new ConcurrentHashMap<>();
     CompletableFuture<? extends StreamingResponse> f;
     try {
       f = handler.handle(request, extra);
     } catch (RuntimeException e) {
-      fail(ex, e, api.get());
+      fail(ex, e, api);
       return;
     }
-    answer(ex, f, extra, api.get());
+    answer(ex, f, extra, api);
+  }
+
+  /**
+   * A fresh request id: {@code kvr-} and a random (version 4) UUID, drawn from {@link
+   * ThreadLocalRandom}. Ids are not secrets (a client may send its own {@code X-Request-Id}), and
+   * {@link UUID#randomUUID()}'s {@code SecureRandom} takes a process-wide lock and reads {@code
+   * /dev/urandom} on every request.
+   */
+  static String newRequestId() {
+    ThreadLocalRandom r = ThreadLocalRandom.current();
+    long msb = (r.nextLong() & ~0xF000L) | 0x4000L; // version 4
+    long lsb = (r.nextLong() & 0x3FFFFFFFFFFFFFFFL) | 0x8000000000000000L; // IETF variant
+    return "kvr-" + new UUID(msb, lsb);
   }
 
   /** A request of another API under {@code /v1/}: load-only routing, forwarded unchanged. */
@@ -282,7 +298,7 @@ final class OpenAiFront implements AutoCloseable {
         .headers()
         .forEach(
             (k, values) -> {
-              if (!HOP_BY_HOP.contains(k.toLowerCase(Locale.ROOT))) {
+              if (!HOP_BY_HOP.contains(k)) {
                 values.forEach(v -> rb.header(k, v));
               }
             });
@@ -335,11 +351,6 @@ final class OpenAiFront implements AutoCloseable {
               }
             });
     ex.respond(rb.body(a.body()).build());
-  }
-
-  private void error(Exchange ex, int status, String type, String message) {
-    count(status, type);
-    ex.error(status, type, null, message);
   }
 
   private void count(int status, String type) {

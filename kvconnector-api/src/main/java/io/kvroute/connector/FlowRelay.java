@@ -1,15 +1,13 @@
 package io.kvroute.connector;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.List;
 import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Flow;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
 /**
@@ -58,16 +56,41 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
         public void cancel() {}
       };
 
+  // The counters and flags below are fields updated through VarHandles, not Atomic* objects: a
+  // request's answer passes through several relays, and each Atomic* was an object of its own.
+  private static final VarHandle END_REPORTED;
+  private static final VarHandle WIP;
+  private static final VarHandle DEMAND;
+  private static final VarHandle CREDIT;
+  private static final VarHandle PENDING_UPSTREAM;
+  private static final VarHandle UPSTREAM;
+  private static final VarHandle SUBSCRIBED;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      END_REPORTED = l.findVarHandle(FlowRelay.class, "endReported", boolean.class);
+      WIP = l.findVarHandle(FlowRelay.class, "wip", int.class);
+      DEMAND = l.findVarHandle(FlowRelay.class, "demand", long.class);
+      CREDIT = l.findVarHandle(FlowRelay.class, "credit", long.class);
+      PENDING_UPSTREAM = l.findVarHandle(FlowRelay.class, "pendingUpstream", long.class);
+      UPSTREAM = l.findVarHandle(FlowRelay.class, "upstream", Flow.Subscription.class);
+      SUBSCRIBED = l.findVarHandle(FlowRelay.class, "subscribed", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
   private final Consumer<? super Throwable> onEnd;
-  private final AtomicBoolean endReported = new AtomicBoolean();
   private final Queue<T> queue = new ConcurrentLinkedQueue<>();
-  private final AtomicInteger wip = new AtomicInteger();
-  private final AtomicLong demand = new AtomicLong();
-  private final AtomicLong credit = new AtomicLong();
-  private final AtomicLong pendingUpstream = new AtomicLong();
-  private final AtomicReference<Flow.Subscription> upstream = new AtomicReference<>();
-  private final AtomicBoolean subscribed = new AtomicBoolean();
   private final Downstream subscription = new Downstream();
+  private volatile boolean endReported;
+  private volatile int wip;
+  private volatile long demand;
+  private volatile long credit;
+  private volatile long pendingUpstream;
+  private volatile Flow.Subscription upstream;
+  private volatile boolean subscribed;
 
   private volatile Flow.Subscriber<? super T> downstream;
   private volatile boolean done;
@@ -108,7 +131,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
    */
   public FlowRelay<T> buffered(T item) {
     queue.offer(Objects.requireNonNull(item, "item"));
-    credit.incrementAndGet();
+    CREDIT.getAndAdd(this, 1L);
     drain();
     return this;
   }
@@ -127,7 +150,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
       return;
     }
     cancelled = true;
-    Flow.Subscription s = upstream.get();
+    Flow.Subscription s = upstream;
     try {
       if (s != null) {
         s.cancel();
@@ -146,7 +169,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
   @Override
   public void subscribe(Flow.Subscriber<? super T> subscriber) {
     Objects.requireNonNull(subscriber, "subscriber");
-    if (!subscribed.compareAndSet(false, true)) {
+    if (!SUBSCRIBED.compareAndSet(this, false, true)) {
       subscriber.onSubscribe(REFUSED);
       subscriber.onError(new IllegalStateException("this stream accepts one subscriber"));
       return;
@@ -162,22 +185,22 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
         if (badRequest == null) {
           badRequest = new IllegalArgumentException("request(n) needs n > 0 (rule 3.9), was " + n);
         }
-        Flow.Subscription s = upstream.get();
+        Flow.Subscription s = upstream;
         if (s != null) {
           s.cancel();
         }
         drain();
         return;
       }
-      addCapped(demand, n);
+      addCapped(DEMAND, FlowRelay.this, n);
       long forward = n;
       while (true) {
-        long c = credit.get();
+        long c = credit;
         if (c == 0) {
           break;
         }
         long use = Math.min(c, forward);
-        if (credit.compareAndSet(c, c - use)) {
+        if (CREDIT.compareAndSet(FlowRelay.this, c, c - use)) {
           forward -= use;
           break;
         }
@@ -195,15 +218,15 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
   }
 
   private void requestUpstream(long n) {
-    Flow.Subscription s = upstream.get();
+    Flow.Subscription s = upstream;
     if (s != null) {
       s.request(n);
       return;
     }
-    addCapped(pendingUpstream, n);
-    s = upstream.get();
+    addCapped(PENDING_UPSTREAM, this, n);
+    s = upstream;
     if (s != null) {
-      long p = pendingUpstream.getAndSet(0);
+      long p = (long) PENDING_UPSTREAM.getAndSet(this, 0L);
       if (p > 0) {
         s.request(p);
       }
@@ -219,7 +242,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
   @Override
   public void onSubscribe(Flow.Subscription s) {
     Objects.requireNonNull(s, "subscription");
-    if (!upstream.compareAndSet(null, s)) {
+    if (!UPSTREAM.compareAndSet(this, (Flow.Subscription) null, s)) {
       s.cancel();
       return;
     }
@@ -227,7 +250,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
       s.cancel();
       return;
     }
-    long p = pendingUpstream.getAndSet(0);
+    long p = (long) PENDING_UPSTREAM.getAndSet(this, 0L);
     if (p > 0) {
       s.request(p);
     }
@@ -269,7 +292,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
   // ---------------------------------------------------------------- delivery
 
   private void drain() {
-    if (wip.getAndIncrement() != 0) {
+    if ((int) WIP.getAndAdd(this, 1) != 0) {
       return;
     }
     int missed = 1;
@@ -282,7 +305,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
         }
         emit(s);
       }
-      missed = wip.addAndGet(-missed);
+      missed = (int) WIP.getAndAdd(this, -missed) - missed;
       if (missed == 0) {
         return;
       }
@@ -301,7 +324,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
       finish(s, bad);
       return;
     }
-    long requested = demand.get();
+    long requested = demand;
     long emitted = 0;
     while (emitted != requested && !cancelled && badRequest == null) {
       T item = queue.poll();
@@ -312,7 +335,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
       emitted++;
     }
     if (emitted != 0 && requested != Long.MAX_VALUE) {
-      demand.addAndGet(-emitted);
+      DEMAND.getAndAdd(this, -emitted);
     }
     if (cancelled || badRequest != null) {
       return; // the next pass of the drain loop handles it
@@ -335,14 +358,14 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
   }
 
   private void reportEnd(Throwable failure) {
-    if (endReported.compareAndSet(false, true)) {
+    if (END_REPORTED.compareAndSet(this, false, true)) {
       onEnd.accept(failure);
     }
   }
 
-  private static void addCapped(AtomicLong counter, long n) {
+  private static void addCapped(VarHandle counter, FlowRelay<?> relay, long n) {
     while (true) {
-      long current = counter.get();
+      long current = (long) counter.getVolatile(relay);
       if (current == Long.MAX_VALUE) {
         return;
       }
@@ -350,7 +373,7 @@ public final class FlowRelay<T> implements Flow.Processor<T, T> {
       if (next < 0) {
         next = Long.MAX_VALUE;
       }
-      if (counter.compareAndSet(current, next)) {
+      if (counter.compareAndSet(relay, current, next)) {
         return;
       }
     }

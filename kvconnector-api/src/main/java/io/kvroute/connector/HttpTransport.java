@@ -48,8 +48,10 @@ public interface HttpTransport extends AutoCloseable {
    */
   final class Outbound {
     private static final byte[] EMPTY = new byte[0];
-    private static final java.util.Set<String> NOT_FORWARDED =
-        java.util.Set.of(
+
+    /** Names matched case-insensitively, without allocating a lower-case copy per header. */
+    private static final java.util.Set<String> NOT_FORWARDED_ANY_CASE =
+        anyCase(
             "connection",
             "keep-alive",
             "proxy-authenticate",
@@ -64,6 +66,12 @@ public interface HttpTransport extends AutoCloseable {
             "accept-encoding",
             "content-type",
             "expect");
+
+    private static java.util.Set<String> anyCase(String... names) {
+      java.util.TreeSet<String> s = new java.util.TreeSet<>(String.CASE_INSENSITIVE_ORDER);
+      s.addAll(List.of(names));
+      return java.util.Collections.unmodifiableSet(s);
+    }
 
     private final Method method;
     private final Leg leg;
@@ -119,7 +127,45 @@ public interface HttpTransport extends AutoCloseable {
 
     /** A {@code POST path} of the JSON {@code body} to {@code endpoint}. */
     public static Builder post(Endpoint endpoint, String path, byte[] body) {
-      return new Builder(Method.POST, endpoint, path, Objects.requireNonNull(body, "body"));
+      return new Builder(Method.POST, endpoint, path, Objects.requireNonNull(body, "body").clone());
+    }
+
+    /**
+     * A {@code POST path} of the JSON body held by {@code body}'s remaining bytes (copied; the
+     * buffer's position is not moved): for a body serialised into a reused buffer.
+     */
+    public static Builder post(Endpoint endpoint, String path, java.nio.ByteBuffer body) {
+      return new Builder(Method.POST, endpoint, path, copyOf(body));
+    }
+
+    /** The remaining bytes of {@code body}, copied, its position unmoved. */
+    static byte[] copyOf(java.nio.ByteBuffer body) {
+      Objects.requireNonNull(body, "body");
+      byte[] b = new byte[body.remaining()];
+      body.get(body.position(), b);
+      return b;
+    }
+
+    /**
+     * A {@code POST} of an immutable value's body and headers ({@link
+     * KVConnector.DecodeRequest#toOutbound()}): both shared, not copied; {@code headers} is an
+     * unmodifiable case-insensitive map made by {@link #headerCopy}.
+     */
+    static Builder post(
+        Endpoint endpoint, String path, byte[] body, Map<String, List<String>> headers) {
+      Builder b = new Builder(Method.POST, endpoint, path, body);
+      b.headers = headers;
+      return b;
+    }
+
+    /**
+     * An unmodifiable copy of {@code headers} whose names are matched case-insensitively, each list
+     * of values copied (an immutable list is kept as it is).
+     */
+    static Map<String, List<String>> headerCopy(Map<String, List<String>> headers) {
+      Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      Objects.requireNonNull(headers, "headers").forEach((k, v) -> h.put(k, List.copyOf(v)));
+      return java.util.Collections.unmodifiableMap(h);
     }
 
     /** The method. */
@@ -162,7 +208,7 @@ public interface HttpTransport extends AutoCloseable {
     public void forEachForwardedHeader(java.util.function.BiConsumer<String, String> sink) {
       for (Map.Entry<String, List<String>> e : headers.entrySet()) {
         String name = e.getKey();
-        if (NOT_FORWARDED.contains(name.toLowerCase(Locale.ROOT)) || !safeName(name)) {
+        if (NOT_FORWARDED_ANY_CASE.contains(name) || !safeName(name)) {
           continue;
         }
         for (String v : e.getValue()) {
@@ -199,6 +245,15 @@ public interface HttpTransport extends AutoCloseable {
     /** A copy of the body (empty for {@code GET}). */
     public byte[] body() {
       return body.clone();
+    }
+
+    /**
+     * The body as a read-only buffer over the request's own bytes, not a copy (empty for {@code
+     * GET}): what a transport writes, without copying the body per call. Each call returns a new
+     * buffer, positioned at 0.
+     */
+    public java.nio.ByteBuffer bodyBuffer() {
+      return java.nio.ByteBuffer.wrap(body).asReadOnlyBuffer();
     }
 
     /** The body length in bytes. */
@@ -242,7 +297,7 @@ public interface HttpTransport extends AutoCloseable {
         if (!path.startsWith("/")) {
           throw new IllegalArgumentException("path must start with /, was \"" + path + "\"");
         }
-        this.body = body.clone();
+        this.body = body; // this builder's: a copy, or an immutable value's
       }
 
       /** The leg (default {@link Leg#AUXILIARY}). */
@@ -253,9 +308,7 @@ public interface HttpTransport extends AutoCloseable {
 
       /** The headers to send (default none); names are matched case-insensitively. */
       public Builder headers(Map<String, List<String>> headers) {
-        Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-        Objects.requireNonNull(headers, "headers").forEach((k, v) -> h.put(k, List.copyOf(v)));
-        this.headers = java.util.Collections.unmodifiableMap(h);
+        this.headers = headerCopy(headers);
         return this;
       }
 

@@ -205,6 +205,11 @@ public final class InferenceRequest {
     return body.bytes.length;
   }
 
+  /** The body itself, not a copy: for this package's values that share it (never modified). */
+  byte[] sharedBody() {
+    return body.bytes;
+  }
+
   /** The body as UTF-8 text (for debugging; never logged at INFO or above). */
   public String bodyAsString() {
     return new String(body.bytes, StandardCharsets.UTF_8);

@@ -111,7 +111,31 @@ public interface KVConnector extends AutoCloseable {
      * @param body the rewritten JSON body (copied)
      */
     public static Builder builder(Endpoint endpoint, String path, byte[] body) {
-      return new Builder(endpoint, path, body);
+      return new Builder(endpoint, path, Objects.requireNonNull(body, "body").clone());
+    }
+
+    /**
+     * A builder of the decode request {@code POST path} of the body held by {@code body}'s
+     * remaining bytes (copied; the buffer's position is not moved): for a body serialised into a
+     * reused buffer.
+     *
+     * @param path the path, e.g. {@code /v1/chat/completions}
+     * @param body the rewritten JSON body
+     */
+    public static Builder builder(Endpoint endpoint, String path, java.nio.ByteBuffer body) {
+      return new Builder(endpoint, path, HttpTransport.Outbound.copyOf(body));
+    }
+
+    /**
+     * A builder of the decode request that sends the client's body as it came: {@code POST} of
+     * {@code request}'s body to {@code endpoint} on {@code request}'s API path. The body is shared
+     * with {@code request}, not copied (both are immutable).
+     *
+     * @param endpoint the decode endpoint
+     * @param request the client's request
+     */
+    public static Builder builder(Endpoint endpoint, InferenceRequest request) {
+      return new Builder(endpoint, request.api().path(), request.sharedBody());
     }
 
     /** A builder starting from this request. */
@@ -150,6 +174,20 @@ public interface KVConnector extends AutoCloseable {
       return body.clone();
     }
 
+    /** The body length in bytes. */
+    public int bodyLength() {
+      return body.length;
+    }
+
+    /**
+     * A builder of the {@link HttpTransport.Outbound} that sends this request: {@code POST} of its
+     * body to its endpoint and path with its headers, the body and headers shared, not copied (all
+     * are immutable). The leg, timeout and streaming are the caller's to set.
+     */
+    public HttpTransport.Outbound.Builder toOutbound() {
+      return HttpTransport.Outbound.post(endpoint, path, body, headers);
+    }
+
     /** Facts about the prefill for logs and metrics (e.g. {@code kv_transfer_params=absent}). */
     public Map<String, String> attributes() {
       return attributes;
@@ -182,15 +220,16 @@ public interface KVConnector extends AutoCloseable {
       private Map<String, String> attributes = Map.of();
       private EngineUsage prefillUsage;
 
+      /** {@code body} is this builder's from now on (a copy, or an immutable value's). */
       private Builder(Endpoint endpoint, String path, byte[] body) {
         this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
         this.path = Objects.requireNonNull(path, "path");
-        this.body = Objects.requireNonNull(body, "body").clone();
+        this.body = body;
       }
 
-      /** The headers to send (default none). */
+      /** The headers to send (default none); names are matched case-insensitively. */
       public Builder headers(Map<String, List<String>> headers) {
-        this.headers = Map.copyOf(Objects.requireNonNull(headers, "headers"));
+        this.headers = HttpTransport.Outbound.headerCopy(headers);
         return this;
       }
 

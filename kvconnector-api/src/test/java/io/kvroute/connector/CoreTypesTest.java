@@ -73,6 +73,67 @@ class CoreTypesTest {
   }
 
   @Test
+  void legsShareImmutableBodiesAndCopyEverythingElse() {
+    byte[] client = "{\"prompt\":\"p\"}".getBytes(StandardCharsets.UTF_8);
+    InferenceRequest r =
+        InferenceRequest.of(
+            InferenceRequest.Api.COMPLETIONS,
+            client,
+            Map.of("Content-Type", List.of("application/json")),
+            "id-1");
+    Endpoint d = Endpoint.of("http://10.0.0.2:8000", Endpoint.Role.DECODE);
+
+    // the client's body as it came: the request's path, the same bytes
+    KVConnector.DecodeRequest decode =
+        KVConnector.DecodeRequest.builder(d, r)
+            .headers(Map.of("X-Request-Id", List.of("id-1"), "x-a", List.of("1")))
+            .build();
+    assertThat(decode.path()).isEqualTo("/v1/completions");
+    assertThat(decode.body()).isEqualTo(client).isNotSameAs(decode.body());
+    assertThat(decode.bodyLength()).isEqualTo(client.length);
+    assertThat(decode.headers()).containsKey("x-request-id").containsKey("X-A");
+
+    // the outbound leg of the decode request: its endpoint, path, body and headers
+    HttpTransport.Outbound out = decode.toOutbound().leg(Leg.DECODE).streaming(true).build();
+    assertThat(out.method()).isEqualTo(HttpTransport.Method.POST);
+    assertThat(out.url()).isEqualTo("http://10.0.0.2:8000/v1/completions");
+    assertThat(out.body()).isEqualTo(client);
+    assertThat(out.headers()).isEqualTo(decode.headers()).containsKey("X-REQUEST-ID");
+    assertThat(out.leg()).isEqualTo(Leg.DECODE);
+    assertThat(out.streaming()).isTrue();
+
+    // the body as a read-only view, a fresh one per call
+    java.nio.ByteBuffer view = out.bodyBuffer();
+    assertThat(view.isReadOnly()).isTrue();
+    byte[] read = new byte[view.remaining()];
+    view.get(read);
+    assertThat(read).isEqualTo(client);
+    assertThat(out.bodyBuffer().position()).isZero();
+    assertThat(HttpTransport.Outbound.get(d, "/health").build().bodyBuffer().remaining()).isZero();
+
+    // a buffer's remaining bytes are copied, its position unmoved
+    java.nio.ByteBuffer scratch = java.nio.ByteBuffer.wrap("xx{\"a\":1}".getBytes());
+    scratch.position(2);
+    HttpTransport.Outbound fromBuffer =
+        HttpTransport.Outbound.post(d, "/v1/completions", scratch).build();
+    KVConnector.DecodeRequest decodeFromBuffer =
+        KVConnector.DecodeRequest.builder(d, "/v1/completions", scratch).build();
+    assertThat(scratch.position()).isEqualTo(2);
+    scratch.put(2, (byte) 'z');
+    assertThat(new String(fromBuffer.body(), StandardCharsets.UTF_8)).isEqualTo("{\"a\":1}");
+    assertThat(new String(decodeFromBuffer.body(), StandardCharsets.UTF_8)).isEqualTo("{\"a\":1}");
+
+    // byte arrays given to builders are still copied
+    byte[] mine = "{\"b\":2}".getBytes(StandardCharsets.UTF_8);
+    HttpTransport.Outbound copied = HttpTransport.Outbound.post(d, "/x", mine).build();
+    KVConnector.DecodeRequest copiedDecode =
+        KVConnector.DecodeRequest.builder(d, "/x", mine).build();
+    mine[0] = 'x';
+    assertThat(copied.body()[0]).isEqualTo((byte) '{');
+    assertThat(copiedDecode.body()[0]).isEqualTo((byte) '{');
+  }
+
+  @Test
   void apiFromPath() {
     assertThat(InferenceRequest.Api.fromPath("/v1/chat/completions/"))
         .contains(InferenceRequest.Api.CHAT_COMPLETIONS);

@@ -130,8 +130,9 @@ final class UsageScanner {
     }
     int keepOld = Math.min(tailLen, TAIL - n);
     if (tail == null || tail.length < keepOld + n) {
-      // sized to what is kept: a short answer costs a short array, not TAIL bytes to clear
-      byte[] grown = new byte[Math.min(TAIL, Math.max(2 * (keepOld + n), 256))];
+      // sized to what is kept: a short answer costs a short array, not TAIL bytes to clear; the
+      // first chunk exactly (a JSON answer is often one chunk), later ones with room to grow
+      byte[] grown = new byte[tail == null ? n : Math.min(TAIL, Math.max(2 * (keepOld + n), 256))];
       if (tail != null) {
         System.arraycopy(tail, tailLen - keepOld, grown, 0, keepOld);
         tailLen = keepOld;

@@ -28,7 +28,7 @@ final class CycleContext extends ContextBase {
   private FleetView fleetView;
   private boolean fleetRead;
 
-  private int[] approxTokens;
+  private String approxText;
   private long[] approxHashes;
   private int[] approxMatched;
 
@@ -61,8 +61,7 @@ final class CycleContext extends ContextBase {
     if (tokens != null) {
       return tokens.length;
     }
-    int[] t = approximateTokens();
-    return t == null ? -1 : t.length;
+    return approximateTokenCount();
   }
 
   /**
@@ -209,36 +208,55 @@ final class CycleContext extends ContextBase {
 
   // ---- approximate ----
 
-  int[] approximateTokens() {
-    if (approxTokens == null) {
+  /**
+   * The text the approximate index hashes when the request carries no token ids: the prompt, or the
+   * conversation's roles and contents, each followed by a new line; null when there is none.
+   */
+  private String approximateText() {
+    if (approxText == null) {
       Optional<String> p = request.prompt();
       if (p.isPresent()) {
-        approxTokens = Hashing.estimateTokens(p.get());
+        approxText = p.get();
       } else if (request.messages().isPresent()) {
         StringBuilder sb = new StringBuilder();
         for (SchedulingRequest.ChatMessage m : request.messages().get()) {
           sb.append(m.role()).append('\n').append(m.content()).append('\n');
         }
-        approxTokens = Hashing.estimateTokens(sb.toString());
-      } else {
-        approxTokens = tokens;
+        approxText = sb.toString();
       }
     }
-    return approxTokens;
+    return approxText;
+  }
+
+  /**
+   * The length of the approximate tokens ({@link Hashing#estimateTokens} of {@link
+   * #approximateText()}, or the request's token ids when it has no text); -1 when there are none.
+   */
+  private int approximateTokenCount() {
+    String text = approximateText();
+    if (text != null) {
+      return Hashing.estimatedTokenCount(text);
+    }
+    return tokens == null ? -1 : tokens.length;
   }
 
   long[] approximateHashes() {
     if (approxHashes == null) {
-      int[] t = approximateTokens();
-      approxHashes =
-          t == null
-              ? new long[0]
-              : Hashing.chainedBlocks(
-                  t,
-                  scheduler.approxBlockSize,
-                  scheduler.approxMaxBlocks,
-                  request.cacheModelName(),
-                  request.cacheSalt().orElse(null));
+      String text = approximateText();
+      String model = request.cacheModelName();
+      String salt = request.cacheSalt().orElse(null);
+      if (text != null) {
+        // the estimated tokens are hashed as they are encoded: no array of them per request
+        approxHashes =
+            Hashing.chainedBlocksOfText(
+                text, scheduler.approxBlockSize, scheduler.approxMaxBlocks, model, salt);
+      } else {
+        approxHashes =
+            tokens == null
+                ? new long[0]
+                : Hashing.chainedBlocks(
+                    tokens, scheduler.approxBlockSize, scheduler.approxMaxBlocks, model, salt);
+      }
     }
     return approxHashes;
   }

@@ -79,9 +79,7 @@ public final class SchedulingRequest {
     this.tokenIds = tokens;
     this.lora = b.lora;
     this.cacheSalt = b.cacheSalt;
-    TreeMap<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-    b.headers.forEach((k, v) -> h.put(k, List.copyOf(v)));
-    this.headers = Collections.unmodifiableMap(h);
+    this.headers = b.handOverHeaders();
     this.candidates = List.copyOf(b.candidates);
     this.profile = b.profile;
     this.disaggregation = b.disaggregation;
@@ -89,6 +87,24 @@ public final class SchedulingRequest {
     this.nativeRequest = b.nativeRequest;
     this.preciseScoring = b.preciseScoring;
     this.slo = b.slo;
+  }
+
+  /** {@code o} with other token ids: every other (immutable) field shared, not copied. */
+  private SchedulingRequest(SchedulingRequest o, int[] tokens) {
+    this.model = o.model;
+    this.prompt = o.prompt;
+    this.messages = o.messages;
+    this.tokenIds = tokens;
+    this.lora = o.lora;
+    this.cacheSalt = o.cacheSalt;
+    this.headers = o.headers;
+    this.candidates = o.candidates;
+    this.profile = o.profile;
+    this.disaggregation = o.disaggregation;
+    this.chatTemplateInputs = o.chatTemplateInputs;
+    this.nativeRequest = o.nativeRequest;
+    this.preciseScoring = o.preciseScoring;
+    this.slo = o.slo;
   }
 
   /** A new builder. {@code model} and at least one candidate are normally set. */
@@ -118,7 +134,7 @@ public final class SchedulingRequest {
 
   /** A copy of this request with the given token ids (for example from a {@link Tokenizer}). */
   public SchedulingRequest withTokenIds(int[] tokens) {
-    return new SchedulingRequest(toBuilder(), tokens == null ? null : tokens.clone());
+    return new SchedulingRequest(this, tokens == null ? null : tokens.clone());
   }
 
   /** The model name the client asked for (the base model). */
@@ -266,7 +282,10 @@ public final class SchedulingRequest {
     private int[] tokenIds;
     private String lora;
     private String cacheSalt;
-    private final Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    // case-insensitive, values immutable lists; handed to the request build() makes, and copied
+    // before this builder changes it again
+    private Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+    private boolean headersHandedOver;
     private final List<Endpoint> candidates = new ArrayList<>();
     private String profile;
     private Boolean disaggregation;
@@ -346,9 +365,25 @@ public final class SchedulingRequest {
       return this;
     }
 
+    /** The headers for a request being built: this builder copies them before changing them. */
+    private Map<String, List<String>> handOverHeaders() {
+      headersHandedOver = true;
+      return Collections.unmodifiableMap(headers);
+    }
+
+    private Map<String, List<String>> ownHeaders() {
+      if (headersHandedOver) {
+        TreeMap<String, List<String>> copy = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        copy.putAll(headers);
+        headers = copy;
+        headersHandedOver = false;
+      }
+      return headers;
+    }
+
     /** Replaces all headers. */
     public Builder headers(Map<String, List<String>> headers) {
-      this.headers.clear();
+      ownHeaders().clear();
       if (headers != null) {
         headers.forEach((k, v) -> this.headers.put(k, v == null ? List.of() : List.copyOf(v)));
       }
@@ -357,9 +392,10 @@ public final class SchedulingRequest {
 
     /** Sets one header to a single value. */
     public Builder header(String name, String value) {
-      this.headers.put(
-          Objects.requireNonNull(name, "header name"),
-          List.of(Objects.requireNonNull(value, "header value")));
+      ownHeaders()
+          .put(
+              Objects.requireNonNull(name, "header name"),
+              List.of(Objects.requireNonNull(value, "header value")));
       return this;
     }
 
@@ -401,17 +437,38 @@ public final class SchedulingRequest {
       if (lora != null && lora.isBlank()) {
         throw new IllegalArgumentException("request.lora must not be blank when set");
       }
-      java.util.HashSet<String> ids = new java.util.HashSet<>();
-      for (Endpoint e : candidates) {
-        if (!ids.add(e.id())) {
-          throw new IllegalArgumentException(
-              "request.candidates has the endpoint id \"" + e.id() + "\" twice");
-        }
+      String twice = duplicateId(candidates);
+      if (twice != null) {
+        throw new IllegalArgumentException(
+            "request.candidates has the endpoint id \"" + twice + "\" twice");
       }
       if (profile != null && profile.isBlank()) {
         throw new IllegalArgumentException("request.profile must not be blank when set");
       }
       return new SchedulingRequest(this, tokenIds);
+    }
+
+    /** The first id that a later candidate repeats, or null: pairwise for a few, else hashed. */
+    private static String duplicateId(List<Endpoint> candidates) {
+      int n = candidates.size();
+      if (n <= 16) {
+        for (int i = 1; i < n; i++) {
+          String id = candidates.get(i).id();
+          for (int j = 0; j < i; j++) {
+            if (candidates.get(j).id().equals(id)) {
+              return id;
+            }
+          }
+        }
+        return null;
+      }
+      java.util.HashSet<String> ids = new java.util.HashSet<>();
+      for (Endpoint e : candidates) {
+        if (!ids.add(e.id())) {
+          return e.id();
+        }
+      }
+      return null;
     }
   }
 }

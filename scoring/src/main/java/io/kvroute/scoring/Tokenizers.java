@@ -282,7 +282,7 @@ public final class Tokenizers {
                     + nativePath(nat.api())
                     + " renders it (the render tokenizer backend)"));
       }
-      String key = nativeRender ? nativeKey(r, nat) : cacheKey(r);
+      Object key = nativeRender ? nativeKey(r, nat) : cacheKey(r);
       if (key == null) {
         return CompletableFuture.failedFuture(
             new TokenizationException("request has neither prompt nor messages"));
@@ -344,7 +344,7 @@ public final class Tokenizers {
      * in the cache (a native request falling back to its chat form, whose key differs).
      */
     private CompletableFuture<int[]> chat(Endpoint target, SchedulingRequest r, boolean lookup) {
-      String key = cacheKey(r);
+      Object key = cacheKey(r);
       int[] hit = lookup ? cache.get(key) : null;
       if (hit != null) {
         return CompletableFuture.completedFuture(hit);
@@ -360,7 +360,7 @@ public final class Tokenizers {
     }
 
     /** POSTs {@code body} to {@code path} and reads the ids, caching them under {@code key}. */
-    private CompletableFuture<int[]> call(Endpoint target, String path, byte[] body, String key) {
+    private CompletableFuture<int[]> call(Endpoint target, String path, byte[] body, Object key) {
       return CancellableFutures.compose(
           transport.send(HttpTransport.Outbound.post(target, path, body).timeout(timeout).build()),
           resp -> {
@@ -533,20 +533,30 @@ public final class Tokenizers {
       return text.isEmpty() ? "" : ": " + text;
     }
 
-    private static String cacheKey(SchedulingRequest r) {
-      StringBuilder sb = new StringBuilder(r.model()).append('\u0000');
+    /**
+     * The cache key of {@code r}: the model and the prompt, conversation or template inputs, as a
+     * record of the request's own strings (the prompt is not copied into a key per request); null
+     * when the request has none of them.
+     */
+    static Object cacheKey(SchedulingRequest r) {
       if (r.chatTemplateInputs().isPresent()) {
-        return sb.append('J').append(r.chatTemplateInputs().get()).toString();
+        return new TemplateKey(r.model(), r.chatTemplateInputs().get());
       }
       if (r.messages().isPresent()) {
-        sb.append('C');
-        for (SchedulingRequest.ChatMessage m : r.messages().get()) {
-          sb.append('\u0001').append(m.role()).append('\u0002').append(m.content());
-        }
-        return sb.toString();
+        return new ChatKey(r.model(), r.messages().get());
       }
-      return r.prompt().map(p -> sb.append('P').append(p).toString()).orElse(null);
+      String prompt = r.prompt().orElse(null);
+      return prompt == null ? null : new PromptKey(r.model(), prompt);
     }
+
+    /** The cache key of a completion prompt. */
+    record PromptKey(String model, String prompt) {}
+
+    /** The cache key of a conversation (its messages are an immutable list). */
+    record ChatKey(String model, List<SchedulingRequest.ChatMessage> messages) {}
+
+    /** The cache key of a chat request's template inputs. */
+    record TemplateKey(String model, String json) {}
 
     @Override
     public String toString() {

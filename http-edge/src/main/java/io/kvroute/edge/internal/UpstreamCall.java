@@ -25,8 +25,8 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.net.ConnectException;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -200,7 +200,8 @@ final class UpstreamCall implements Flow.Subscription {
 
   private DefaultFullHttpRequest request() {
     boolean post = out.method() == HttpTransport.Method.POST;
-    ByteBuf body = post ? Unpooled.wrappedBuffer(out.body()) : Unpooled.EMPTY_BUFFER;
+    // the request's own bytes, read-only: not copied per call
+    ByteBuf body = post ? Unpooled.wrappedBuffer(out.bodyBuffer()) : Unpooled.EMPTY_BUFFER;
     DefaultFullHttpRequest r =
         new DefaultFullHttpRequest(
             HttpVersion.HTTP_1_1,
@@ -270,10 +271,12 @@ final class UpstreamCall implements Flow.Subscription {
 
   private void onHead(HttpResponse head) {
     Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-    for (Map.Entry<String, String> e : head.headers()) {
-      h.computeIfAbsent(e.getKey(), k -> new ArrayList<>(1)).add(e.getValue());
+    Iterator<Map.Entry<CharSequence, CharSequence>> it = head.headers().iteratorCharSequence();
+    while (it.hasNext()) {
+      Map.Entry<CharSequence, CharSequence> e = it.next();
+      // one immutable list per name as it comes (most names have one value)
+      h.merge(e.getKey().toString(), List.of(e.getValue().toString()), UpstreamCall::concat);
     }
-    h.replaceAll((k, v) -> List.copyOf(v));
     keepAlive = HttpUtil.isKeepAlive(head);
     state = State.BODY;
     touch();
@@ -284,6 +287,17 @@ final class UpstreamCall implements Flow.Subscription {
     if (!future.complete(r)) {
       relay.cancel();
     }
+  }
+
+  private static List<String> concat(List<String> a, List<String> b) {
+    String[] all = new String[a.size() + b.size()];
+    for (int i = 0; i < a.size(); i++) {
+      all[i] = a.get(i);
+    }
+    for (int i = 0; i < b.size(); i++) {
+      all[a.size() + i] = b.get(i);
+    }
+    return List.of(all);
   }
 
   void onReadComplete() {

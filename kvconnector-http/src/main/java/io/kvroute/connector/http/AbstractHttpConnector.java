@@ -54,6 +54,19 @@ public abstract class AbstractHttpConnector implements KVConnector {
           "x-data-parallel-host-port",
           "target-pod");
 
+  /**
+   * {@link #ROUTING_HEADERS} and {@code X-Request-Id}, matched case-insensitively without a
+   * lower-case copy of each header name per leg.
+   */
+  private static final Set<String> NOT_COPIED_TO_LEGS = notCopiedToLegs();
+
+  private static Set<String> notCopiedToLegs() {
+    java.util.TreeSet<String> s = new java.util.TreeSet<>(String.CASE_INSENSITIVE_ORDER);
+    s.addAll(ROUTING_HEADERS);
+    s.add(InferenceRequest.REQUEST_ID_HEADER);
+    return java.util.Collections.unmodifiableSet(s);
+  }
+
   /** The host context. */
   protected final KVConnectorProvider.Context context;
 
@@ -118,15 +131,11 @@ public abstract class AbstractHttpConnector implements KVConnector {
    */
   protected Map<String, List<String>> legHeaders(InferenceRequest request) {
     Map<String, List<String>> h = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-    request
-        .headers()
-        .forEach(
-            (k, v) -> {
-              String lower = k.toLowerCase(Locale.ROOT);
-              if (!ROUTING_HEADERS.contains(lower) && !lower.equals("x-request-id")) {
-                h.put(k, v);
-              }
-            });
+    for (Map.Entry<String, List<String>> e : request.headers().entrySet()) {
+      if (!NOT_COPIED_TO_LEGS.contains(e.getKey())) {
+        h.put(e.getKey(), e.getValue());
+      }
+    }
     h.put(InferenceRequest.REQUEST_ID_HEADER, List.of(request.requestId()));
     return h;
   }
@@ -244,13 +253,17 @@ public abstract class AbstractHttpConnector implements KVConnector {
       Map<String, List<String>> headers,
       ObjectNode body,
       Duration timeout) {
+    HttpTransport.Outbound out =
+        OpenAiJson.withBytes(
+            body,
+            bytes ->
+                HttpTransport.Outbound.post(endpoint, path, bytes) // copied once, here
+                    .leg(leg)
+                    .headers(headers)
+                    .timeout(timeout)
+                    .build());
     return cancellable(
-        transport.send(
-            HttpTransport.Outbound.post(endpoint, path, OpenAiJson.toBytes(body))
-                .leg(leg)
-                .headers(headers)
-                .timeout(timeout)
-                .build()),
+        transport.send(out),
         resp ->
             successful(leg, endpoint, resp)
                 .thenCompose(ok -> ok.readAll(maxPrefillResponseBytes))
@@ -330,9 +343,9 @@ public abstract class AbstractHttpConnector implements KVConnector {
     return reported(
         cancellable(
             transport.send(
-                HttpTransport.Outbound.post(decode.endpoint(), decode.path(), decode.body())
+                decode
+                    .toOutbound() // the body and headers shared with decode, not copied
                     .leg(Leg.DECODE)
-                    .headers(decode.headers())
                     .timeout(context.decodeTimeout())
                     .streaming(true)
                     .build()),
@@ -420,15 +433,14 @@ public abstract class AbstractHttpConnector implements KVConnector {
     for (String f : OpenAiJson.TRANSFER_FIELDS) {
       clean &= !body.has(f);
     }
-    byte[] bytes =
+    DecodeRequest.Builder b =
         clean
-            ? pd.request().body()
-            : OpenAiJson.toBytes(OpenAiJson.stripTransferFields(body.deepCopy()));
+            ? DecodeRequest.builder(pd.decode(), pd.request()) // the client's bytes, shared
+            : OpenAiJson.withBytes(
+                OpenAiJson.stripTransferFields(body.deepCopy()),
+                bytes -> DecodeRequest.builder(pd.decode(), pd.request().api().path(), bytes));
     return CompletableFuture.completedFuture(
-        DecodeRequest.builder(pd.decode(), pd.request().api().path(), bytes)
-            .headers(legHeaders(pd.request()))
-            .attributes(Map.of("mode", "decode_only"))
-            .build());
+        b.headers(legHeaders(pd.request())).attributes(Map.of("mode", "decode_only")).build());
   }
 
   /**
@@ -436,7 +448,8 @@ public abstract class AbstractHttpConnector implements KVConnector {
    * with the leg headers and the attributes {@code attrs}.
    */
   protected DecodeRequest decodeRequest(PdRequest pd, ObjectNode body, Map<String, String> attrs) {
-    return DecodeRequest.builder(pd.decode(), pd.request().api().path(), OpenAiJson.toBytes(body))
+    return OpenAiJson.withBytes(
+            body, bytes -> DecodeRequest.builder(pd.decode(), pd.request().api().path(), bytes))
         .headers(legHeaders(pd.request()))
         .attributes(attrs)
         .build();

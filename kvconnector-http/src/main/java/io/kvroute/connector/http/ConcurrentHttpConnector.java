@@ -97,14 +97,18 @@ public abstract class ConcurrentHttpConnector extends AbstractHttpConnector {
    */
   private CompletableFuture<ObjectNode> sendPrefill(PdRequest pd, Attempt a) {
     long start = context.nanoClock().getAsLong();
+    HttpTransport.Outbound out =
+        OpenAiJson.withBytes(
+            a.prefillBody(),
+            bytes ->
+                HttpTransport.Outbound.post(pd.prefill(), pd.request().api().path(), bytes)
+                    .leg(Leg.PREFILL)
+                    .headers(a.prefillHeaders())
+                    .timeout(context.prefillTimeout())
+                    .build());
     return ConcurrentLegs.PrefillLeg.send(
             transport,
-            HttpTransport.Outbound.post(
-                    pd.prefill(), pd.request().api().path(), OpenAiJson.toBytes(a.prefillBody()))
-                .leg(Leg.PREFILL)
-                .headers(a.prefillHeaders())
-                .timeout(context.prefillTimeout())
-                .build(),
+            out,
             maxPrefillResponseBytes(),
             resp -> errorFrom(Leg.PREFILL, pd.prefill(), resp),
             (answer, t) -> {

@@ -160,11 +160,32 @@ public final class OkHttpTransport implements HttpTransport {
     return c;
   }
 
+  /** The request's body, written from its own bytes (not copied per call or per retry). */
+  private static RequestBody body(Outbound out) {
+    long length = out.bodyLength();
+    return new RequestBody() {
+      @Override
+      public MediaType contentType() {
+        return JSON;
+      }
+
+      @Override
+      public long contentLength() {
+        return length;
+      }
+
+      @Override
+      public void writeTo(okio.BufferedSink sink) throws java.io.IOException {
+        sink.write(out.bodyBuffer());
+      }
+    };
+  }
+
   @Override
   public CompletableFuture<StreamingResponse> send(Outbound out) {
     Request.Builder rb = new Request.Builder().url(url(out.url()));
     if (out.method() == Method.POST) {
-      rb.post(RequestBody.create(out.body(), JSON));
+      rb.post(body(out));
     } else {
       rb.get();
     }

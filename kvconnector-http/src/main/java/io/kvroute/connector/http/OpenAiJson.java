@@ -29,7 +29,9 @@ import java.util.concurrent.atomic.LongAdder;
  * it was read (the HTTP edge's {@code maxBodyBytes}, the Spring filter's {@code max-request-size},
  * the Envoy picker's {@code maxRequestBytes}).
  *
- * <p>Thread-safe; the only state is the count of client bodies parsed.
+ * <p>Thread-safe; the only state is the count of client bodies parsed, and per thread a scratch
+ * buffer that {@link #withBytes} serialises into (kept up to {@value #SCRATCH_KEPT} bytes: a body
+ * that needs more gets a buffer of its own, dropped after use).
  */
 public final class OpenAiJson {
 
@@ -161,6 +163,66 @@ public final class OpenAiJson {
   /** A new empty object node. */
   public static ObjectNode objectNode() {
     return MAPPER.createObjectNode();
+  }
+
+  /** The largest scratch buffer a thread keeps between {@link #withBytes} calls. */
+  static final int SCRATCH_KEPT = 256 << 10;
+
+  private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+  /**
+   * Serialises {@code node} into this thread's scratch buffer and lends its bytes to {@code use}:
+   * the buffer is valid only during the call ({@code use} copies what it keeps, as {@code
+   * Outbound.post} and {@code DecodeRequest.builder} of a {@link java.nio.ByteBuffer} do). A leg's
+   * body is thus copied once, into the request that owns it, instead of being grown in chunks,
+   * joined into an array and copied again by the request's builder.
+   */
+  static <T> T withBytes(JsonNode node, java.util.function.Function<java.nio.ByteBuffer, T> use) {
+    Scratch s = SCRATCH.get();
+    if (s.busy) {
+      s = new Scratch(); // a nested call: a buffer of its own
+    }
+    s.busy = true;
+    s.count = 0;
+    try {
+      MAPPER.writeValue(s, node);
+      return use.apply(java.nio.ByteBuffer.wrap(s.buf, 0, s.count).asReadOnlyBuffer());
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot serialise JSON", e);
+    } finally {
+      s.busy = false;
+      if (s.buf.length > SCRATCH_KEPT) {
+        s.buf = new byte[Scratch.INITIAL];
+      }
+    }
+  }
+
+  /** A growable byte sink, reused by one thread. */
+  private static final class Scratch extends java.io.OutputStream {
+    static final int INITIAL = 4096;
+    byte[] buf = new byte[INITIAL];
+    int count;
+    boolean busy;
+
+    private void ensure(int more) {
+      int need = count + more;
+      if (need > buf.length) {
+        buf = java.util.Arrays.copyOf(buf, Math.max(need, buf.length * 2));
+      }
+    }
+
+    @Override
+    public void write(int b) {
+      ensure(1);
+      buf[count++] = (byte) b;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      ensure(len);
+      System.arraycopy(b, off, buf, count, len);
+      count += len;
+    }
   }
 
   /** Serialises a node to UTF-8 bytes. */

@@ -1,7 +1,5 @@
 package io.kvroute.scoring.internal;
 
-import java.nio.charset.StandardCharsets;
-
 /**
  * Fast non-cryptographic 64-bit hashing for the router's approximate prefix index. Not vLLM's
  * hashing and never compared with engine hashes.
@@ -70,11 +68,171 @@ public final class Hashing {
    * token, little-endian, zero-padded (llm-d's {@code estimate} backend).
    */
   public static int[] estimateTokens(String text) {
-    byte[] b = text.getBytes(StandardCharsets.UTF_8);
-    int[] t = new int[(b.length + 3) / 4];
-    for (int i = 0; i < b.length; i++) {
-      t[i >> 2] |= (b[i] & 0xff) << ((i & 3) * 8);
+    // The UTF-8 bytes of String.getBytes(UTF_8) (an unpaired surrogate is '?'), encoded straight
+    // into the tokens: no byte array the size of the prompt per request.
+    int n = text.length();
+    int[] t = new int[(utf8Length(text) + 3) / 4];
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+      char c = text.charAt(i);
+      if (c < 0x80) {
+        at = put(t, at, c);
+      } else if (c < 0x800) {
+        at = put(t, at, 0xc0 | (c >> 6));
+        at = put(t, at, 0x80 | (c & 0x3f));
+      } else if (Character.isSurrogate(c)) {
+        char d;
+        if (Character.isHighSurrogate(c)
+            && i + 1 < n
+            && Character.isLowSurrogate(d = text.charAt(i + 1))) {
+          int cp = Character.toCodePoint(c, d);
+          i++;
+          at = put(t, at, 0xf0 | (cp >> 18));
+          at = put(t, at, 0x80 | ((cp >> 12) & 0x3f));
+          at = put(t, at, 0x80 | ((cp >> 6) & 0x3f));
+          at = put(t, at, 0x80 | (cp & 0x3f));
+        } else {
+          at = put(t, at, '?');
+        }
+      } else {
+        at = put(t, at, 0xe0 | (c >> 12));
+        at = put(t, at, 0x80 | ((c >> 6) & 0x3f));
+        at = put(t, at, 0x80 | (c & 0x3f));
+      }
     }
     return t;
+  }
+
+  /**
+   * {@code chainedBlocks(estimateTokens(text), blockSize, maxBlocks, model, salt)} without the
+   * token array: the UTF-8 bytes are packed into tokens and hashed as they are encoded, and
+   * encoding stops at {@code maxBlocks} blocks.
+   */
+  public static long[] chainedBlocksOfText(
+      String text, int blockSize, int maxBlocks, String model, String salt) {
+    return new TextBlocks(text, blockSize, maxBlocks, model, salt).hashes;
+  }
+
+  /** {@code estimateTokens(text).length}, without the tokens. */
+  public static int estimatedTokenCount(String text) {
+    return (utf8Length(text) + 3) / 4;
+  }
+
+  /** The block hashing of {@link #chainedBlocksOfText}: a byte-at-a-time UTF-8 encoder. */
+  private static final class TextBlocks {
+    final long[] hashes;
+    private final int blockSize;
+    private int block;
+    private int inBlock;
+    private long h;
+    private long parent;
+    private int token;
+    private int tokenBytes;
+    private int tokensLeft;
+
+    TextBlocks(String text, int blockSize, int maxBlocks, String model, String salt) {
+      int tokens = (utf8Length(text) + 3) / 4;
+      int n = (tokens + blockSize - 1) / blockSize;
+      if (maxBlocks > 0) {
+        n = Math.min(n, maxBlocks);
+      }
+      this.hashes = new long[n];
+      this.blockSize = blockSize;
+      this.tokensLeft = tokens;
+      this.parent = hashString(hashString(0, model), salt);
+      this.h = parent * P2 + 0x27d4eb2f165667c5L;
+      if (n > 0) {
+        encode(text);
+      }
+    }
+
+    private void encode(String text) {
+      int len = text.length();
+      for (int i = 0; i < len && block < hashes.length; i++) {
+        char c = text.charAt(i);
+        if (c < 0x80) {
+          put(c);
+        } else if (c < 0x800) {
+          put(0xc0 | (c >> 6));
+          put(0x80 | (c & 0x3f));
+        } else if (Character.isSurrogate(c)) {
+          char d;
+          if (Character.isHighSurrogate(c)
+              && i + 1 < len
+              && Character.isLowSurrogate(d = text.charAt(i + 1))) {
+            int cp = Character.toCodePoint(c, d);
+            i++;
+            put(0xf0 | (cp >> 18));
+            put(0x80 | ((cp >> 12) & 0x3f));
+            put(0x80 | ((cp >> 6) & 0x3f));
+            put(0x80 | (cp & 0x3f));
+          } else {
+            put('?');
+          }
+        } else {
+          put(0xe0 | (c >> 12));
+          put(0x80 | ((c >> 6) & 0x3f));
+          put(0x80 | (c & 0x3f));
+        }
+      }
+      if (tokenBytes > 0) {
+        token(); // the last token, zero-padded
+      }
+    }
+
+    private void put(int b) {
+      token |= (b & 0xff) << (tokenBytes * 8);
+      if (++tokenBytes == 4) {
+        token();
+      }
+    }
+
+    private void token() {
+      if (block == hashes.length) {
+        return;
+      }
+      h = Long.rotateLeft(h ^ ((token & 0xffffffffL) * P1), 29) * P2;
+      token = 0;
+      tokenBytes = 0;
+      tokensLeft--;
+      if (++inBlock == blockSize || tokensLeft == 0) {
+        h ^= inBlock;
+        parent = fmix(h);
+        hashes[block++] = parent;
+        inBlock = 0;
+        h = parent * P2 + 0x27d4eb2f165667c5L;
+      }
+    }
+  }
+
+  private static int put(int[] t, int at, int b) {
+    t[at >> 2] |= (b & 0xff) << ((at & 3) * 8);
+    return at + 1;
+  }
+
+  /** The length of {@code text} in UTF-8 as {@code String.getBytes(UTF_8)} encodes it. */
+  static int utf8Length(String text) {
+    int n = text.length();
+    int len = n;
+    for (int i = 0; i < n; i++) {
+      char c = text.charAt(i);
+      if (c < 0x80) {
+        continue;
+      }
+      if (c < 0x800) {
+        len += 1;
+      } else if (Character.isSurrogate(c)) {
+        if (Character.isHighSurrogate(c)
+            && i + 1 < n
+            && Character.isLowSurrogate(text.charAt(i + 1))) {
+          len += 2; // 4 bytes for 2 chars
+          i++;
+        }
+        // an unpaired surrogate is one '?'
+      } else {
+        len += 2;
+      }
+    }
+    return len;
   }
 }

@@ -19,6 +19,9 @@ public final class OnlineRegression {
   private final double floor;
   private final double[] a;
   private final double[] b;
+  // the factor and the forward solution of solve(), reused (solve runs under the lock)
+  private final double[] l;
+  private final double[] z;
   private long samples;
   private volatile double[] coefficients;
 
@@ -41,6 +44,8 @@ public final class OnlineRegression {
     this.floor = floor;
     this.a = new double[k * k];
     this.b = new double[k];
+    this.l = new double[k * k];
+    this.z = new double[k];
   }
 
   /** Learns from one sample: inputs {@code x} (length {@code features}) and target {@code y}. */
@@ -90,9 +95,11 @@ public final class OnlineRegression {
     return c == null ? new double[0] : c.clone();
   }
 
-  /** Cholesky of the lower triangle plus the ridge; null when not positive definite. */
+  /**
+   * Cholesky of the lower triangle plus the ridge; null when not positive definite. The result is a
+   * new array (it is published to {@link #predict}, which reads it without the lock).
+   */
   private double[] solve() {
-    double[] l = new double[k * k];
     for (int i = 0; i < k; i++) {
       for (int j = 0; j <= i; j++) {
         double s = a[i * k + j] + (i == j ? ridge : 0);
@@ -109,7 +116,6 @@ public final class OnlineRegression {
         }
       }
     }
-    double[] z = new double[k];
     for (int i = 0; i < k; i++) {
       double s = b[i];
       for (int p = 0; p < i; p++) {
