@@ -53,7 +53,7 @@ import java.util.concurrent.TimeUnit;
  *     [--connections 1] [--prompt-chars 32000] [--jvm "-XX:+UseParallelGC"]
  * java -cp benchmarks/target/benchmarks.jar io.kvroute.benchmarks.edge.RequestAllocationRun \
  *     --path gateway-decode --jfr /tmp/gw.jfr    # one path in this JVM, JFR allocation samples
-
+ *
  * </pre>
  *
  * Without {@code --path} it runs each path in a child JVM (the same classpath, Netty's leak
@@ -239,8 +239,7 @@ public final class RequestAllocationRun {
     void close() throws IOException;
   }
 
-  private static Workload workload(String path, int connections, int promptChars)
-      throws Exception {
+  private static Workload workload(String path, int connections, int promptChars) throws Exception {
     boolean sse = path.endsWith("-sse");
     StringBuilder prompt = new StringBuilder(StubEngines.PROMPT);
     while (prompt.length() < promptChars) {
