@@ -13,6 +13,8 @@ import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
@@ -115,10 +117,16 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private static final byte DEAD = 2;
   private static final int ID_SPACE = 1 << 19; // entries are ints >= 0: pod << 12 < 2^31
   static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call
+  // optimistic attempts of a lookup before it takes the read lock
+  static final int OPTIMISTIC_ATTEMPTS = 8;
+  private static final long STAMP_BITS = 0xFFL << 32;
+  private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
 
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
   private final StampedLock lock = new StampedLock();
+  // odd while the pods' ids, the tiers or the layout of the arrays lookups read change
+  private final Seq seq = new Seq();
   private static final long YIELD_NANOS = 2_000_000L; // how long a writer gives way to lookups
   private final java.util.concurrent.atomic.AtomicInteger waitingReaders =
       new java.util.concurrent.atomic.AtomicInteger();
@@ -163,7 +171,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private int setTop;
   private int[] setFree = new int[16];
   private int setFreeCount;
-  private final PodBits podBits = new PodBits(); // rows of the dense sets
+  private final PodBits podBits = new PodBits(seq); // rows of the dense sets
 
   // engine keys
   private final EngineKeyMap engine;
@@ -175,6 +183,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private final IndexCounters counters =
       new IndexCounters(LOG, List.of("max_keys", "max_pods_per_key", "max_engine_keys"), List.of());
   private final LongAdder lookups = counters.lookups();
+  private final LongAdder retries = new LongAdder(); // optimistic attempts that did not validate
+  private final LongAdder locked = new LongAdder(); // lookups that took the read lock
 
   /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
   public InMemoryBlockIndex(IndexConfig config) {
@@ -188,7 +198,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         8,
         EMPTY & 0xFFFFFFFFL,
         0x9E3779B97F4A7C15L,
-        false);
+        false,
+        true);
     this.config = config;
     this.reclaimBudget = reclaimSlots;
     this.idLimit = (int) Math.min(ID_SPACE, 2L * config.maxPods());
@@ -214,12 +225,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   private int addTier(String name, double weight) {
-    int id = tierCount++;
-    tierNames[id] = name;
-    tierWeights[id] = weight;
-    tierIds.put(name, id);
-    tierNameList = List.copyOf(Arrays.asList(tierNames).subList(0, id + 1));
-    return id;
+    seq.open();
+    try {
+      int id = tierCount++;
+      tierNames[id] = name;
+      tierWeights[id] = weight;
+      tierIds.put(name, id);
+      tierNameList = List.copyOf(Arrays.asList(tierNames).subList(0, id + 1));
+      return id;
+    } finally {
+      seq.close();
+    }
   }
 
   private int tierId(String medium) {
@@ -252,9 +268,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
       return -1;
     }
-    int p = newId();
-    name(pod, p);
-    return p;
+    seq.open();
+    try {
+      int p = newId();
+      name(pod, p);
+      return p;
+    } finally {
+      seq.close();
+    }
   }
 
   private void name(String pod, int p) {
@@ -574,10 +595,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (total == 0 && !forget) {
         return; // nothing to invalidate: the pod keeps its id
       }
-      podIds.remove(podId);
-      retire(pod, total);
-      if (!forget) {
-        name(podId, newId());
+      seq.open();
+      try {
+        podIds.remove(podId);
+        retire(pod, total);
+        if (!forget) {
+          name(podId, newId());
+        }
+      } finally {
+        seq.close();
       }
     } finally {
       endWrite(stamp);
@@ -690,6 +716,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (!dead(c)) {
         return false;
       }
+      open(slot);
       countRemoved(c);
     } else if (isPair(c)) {
       int r = index(c);
@@ -700,7 +727,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (!da && !db) {
         return false;
       }
-      freePair(r);
+      open(slot);
       if (da) {
         countRemoved(a);
       }
@@ -709,8 +736,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       if (!(da && db)) {
         setCell(slot, da ? b : a);
+        freePair(r);
+        close(slot);
         return false;
       }
+      freePair(r);
     } else if (c == EMPTY) {
       return false;
     } else {
@@ -720,17 +750,21 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         return false; // no pod id was retired since this set was last purged
       }
       ps.purgedAt = retirements;
-      if (ps.row >= 0 && !podBits.intersects(ps.row, deadBits, deadBits.length)) {
+      if (ps.row >= 0
+          ? !podBits.intersects(ps.row, deadBits, deadBits.length)
+          : !ps.anyDead(podState, DEAD)) {
         return false;
       }
+      open(slot);
       ps.removeDead(podState, DEAD, countRemovedFn);
       if (ps.n != 0) {
+        close(slot);
         return false;
       }
       freeSet(si);
     }
     setCell(slot, EMPTY);
-    deleteSlot(slot);
+    deleteSlot(slot); // closes it
     return true;
   }
 
@@ -772,6 +806,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   @Override
+  void relayout(boolean begin) {
+    if (begin) {
+      seq.open();
+    } else {
+      seq.close();
+    }
+  }
+
+  @Override
   int stamp(int slot) {
     long v = tab[2 * slot + 1];
     if (deadIds != 0 && allDead((int) v)) {
@@ -784,9 +827,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     tab[2 * i + 1] = withStamp(tab[2 * i + 1], tick);
   }
 
-  /** The value word {@code v} (cell in the low 32 bits) with stamp {@code stamp}. */
+  /** The value word {@code v} (cell in the low 32 bits) with stamp {@code stamp} (version kept). */
   private static long withStamp(long v, int stamp) {
-    return (v & 0xFFFFFFFFL) | (long) (stamp & 0xFF) << 32;
+    return (v & ~STAMP_BITS) | (long) (stamp & 0xFF) << 32;
   }
 
   /**
@@ -795,10 +838,20 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    */
   private static long hit(long[] t, int slot, byte now) {
     long cv = t[2 * slot + 1];
-    if ((byte) (cv >>> 32) != now) {
-      t[2 * slot + 1] = withStamp(cv, now);
-    }
+    refresh(t, slot, cv, now);
     return cv;
+  }
+
+  /**
+   * Sets the stamp of the key in {@code slot} to {@code now} if it differs, with a compare-and-set
+   * of its value word {@code cv}: a lookup may run beside a writer (optimistic reads), and a plain
+   * write could undo the writer's change of the same word. A failed compare-and-set leaves the
+   * stamp as it is (an approximate LRU); nothing else in the word is changed.
+   */
+  private static void refresh(long[] t, int slot, long cv, byte now) {
+    if ((byte) (cv >>> 32) != now) {
+      WORDS.compareAndSet(t, 2 * slot + 1, cv, withStamp(cv, now));
+    }
   }
 
   /** Evicts the key in {@code slot} (the table is full): drops its entries. */
@@ -919,24 +972,31 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     return (int) n;
   }
 
+  /**
+   * Adds entry {@code e} to key {@code rk}. The key's slot is open (its version odd) while its cell
+   * and what the cell points to change; a key that already holds {@code e} only has its stamp
+   * refreshed (not a change a lookup can see).
+   */
   private void addEntry(long rk, int e) {
     int slot = find(rk);
     if (slot >= 0 && deadIds != 0 && full(cell(slot)) && purge(slot)) {
       slot = -1; // stale entries are dropped before they could cost a live one its place
     }
     if (slot < 0) {
-      slot = insert(rk, withStamp(EMPTY, tick));
-    } else {
-      touchSlot(slot);
+      slot = insert(rk, withStamp(EMPTY, tick)); // returned open
+      setCell(slot, e);
+      close(slot);
+      countAdded(e);
+      return;
     }
+    touchSlot(slot);
     int c = cell(slot);
     int max = config.maxPodsPerKey();
-    if (c == EMPTY) {
-      setCell(slot, e);
-    } else if (c >= 0) {
+    if (c >= 0) {
       if (c == e) {
         return;
       }
+      open(slot);
       if (max <= 1) {
         dropOldest(c);
         setCell(slot, e);
@@ -950,6 +1010,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (a == e || b == e) {
         return;
       }
+      open(slot);
       if (max <= 2) {
         dropOldest(a);
         pairs[2 * r] = b;
@@ -959,14 +1020,18 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         ps.add(a, podHigh);
         ps.add(b, podHigh);
         ps.add(e, podHigh);
-        freePair(r);
         setCell(slot, allocSet(ps));
+        freePair(r);
       }
+    } else if (c == EMPTY) { // not left behind by any write; handled for safety
+      open(slot);
+      setCell(slot, e);
     } else {
       PodSet ps = sets[index(c)];
       if (ps.indexOf(e) >= 0) {
         return;
       }
+      open(slot);
       if (ps.n >= max) {
         int old = ps.e[0];
         ps.removeAt(0);
@@ -974,6 +1039,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       ps.add(e, podHigh);
     }
+    close(slot);
     countAdded(e);
   }
 
@@ -1005,6 +1071,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     counters.evicted("max_pods_per_key", 1);
   }
 
+  /** Removes entry {@code e} from key {@code rk} (its slot open while it changes). */
   private void removeEntry(long rk, int e) {
     int slot = find(rk);
     if (slot < 0) {
@@ -1016,18 +1083,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (c != e) {
         return;
       }
+      open(slot);
       empty = true;
     } else if (isPair(c)) {
       int r = index(c);
       int a = pairs[2 * r];
       int b = pairs[2 * r + 1];
-      if (a == e) {
-        setCell(slot, b);
-      } else if (b == e) {
-        setCell(slot, a);
-      } else {
+      if (a != e && b != e) {
         return;
       }
+      open(slot);
+      setCell(slot, a == e ? b : a);
       freePair(r);
       empty = false;
     } else {
@@ -1036,6 +1102,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (i < 0) {
         return;
       }
+      open(slot);
       ps.removeAt(i);
       empty = ps.n == 0;
       if (empty) {
@@ -1044,7 +1111,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
     countRemoved(e);
     if (empty) {
-      deleteSlot(slot);
+      deleteSlot(slot); // closes it
+    } else {
+      close(slot);
     }
   }
 
@@ -1064,29 +1133,170 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     lookups.increment();
     int podCount = pods.size();
     Scratch s = scratch.get();
+    for (int attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+      if (attempt > 1) {
+        Thread.yield(); // a writer may be between the two halves of a change: let it run
+      }
+      long stamp = lock.tryOptimisticRead(); // 0 while a writer holds the lock
+      long seq0 = seq.read();
+      if ((seq0 & 1) != 0) {
+        continue; // pods, tiers or arrays are being replaced
+      }
+      // with no writer in, the lock's stamp validates the whole lookup; else (or once that
+      // failed) every slot read is recorded and validated by its version
+      boolean checked = stamp == 0 || attempt > 0;
+      long[] t = tab;
+      boolean complete;
+      try {
+        complete = run(requestKeys, numKeys, pods, podCount, into, s, checked, t);
+      } catch (RuntimeException torn) { // what a concurrent write tore (an index out of range...)
+        s.forget();
+        retries.increment();
+        continue;
+      }
+      if (stamp != 0 && lock.validate(stamp)) {
+        return into; // no write began or ended during the lookup
+      }
+      if (complete && checked && validate(s, t, seq0)) {
+        return into; // nothing the lookup read changed while it read: linearizable at validation
+      }
+      retries.increment();
+      if (seq.read() != seq0) {
+        s.forget(); // its binding of pods may have read ids while they changed
+      } else {
+        s.clean();
+      }
+    }
+    // the writers kept changing what this lookup reads: take the read lock (writers give way)
+    locked.increment();
     long stamp = beginRead();
     try {
-      List<String> tierNames = tierNameList;
-      writer.reset(into, podCount, numKeys, tierNames);
-      int activeCount = s.bind(podIds, podHigh, pods, podCount);
-      // over a big list, record the pods that match when they can only be few (the first
-      // block's holders are at most a quarter of the list): finish then visits only them; up
-      // to 128 pods, or with duplicates, a pass over the list
-      s.recording = s.words > 2 && !s.duplicates;
-      s.touchedCount = 0;
-      if (activeCount > 0) {
-        if (s.words <= 2) {
-          lookupTwoWords(requestKeys, numKeys, activeCount, s, into);
-        } else {
-          int found = resolve(requestKeys, numKeys, s);
-          scan(found, activeCount, s, into);
-        }
-      }
-      finish(pods, podCount, s, into, tierNames.size());
+      run(requestKeys, numKeys, pods, podCount, into, s, false, tab);
     } finally {
       lock.unlockRead(stamp);
     }
     return into;
+  }
+
+  /**
+   * One attempt of a lookup into {@code into}. {@code checked}: probe table {@code t} recording
+   * each slot read with its value word ({@link #probe}) for {@link #validate}; returns false when a
+   * slot read was being changed (the attempt cannot validate).
+   */
+  private boolean run(
+      long[] requestKeys,
+      int numKeys,
+      List<String> pods,
+      int podCount,
+      PrefixMatch into,
+      Scratch s,
+      boolean checked,
+      long[] t) {
+    List<String> tierNames = tierNameList;
+    writer.reset(into, podCount, numKeys, tierNames);
+    s.checkedCount = 0;
+    s.absentHome = -1;
+    s.torn = false;
+    int activeCount = s.bind(podIds, podHigh, pods, podCount);
+    // over a big list, record the pods that match when they can only be few (the first
+    // block's holders are at most a quarter of the list): finish then visits only them; up
+    // to 128 pods, or with duplicates, a pass over the list
+    s.recording = s.words > 2 && !s.duplicates;
+    s.touchedCount = 0;
+    if (activeCount > 0) {
+      if (s.words <= 2) {
+        lookupTwoWords(requestKeys, numKeys, activeCount, s, into, checked, t);
+      } else {
+        int found = resolve(requestKeys, numKeys, s, checked, t);
+        if (!s.torn) {
+          scan(found, activeCount, s, into);
+        }
+      }
+    }
+    if (s.torn) {
+      return false;
+    }
+    finish(pods, podCount, s, into, tierNames.size());
+    return true;
+  }
+
+  /**
+   * The slot of {@code k} in table {@code t} for a lookup without the lock, or -1: each slot's
+   * value word is read before its key, so that the version read covers the key. A hit leaves its
+   * word in {@code s.word}; a miss records its probe (first and last slot, and the sum of their
+   * versions) for {@link #validate}. A slot being changed (odd version) where it matters marks the
+   * attempt torn.
+   */
+  private static int probe(long[] t, long k, Scratch s) {
+    int c = t.length >>> 1;
+    int i = home(k, c);
+    int first = i;
+    long sum = 0;
+    long odd = 0;
+    for (int n = 0; n < c; n++) {
+      long w = t[2 * i + 1];
+      VarHandle.loadLoadFence();
+      long x = t[2 * i];
+      if (x == k) {
+        if (changing(w)) {
+          s.torn = true;
+        }
+        s.word = w;
+        return i;
+      }
+      sum += w >>> 40;
+      odd |= w;
+      if (x == 0) {
+        s.absentHome = first;
+        s.absentEnd = i;
+        s.absentSum = sum;
+        if (changing(odd)) {
+          s.torn = true;
+        }
+        return -1;
+      }
+      if (++i == c) {
+        i = 0;
+      }
+    }
+    s.torn = true; // no empty slot seen: torn by a concurrent write
+    return -1;
+  }
+
+  /**
+   * Whether nothing a checked attempt read changed since: the pods and the layout (the {@link Seq}
+   * still at {@code seq0}, the table still {@code t}), every slot it found a key in (same version),
+   * and the probe of the key it missed (same versions). The reads are then those of the index at
+   * the start of this validation (each one unchanged from when it was made until then).
+   */
+  private boolean validate(Scratch s, long[] t, long seq0) {
+    VarHandle.acquireFence(); // the reads above before the checks below
+    if (seq.read() != seq0 || tab != t) {
+      return false;
+    }
+    int[] slots = s.slotOf;
+    long[] words = s.wordOf;
+    for (int b = 0, n = s.checkedCount; b < n; b++) {
+      if (((t[2 * slots[b] + 1] ^ words[b]) & ~BELOW_VERSION) != 0) {
+        return false;
+      }
+    }
+    int i = s.absentHome;
+    if (i >= 0) {
+      int c = t.length >>> 1;
+      long sum = 0;
+      while (true) {
+        sum += t[2 * i + 1] >>> 40;
+        if (i == s.absentEnd) {
+          break;
+        }
+        if (++i == c) {
+          i = 0;
+        }
+      }
+      return sum == s.absentSum;
+    }
+    return true;
   }
 
   /**
@@ -1098,21 +1308,35 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * in (only when they change). Only primitives are stored: a reference store into a long-lived
    * array costs a GC card-mark barrier (with a fence) per key.
    */
-  private int resolve(long[] requestKeys, int numKeys, Scratch s) {
+  private int resolve(long[] requestKeys, int numKeys, Scratch s, boolean checked, long[] t) {
     int[] cellOf = s.cells(numKeys);
     int[] rowOf = s.rowOf;
-    long[] t = tab;
+    int[] slots = s.slotOf;
+    long[] words = s.wordOf;
     int[] desc = podBits.descriptors();
     PodSet[] ss = sets;
     byte now = (byte) tick;
     int touch = 0;
     int n = 0;
     while (n < numKeys) {
-      int sl = find(requestKeys[n]);
-      if (sl < 0) {
-        break;
+      int sl;
+      long cv;
+      if (checked) {
+        sl = probe(t, requestKeys[n], s);
+        if (sl < 0 || s.torn) {
+          break;
+        }
+        cv = s.word;
+        slots[n] = sl;
+        words[n] = cv;
+        refresh(t, sl, cv, now);
+      } else {
+        sl = find(requestKeys[n]);
+        if (sl < 0) {
+          break;
+        }
+        cv = hit(t, sl, now);
       }
-      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d = -1;
       if ((c & KIND_MASK) == SET) {
@@ -1124,6 +1348,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       cellOf[n] = c;
       rowOf[n] = d;
       n++;
+    }
+    if (checked) {
+      s.checkedCount = n;
     }
     s.sink += touch;
     return n;
@@ -1239,12 +1466,20 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * phase to overlap: one pass measured faster than {@link #resolve} + {@link #scan}.)
    */
   private void lookupTwoWords(
-      long[] requestKeys, int numKeys, int activeCount, Scratch s, PrefixMatch into) {
+      long[] requestKeys,
+      int numKeys,
+      int activeCount,
+      Scratch s,
+      PrefixMatch into,
+      boolean checked,
+      long[] t) {
     int[] cellOf = s.cells(numKeys);
+    int[] slots = s.slotOf;
+    long[] words = s.wordOf;
+    int recorded = 0;
     long[] row = s.two;
     long[] active = s.active;
     int[] matchedOf = s.matchedOf;
-    long[] t = tab;
     int[] desc = podBits.descriptors();
     long[] dense = podBits.bits();
     int stride = podBits.stride();
@@ -1257,11 +1492,24 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     long a1 = active[1]; // 0 when there is one word
     int b = 0;
     for (; b < numKeys; b++) {
-      int sl = find(requestKeys[b]);
-      if (sl < 0) {
-        break;
+      int sl;
+      long cv;
+      if (checked) {
+        sl = probe(t, requestKeys[b], s);
+        if (sl < 0 || s.torn) {
+          break;
+        }
+        cv = s.word;
+        slots[recorded] = sl;
+        words[recorded++] = cv;
+        refresh(t, sl, cv, now);
+      } else {
+        sl = find(requestKeys[b]);
+        if (sl < 0) {
+          break;
+        }
+        cv = hit(t, sl, now);
       }
-      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d;
       long r0;
@@ -1303,6 +1551,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         }
       }
     }
+    s.checkedCount = recorded;
     // pods that hold every resolved block
     for (int w = 0; w < 2; w++) {
       long a = w == 0 ? a0 : a1;
@@ -1628,6 +1877,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         .description("entries of cleared or removed pods not reclaimed yet")
         .register(r);
     IndexCounters.counter(r, "kvroute.kvindex.reclaims.forced", null, null, forcedReclaims);
+    IndexCounters.counter(r, "kvroute.kvindex.lookup.retries", null, null, retries);
+    IndexCounters.counter(r, "kvroute.kvindex.lookup.locked", null, null, locked);
     Gauge.builder("kvroute.kvindex.engine.keys", this, i -> i.engine.size())
         .description("engine-key mappings held")
         .register(r);
@@ -1662,6 +1913,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     // phase 1 results by request block
     int[] cellOf = new int[1024];
     int[] rowOf = new int[1024];
+    // a checked attempt (optimistic, validated per slot): the slots found and their value words,
+    // the probe of the key missed (first and last slot, sum of versions), whether a slot read was
+    // being changed; the last probe's value word
+    int[] slotOf = new int[1024];
+    long[] wordOf = new long[1024];
+    int checkedCount;
+    int absentHome = -1;
+    int absentEnd;
+    long absentSum;
+    boolean torn;
+    long word;
     // the bound pod list
     String[] boundNames = new String[64];
     int boundCount;
@@ -1855,8 +2117,40 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (cellOf.length < numKeys) {
         cellOf = new int[Math.max(numKeys, cellOf.length * 2)];
         rowOf = new int[cellOf.length];
+        slotOf = new int[cellOf.length];
+        wordOf = new long[cellOf.length];
       }
       return cellOf;
+    }
+
+    /**
+     * After an attempt that did not validate: clears what a scan leaves clean when it completes on
+     * a stable index (the active and sparse bitsets), since a concurrent write may have changed
+     * entries between marking and unmarking them.
+     */
+    void clean() {
+      Arrays.fill(active, 0);
+      Arrays.fill(sparse, 0);
+      two[0] = 0;
+      two[1] = 0;
+      touchedCount = 0;
+    }
+
+    /**
+     * After an attempt torn by a concurrent write, or one during which pods changed: {@link
+     * #clean}, and forgets the bound pod list (it may hold ids read while they changed), so the
+     * next lookup binds its list again.
+     */
+    void forget() {
+      clean();
+      Arrays.fill(posOf, -1);
+      Arrays.fill(initActive, 0);
+      Arrays.fill(boundNames, null);
+      boundCount = 0;
+      boundVersion = -1;
+      boundList = null;
+      positions = null;
+      initCount = 0;
     }
 
     int[] podOfPos(int n) {
