@@ -183,6 +183,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private final IndexCounters counters =
       new IndexCounters(LOG, List.of("max_keys", "max_pods_per_key", "max_engine_keys"), List.of());
   private final LongAdder lookups = counters.lookups();
+
+  /**
+   * Tests only: called by the writer, holding the write lock, after each block a store or a removal
+   * applied ({@code "stored"}, blocks of the call so far; {@code "removed"}, 1) and halfway through
+   * each reclaim step ({@code "reclaim"}). Set before the writers start.
+   */
+  java.util.function.ObjIntConsumer<String> testHook;
+
+  /** Tests only: called by a lookup after each optimistic attempt read, before it validates. */
+  java.util.function.IntConsumer readHook;
+
   private final LongAdder retries = new LongAdder(); // optimistic attempts that did not validate
   private final LongAdder locked = new LongAdder(); // lookups that took the read lock
 
@@ -471,6 +482,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       for (int i = 0; i < hashed; i++) {
         addEntry(rk[first + i], en);
         engineKeyStored(engine.put(engineKey(hashes[i], group), rk[first + i], StoreSpan.BOUNDARY));
+        if (testHook != null) {
+          testHook.accept("stored", i + 1);
+        }
       }
       counters.blocksStored(hashed);
       span.finish();
@@ -540,29 +554,36 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       int tier = tierId(medium);
       int e = entry(pod, groupIdx, tier);
       for (long h : engineHashes) {
-        long ek = engineKey(h, groupIdx);
-        int es = engine.find(ek);
-        if (es < 0) {
-          if (!partials.contains(ek)) {
-            drop("unknown_engine_key", 1);
-          }
-          continue;
+        removeBlock(engineKey(h, groupIdx), e);
+        if (testHook != null) {
+          testHook.accept("removed", 1);
         }
-        if (engine.meta(es) == EngineKeyMap.MULTI) {
-          long[] rks = multi.get(ek);
-          if (rks != null) {
-            for (long rk : rks) {
-              removeEntry(rk, e);
-            }
-          }
-        } else {
-          removeEntry(engine.value(es), e);
-        }
-        counters.blocksRemoved(1);
       }
     } finally {
       endWrite(stamp);
     }
+  }
+
+  /** Removes entry {@code e} from the request keys of engine key {@code ek}. */
+  private void removeBlock(long ek, int e) {
+    int es = engine.find(ek);
+    if (es < 0) {
+      if (!partials.contains(ek)) {
+        drop("unknown_engine_key", 1);
+      }
+      return;
+    }
+    if (engine.meta(es) == EngineKeyMap.MULTI) {
+      long[] rks = multi.get(ek);
+      if (rks != null) {
+        for (long rk : rks) {
+          removeEntry(rk, e);
+        }
+      }
+    } else {
+      removeEntry(engine.value(es), e);
+    }
+    counters.blocksRemoved(1);
   }
 
   @Override
@@ -665,6 +686,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         i = 0;
       }
       reclaimSlots++;
+      if (testHook != null && n == budget / 2) {
+        testHook.accept("reclaim", n);
+      }
       if (tab[2 * i] != 0) {
         int c = cell(i);
         if (c < 0 && !isPair(c) && c != EMPTY) {
@@ -787,6 +811,16 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   /** Slots the reclaimer examined so far (for tests). */
   long reclaimSlots() {
     return reclaimSlots;
+  }
+
+  /** Whether a writer holds the write lock (for tests). */
+  boolean writeLocked() {
+    return lock.isWriteLocked();
+  }
+
+  /** Lookups that took the read lock after their optimistic attempts (for tests). */
+  long lockedLookups() {
+    return locked.sum();
   }
 
   /** Pod ids handed out so far (1 + the highest; for tests). */
@@ -1153,6 +1187,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         s.forget();
         retries.increment();
         continue;
+      }
+      if (readHook != null) {
+        readHook.accept(attempt);
       }
       if (stamp != 0 && lock.validate(stamp)) {
         return into; // no write began or ended during the lookup
