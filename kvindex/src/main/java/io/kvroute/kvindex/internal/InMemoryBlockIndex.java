@@ -76,15 +76,16 @@ import org.slf4j.LoggerFactory;
  * few array writes, plus one reclaim step. Stale entries are reclaimed lazily: (1) when an insert
  * finds its key holding {@code maxPodsPerKey} entries (its stale entries are dropped first, so the
  * bound is never spent on them); (2) by eviction, which takes a sampled key holding only stale
- * entries before any other; (3) by a cursor that examines up to {@value #RECLAIM_SLOTS} slots (a
- * big pod set counting for a quarter of its entries) at the end of every write call (store,
- * removal, clear) while stale entries remain, round the table; a pod set is scanned at most once
- * per retirement (it remembers the retirement count it was last purged at). A DEAD id becomes FREE
- * when its last stale entry goes; new ids are the lowest FREE ones, so the lookups' pod bitsets
- * stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at most 2^19): if a pod
- * needs an id while every one is live or DEAD (more than {@code maxPods} clears within one round of
- * the cursor), the reclamation is finished at once by a walk of the table under the write lock
- * (counted: {@code kvroute.kvindex.reclaims.forced}).
+ * entries before any other; (3) by a cursor that examines {@value #RECLAIM_MIN} to {@value
+ * #RECLAIM_SLOTS} slots (a big pod set counting for a quarter of its entries; how many follows the
+ * ids and entries awaiting reclamation: {@link #reclaimStep}) at the end of every write call
+ * (store, removal, clear) while stale entries remain, round the table; a pod set is scanned at most
+ * once per retirement (it remembers the retirement count it was last purged at). A DEAD id becomes
+ * FREE when its last stale entry goes; new ids are the lowest FREE ones, so the lookups' pod
+ * bitsets stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at most 2^19):
+ * if a pod needs an id while every one is live or DEAD (more than {@code maxPods} clears within one
+ * round of the cursor), the reclamation is finished at once by a walk of the table under the write
+ * lock (counted: {@code kvroute.kvindex.reclaims.forced}).
  *
  * <p><b>What the sizes mean.</b> {@code entries} (stats and gauge) counts live entries exactly: a
  * clear subtracts the pod's entries at once. {@code kvroute.kvindex.entries.stale} counts the stale
@@ -93,13 +94,36 @@ import org.slf4j.LoggerFactory;
  * or not), and a full table evicts stale-only keys first. {@link #podEntries} counts the pod's
  * current id only (zero right after a clear).
  *
- * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
- * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
- * they also refresh access stamps, racily and harmlessly). Lookups come first: a writer gives way
- * (up to 2 ms) while a lookup waits for the read lock, since {@link StampedLock} would let writers
- * that follow each other take it ahead of the queued lookup. A write holds the lock for its own
- * work plus at most one reclaim step of {@value #RECLAIM_SLOTS} slots, so a lookup never waits for
- * a clear's reclamation (except in the forced case above).
+ * <p><b>Thread-safety.</b> Thread-safe. Writes are serialised by one {@link StampedLock} (its write
+ * lock, once per call). <b>Lookups take no lock</b> (each with its own per-thread scratch), so a
+ * writer that holds the lock, even one the machine has descheduled in the middle of a call, never
+ * delays them:
+ *
+ * <ol>
+ *   <li>With no writer in, a lookup reads under the lock's optimistic stamp and is done if no write
+ *       lock was taken meanwhile (two volatile reads: the uncontended cost is unchanged).
+ *   <li>Else it reads again recording every slot it found a key in, with the slot's version, and
+ *       the probe of the key it missed; then validates that none of them changed (the versioned
+ *       slots of {@link SampledLruTable}: a writer <em>opens</em> a slot, its version odd, before
+ *       changing its key, its cell or the pair, set or bitset row the cell points to, and closes it
+ *       after), and that the pods' ids, the tiers and the arrays' layout did not change ({@link
+ *       Seq}, odd while they change). A write call's blocks thus become visible one by one, in
+ *       order: a lookup beside a store may see its first blocks and not the last (as if the call
+ *       were several calls), never a block half applied. A lookup that validates is linearizable:
+ *       its answer is the index's at the moment validation began.
+ *   <li>After {@value #OPTIMISTIC_ATTEMPTS} attempts that did not validate (writers kept changing
+ *       what it read; counted: {@code kvroute.kvindex.lookup.retries}), it takes the read lock
+ *       ({@code kvroute.kvindex.lookup.locked}); a writer gives way (up to 2 ms) while a lookup
+ *       waits for it, since {@link StampedLock} would let writers that follow each other take it
+ *       ahead of the queued lookup. Growing the table and forced reclamations run with {@link Seq}
+ *       odd: lookups wait for them.
+ * </ol>
+ *
+ * <p>Reads without the lock may see torn state (a set being changed, an index out of range after an
+ * array grew): an attempt that throws, or reads a slot being changed, is discarded. Lookups refresh
+ * access stamps with a compare-and-set of the slot's value word (only when the stamp changes),
+ * which a concurrent writer's change of the word makes fail: the stamp is then left (approximate
+ * LRU). {@link #pods}, {@link #podEntries} and {@link #stats} take the read lock.
  */
 public final class InMemoryBlockIndex extends SampledLruTable implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -116,7 +140,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private static final byte LIVE = 1;
   private static final byte DEAD = 2;
   private static final int ID_SPACE = 1 << 19; // entries are ints >= 0: pod << 12 < 2^31
-  static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call
+  static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call, at most
+  static final int RECLAIM_MIN = 32; // ... and at least, while stale entries wait
   // optimistic attempts of a lookup before it takes the read lock
   static final int OPTIMISTIC_ATTEMPTS = 8;
   private static final long STAMP_BITS = 0xFFL << 32;
@@ -664,7 +689,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private void endWrite(long stamp) {
     try {
       if (deadIds != 0) {
-        reclaim(reclaimBudget);
+        reclaim(reclaimStep());
       }
     } finally {
       lock.unlockWrite(stamp);
@@ -672,6 +697,31 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   // ------------------------------------------------------------------ lazy reclamation
+
+  /**
+   * The slots the reclaimer examines at the end of this write call: paced by how much is waiting,
+   * from {@value #RECLAIM_MIN} to {@code reclaimBudget} ({@value #RECLAIM_SLOTS}). A round of the
+   * table frees the ids retired before it began, whatever its speed; at full speed the reclaimer
+   * went round many times a second under a storm of clears and took most of the writers' time
+   * (measured: 59% of the shard threads' samples at 1,000 pods). So its speed follows the pressure,
+   * the larger of: ids awaiting reclamation against {@code max(64, live pods / 2)} (they widen
+   * every bitset by pod id, and running out of ids forces a walk), and stale entries against {@code
+   * max(4096, 2 x live entries)} (memory). Full speed once the ids awaiting reclamation take half
+   * the room left to them, and in a table of at most that many slots.
+   */
+  private int reclaimStep() {
+    int live = podIds.size();
+    long room = (long) idLimit - live;
+    if (2L * deadIds >= room || cap <= reclaimBudget) {
+      return reclaimBudget; // urgent, or a small table: a round at once costs little
+    }
+    double pressure =
+        Math.max(
+            deadIds / (double) Math.max(64, live / 2),
+            staleEntries / (double) Math.max(4096, 2 * entries));
+    int step = (int) Math.min(reclaimBudget, reclaimBudget * pressure);
+    return Math.max(step, Math.min(RECLAIM_MIN, reclaimBudget));
+  }
 
   /**
    * Examines up to {@code budget} slots from the reclaimer's cursor, dropping the entries of DEAD

@@ -5,7 +5,8 @@ import java.util.Arrays;
 /**
  * Open-addressing map from pod id to its dense int id, cheaper than {@code HashMap<String,
  * Integer>} on the lookup path (no boxing, no nodes; the stored hash is compared before the
- * string). Not thread-safe: written under the index's write lock, read under its read lock.
+ * string). Written by one thread at a time (the index's write lock), with the index's {@link Seq}
+ * odd; read by lookups without a lock, which may read it torn and then do not validate.
  */
 final class PodIds {
   /** Changes remembered ({@link #changed}): a lookup bound this many versions ago catches up. */

@@ -242,6 +242,41 @@ class LazyClearTest {
   }
 
   @Test
+  void theReclaimerPacesItselfByWhatAwaitsReclamation() {
+    InMemoryBlockIndex idx = bigIndex();
+    // a clear of 64 entries beside a million live ones: one id and 64 entries wait, little pressure
+    long before = idx.reclaimSlots();
+    idx.allBlocksCleared("small");
+    assertThat(idx.reclaimSlots() - before).isLessThanOrEqualTo(InMemoryBlockIndex.RECLAIM_MIN);
+    before = idx.reclaimSlots();
+    idx.blockStored(
+        "other",
+        new long[] {7_000_000_001L},
+        false,
+        0,
+        new int[] {-5, -6, -7, -8},
+        BS,
+        null,
+        null,
+        0);
+    assertThat(idx.reclaimSlots() - before).isLessThanOrEqualTo(InMemoryBlockIndex.RECLAIM_MIN);
+    // a clear of a million entries: the reclaimer goes at full speed
+    idx.allBlocksCleared("big");
+    before = idx.reclaimSlots();
+    idx.blockStored(
+        "other",
+        new long[] {7_000_000_002L},
+        false,
+        0,
+        new int[] {-9, -10, -11, -12},
+        BS,
+        null,
+        null,
+        0);
+    assertThat(idx.reclaimSlots() - before).isEqualTo(InMemoryBlockIndex.RECLAIM_SLOTS);
+  }
+
+  @Test
   void moreClearsThanIdsWithinOneReclaimRoundForceTheReclamation() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     InMemoryBlockIndex idx =
