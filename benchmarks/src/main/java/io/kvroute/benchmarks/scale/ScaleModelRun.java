@@ -478,7 +478,11 @@ public final class ScaleModelRun {
       double lookupP99,
       double controlP99,
       long gcMillis,
-      long clears) {}
+      long clears,
+      double lookupCpuP99,
+      double controlCpuP99,
+      double retriesPerLookup,
+      double lockedPerLookup) {}
 
   /**
    * Runs the load profile's phases one after the other (the publishers take each phase's interval
@@ -493,9 +497,13 @@ public final class ScaleModelRun {
       long b0 = publishers.batches.sum();
       long[] a0 = new long[replicas.size()];
       long[] c0 = new long[replicas.size()];
+      double[] retries0 = new double[replicas.size()];
+      double[] locked0 = new double[replicas.size()];
       for (int r = 0; r < replicas.size(); r++) {
         a0[r] = replicas.get(r).batches.sum();
         c0[r] = clears(replicas.get(r).stats());
+        retries0[r] = replicas.get(r).counter("kvroute.kvindex.lookup.retries");
+        locked0[r] = replicas.get(r).counter("kvroute.kvindex.lookup.locked");
       }
       long gc0 = gcMillis();
       long p0 = System.nanoTime();
@@ -509,6 +517,9 @@ public final class ScaleModelRun {
       double lag50 = 0;
       double lag99 = 0;
       double look99 = 0;
+      double lookCpu99 = 0;
+      double retries = 0;
+      double locked = 0;
       long clears = 0;
       for (int r = 0; r < replicas.size(); r++) {
         Replica rep = replicas.get(r);
@@ -518,17 +529,39 @@ public final class ScaleModelRun {
         lag99 =
             Math.max(lag99, h[0].count() == 0 ? Double.POSITIVE_INFINITY : h[0].percentile(0.99));
         look99 = Math.max(look99, nanToZero(h[1].percentile(0.99)));
+        lookCpu99 = Math.max(lookCpu99, nanToZero(h[2].percentile(0.99)));
+        double n = Math.max(1, h[1].count());
+        retries =
+            Math.max(retries, (rep.counter("kvroute.kvindex.lookup.retries") - retries0[r]) / n);
+        locked = Math.max(locked, (rep.counter("kvroute.kvindex.lookup.locked") - locked0[r]) / n);
         clears += clears(rep.stats()) - c0[r];
       }
-      double control99 = nanToZero(control.startPhase().percentile(0.99));
+      Histogram[] ch = control.startPhase();
+      double control99 = nanToZero(ch[0].percentile(0.99));
+      double controlCpu99 = nanToZero(ch[1].percentile(0.99));
       long gc = gcMillis() - gc0;
       PhaseResult pr =
-          new PhaseResult(ph, at, published, applied, lag50, lag99, look99, control99, gc, clears);
+          new PhaseResult(
+              ph,
+              at,
+              published,
+              applied,
+              lag50,
+              lag99,
+              look99,
+              control99,
+              gc,
+              clears,
+              lookCpu99,
+              controlCpu99,
+              retries,
+              locked);
       out.add(pr);
       System.out.printf(
           Locale.ROOT,
           "phase %s (from %.0f s): published %.0f batches/s, applied %.0f/s, lag p50 %s p99 %s,"
-              + " lookup p99 %s (control %s), GC %d ms, clears %d; load %s%n",
+              + " lookup p99 %s (CPU time p99 %s; control %s, CPU %s; %.3f retries, %.4f locked"
+              + " per lookup), GC %d ms, clears %d; load %s%n",
           ph,
           at,
           published,
@@ -536,7 +569,11 @@ public final class ScaleModelRun {
           micros(lag50),
           micros(lag99),
           micros(look99),
+          micros(lookCpu99),
           micros(control99),
+          micros(controlCpu99),
+          retries,
+          locked,
           gc,
           clears,
           Machine.loadAverages());
@@ -593,6 +630,31 @@ public final class ScaleModelRun {
       return -1;
     }
     return (lastBehind + 1 - s0) / 10.0;
+  }
+
+  /**
+   * The phase's batches applied and the share of them late (100 ms or more), second by second, for
+   * one replica: {@code applied/late%} per second.
+   */
+  static String timeline(Replica rep, PhaseResult p) {
+    StringBuilder b =
+        new StringBuilder(
+            String.format(Locale.ROOT, "r%d %s by second (applied/late%%):", rep.n, p.phase()));
+    int s0 = (int) Math.round(p.startS() * 10);
+    int s1 =
+        Math.min(
+            (int) Math.round((p.startS() + p.phase().seconds()) * 10), rep.slotBatches.length());
+    for (int w = s0; w + 10 <= s1; w += 10) {
+      long total = 0;
+      long late = 0;
+      for (int k = w; k < w + 10; k++) {
+        total += rep.slotBatches.get(k);
+        late += rep.slotLate.get(k);
+      }
+      b.append(
+          String.format(Locale.ROOT, " %d/%.0f", total, total == 0 ? 0 : 100.0 * late / total));
+    }
+    return b.toString();
   }
 
   /**
@@ -659,6 +721,12 @@ public final class ScaleModelRun {
     }
     if (light < 0) {
       System.out.println("(no lighter phase after the heaviest: recovered_s is -1)");
+    }
+    for (int i = 1; i < phases.size(); i++) { // what recovery looks like, second by second
+      PhaseResult p = phases.get(i);
+      for (Replica rep : replicas) {
+        System.out.println(timeline(rep, p));
+      }
     }
     PhaseResult h = phases.get(heavy);
     System.out.printf(

@@ -106,11 +106,13 @@ import org.slf4j.LoggerFactory;
  *       the probe of the key it missed; then validates that none of them changed (the versioned
  *       slots of {@link SampledLruTable}: a writer <em>opens</em> a slot, its version odd, before
  *       changing its key, its cell or the pair, set or bitset row the cell points to, and closes it
- *       after), and that the pods' ids, the tiers and the arrays' layout did not change ({@link
- *       Seq}, odd while they change). A write call's blocks thus become visible one by one, in
- *       order: a lookup beside a store may see its first blocks and not the last (as if the call
- *       were several calls), never a block half applied. A lookup that validates is linearizable:
- *       its answer is the index's at the moment validation began.
+ *       after), that the tiers and the arrays' layout did not change ({@link Seq}, odd while they
+ *       change), and that none of the pods it was asked about joined, was cleared or was removed (a
+ *       second {@link Seq} for pods' ids, and the log of changed pods in {@link PodIds}: a clear of
+ *       another pod does not touch what it read). A write call's blocks thus become visible one by
+ *       one, in order: a lookup beside a store may see its first blocks and not the last (as if the
+ *       call were several calls), never a block half applied. A lookup that validates is
+ *       linearizable: its answer is the index's at the moment validation began.
  *   <li>After {@value #OPTIMISTIC_ATTEMPTS} attempts that did not validate (writers kept changing
  *       what it read; counted: {@code kvroute.kvindex.lookup.retries}), it takes the read lock
  *       ({@code kvroute.kvindex.lookup.locked}); a writer gives way (up to 2 ms) while a lookup
@@ -150,8 +152,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
   private final StampedLock lock = new StampedLock();
-  // odd while the pods' ids, the tiers or the layout of the arrays lookups read change
+  // odd while the tiers or the layout of the arrays lookups read change (rare)
   private final Seq seq = new Seq();
+  // odd while pods' ids change (a pod joins, is cleared or removed): each change is logged in
+  // PodIds, so a lookup checks only whether one of its own pods changed
+  private final Seq podSeq = new Seq();
   private static final long YIELD_NANOS = 2_000_000L; // how long a writer gives way to lookups
   private final java.util.concurrent.atomic.AtomicInteger waitingReaders =
       new java.util.concurrent.atomic.AtomicInteger();
@@ -304,13 +309,13 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
       return -1;
     }
-    seq.open();
+    podSeq.open();
     try {
       int p = newId();
       name(pod, p);
       return p;
     } finally {
-      seq.close();
+      podSeq.close();
     }
   }
 
@@ -641,7 +646,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (total == 0 && !forget) {
         return; // nothing to invalidate: the pod keeps its id
       }
-      seq.open();
+      podSeq.open();
       try {
         podIds.remove(podId);
         retire(pod, total);
@@ -649,7 +654,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           name(podId, newId());
         }
       } finally {
-        seq.close();
+        podSeq.close();
       }
     } finally {
       endWrite(stamp);
@@ -1218,12 +1223,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     int podCount = pods.size();
     Scratch s = scratch.get();
     for (int attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
-      if (attempt > 1) {
-        Thread.yield(); // a writer may be between the two halves of a change: let it run
+      if (attempt > 0) {
+        Thread.onSpinWait(); // not yield(): on a busy machine it gives the core away for ms
       }
       long stamp = lock.tryOptimisticRead(); // 0 while a writer holds the lock
       long seq0 = seq.read();
-      if ((seq0 & 1) != 0) {
+      long pods0 = podSeq.read();
+      if (((seq0 | pods0) & 1) != 0) {
+        retries.increment();
         continue; // pods, tiers or arrays are being replaced
       }
       // with no writer in, the lock's stamp validates the whole lookup; else (or once that
@@ -1232,7 +1239,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       long[] t = tab;
       boolean complete;
       try {
-        complete = run(requestKeys, numKeys, pods, podCount, into, s, checked, t);
+        complete = run(requestKeys, numKeys, pods, podCount, into, s, checked, t, pods0);
       } catch (RuntimeException torn) { // what a concurrent write tore (an index out of range...)
         s.forget();
         retries.increment();
@@ -1244,11 +1251,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (stamp != 0 && lock.validate(stamp)) {
         return into; // no write began or ended during the lookup
       }
-      if (complete && checked && validate(s, t, seq0)) {
+      if (complete && checked && validate(s, t, seq0, pods0)) {
         return into; // nothing the lookup read changed while it read: linearizable at validation
       }
       retries.increment();
-      if (seq.read() != seq0) {
+      if (s.bindTorn || seq.read() != seq0) {
         s.forget(); // its binding of pods may have read ids while they changed
       } else {
         s.clean();
@@ -1258,7 +1265,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     locked.increment();
     long stamp = beginRead();
     try {
-      run(requestKeys, numKeys, pods, podCount, into, s, false, tab);
+      run(requestKeys, numKeys, pods, podCount, into, s, false, tab, -1);
     } finally {
       lock.unlockRead(stamp);
     }
@@ -1268,7 +1275,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   /**
    * One attempt of a lookup into {@code into}. {@code checked}: probe table {@code t} recording
    * each slot read with its value word ({@link #probe}) for {@link #validate}; returns false when a
-   * slot read was being changed (the attempt cannot validate).
+   * slot read was being changed, or (without the lock: {@code pods0} the pods' {@link Seq}, else
+   * -1) when pods' ids changed while the pod list was bound to them (the attempt cannot validate).
    */
   private boolean run(
       long[] requestKeys,
@@ -1278,13 +1286,22 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       PrefixMatch into,
       Scratch s,
       boolean checked,
-      long[] t) {
+      long[] t,
+      long pods0) {
     List<String> tierNames = tierNameList;
     writer.reset(into, podCount, numKeys, tierNames);
     s.checkedCount = 0;
     s.absentHome = -1;
     s.torn = false;
+    s.bindTorn = false;
     int activeCount = s.bind(podIds, podHigh, pods, podCount);
+    if (pods0 >= 0) {
+      VarHandle.acquireFence(); // the binding's reads before the check
+      if (podSeq.read() != pods0) {
+        s.bindTorn = true; // bound while pods' ids changed: it may hold wrong ids
+        return false;
+      }
+    }
     // over a big list, record the pods that match when they can only be few (the first
     // block's holders are at most a quarter of the list): finish then visits only them; up
     // to 128 pods, or with duplicates, a pass over the list
@@ -1304,6 +1321,25 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       return false;
     }
     finish(pods, podCount, s, into, tierNames.size());
+    return true;
+  }
+
+  /**
+   * Whether none of the pods bound in {@code s} changed id since it bound them (the pods' {@link
+   * Seq} is even: every change since is complete and logged in {@link PodIds}).
+   */
+  private boolean noneChanged(Scratch s) {
+    long now = podIds.version();
+    long from = s.boundVersion;
+    java.util.HashMap<String, Integer> positions = s.positions;
+    if (now - from >= PodIds.LOG || positions == null) {
+      return now == from; // too many changes to check, or a list with duplicates: no checking
+    }
+    for (long v = from + 1; v <= now; v++) {
+      if (positions.containsKey(podIds.changed(v))) {
+        return false;
+      }
+    }
     return true;
   }
 
@@ -1351,14 +1387,20 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   /**
-   * Whether nothing a checked attempt read changed since: the pods and the layout (the {@link Seq}
-   * still at {@code seq0}, the table still {@code t}), every slot it found a key in (same version),
-   * and the probe of the key it missed (same versions). The reads are then those of the index at
-   * the start of this validation (each one unchanged from when it was made until then).
+   * Whether nothing a checked attempt read changed since: the layout (the {@link Seq} still at
+   * {@code seq0}, the table still {@code t}), the ids of the pods it was asked about (none of them
+   * joined, was cleared or removed since the binding: other pods' changes do not touch what it
+   * read), every slot it found a key in (same version), and the probe of the key it missed (same
+   * versions). The reads are then those of the index at the start of this validation (each one
+   * unchanged from when it was made until then).
    */
-  private boolean validate(Scratch s, long[] t, long seq0) {
+  private boolean validate(Scratch s, long[] t, long seq0, long pods0) {
     VarHandle.acquireFence(); // the reads above before the checks below
     if (seq.read() != seq0 || tab != t) {
+      return false;
+    }
+    long pods = podSeq.read();
+    if (pods != pods0 && ((pods & 1) != 0 || !noneChanged(s))) {
       return false;
     }
     int[] slots = s.slotOf;
@@ -2010,6 +2052,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     int absentEnd;
     long absentSum;
     boolean torn;
+    boolean bindTorn; // bound while pods' ids changed
     long word;
     // the bound pod list
     String[] boundNames = new String[64];
