@@ -77,7 +77,14 @@ import org.zeromq.ZContext;
  * with the shortest interval) figures, the clears over the whole window, and the seconds from the
  * start of the next lighter phase until the lag is back under 100 ms ({@link #recoveredS}; -1 if
  * never, or if there is no lighter phase after the heaviest). With several replicas, the worst
- * replica's figures.
+ * replica's figures. A second line, {@code control: ...}, gives the same run's floors for the
+ * heaviest phase: the control lookup's p99, the lookups' CPU time p99 (wall time beyond it was
+ * spent off the CPU: descheduled, or in a GC pause), the in-memory index's optimistic retries and
+ * locked lookups per lookup, and {@code first_phase_late_s}: the seconds of the first phase, before
+ * any overload, that were already behind (late 1 s windows; the table's {@code late s} column per
+ * phase): when it is not 0 the machine could not keep even the light load steady, and {@code
+ * recovered_s} measures the machine as much as the replica. The phases' late share is also printed
+ * second by second.
  *
  * <p>Run: {@code java -Xmx4g -cp benchmarks/target/benchmarks.jar
  * io.kvroute.benchmarks.scale.ScaleModelRun --pods 1000 --replicas 2 --backend memory --seconds 30}
@@ -633,6 +640,31 @@ public final class ScaleModelRun {
   }
 
   /**
+   * The seconds of the phase (1 s windows from its start) in which the replica applied nothing, or
+   * more than 1% of what it applied 100 ms or more after publication (the recovery criterion's
+   * "behind"): a steady phase has none.
+   */
+  static int lateSeconds(Replica rep, PhaseResult p) {
+    int s0 = (int) Math.round(p.startS() * 10);
+    int s1 =
+        Math.min(
+            (int) Math.round((p.startS() + p.phase().seconds()) * 10), rep.slotBatches.length());
+    int n = 0;
+    for (int w = s0; w + 10 <= s1; w += 10) {
+      long total = 0;
+      long late = 0;
+      for (int k = w; k < w + 10; k++) {
+        total += rep.slotBatches.get(k);
+        late += rep.slotLate.get(k);
+      }
+      if (total == 0 || late * 100 > total) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /**
    * The phase's batches applied and the share of them late (100 ms or more), second by second, for
    * one replica: {@code applied/late%} per second.
    */
@@ -665,7 +697,7 @@ public final class ScaleModelRun {
   static void printProfile(List<PhaseResult> phases, List<Replica> replicas) {
     System.out.printf(
         Locale.ROOT,
-        "%n%-12s %8s %11s %10s %10s %10s %11s %11s %7s %7s %10s%n",
+        "%n%-12s %8s %11s %10s %10s %10s %11s %11s %7s %7s %6s %10s%n",
         "phase",
         "from s",
         "published/s",
@@ -676,6 +708,7 @@ public final class ScaleModelRun {
         "control p99",
         "GC ms",
         "clears",
+        "late s",
         "recovered");
     int heavy = 0;
     for (int i = 1; i < phases.size(); i++) {
@@ -691,6 +724,7 @@ public final class ScaleModelRun {
     }
     double recovered = -1;
     long clears = 0;
+    int[] lateOf = new int[phases.size()];
     for (int i = 0; i < phases.size(); i++) {
       PhaseResult p = phases.get(i);
       clears += p.clears();
@@ -704,9 +738,14 @@ public final class ScaleModelRun {
         }
         rec = recovered < 0 ? "never" : String.format(Locale.ROOT, "%.1f s", recovered);
       }
+      int late = 0;
+      for (Replica rep : replicas) {
+        late = Math.max(late, lateSeconds(rep, p));
+      }
+      lateOf[i] = late;
       System.out.printf(
           Locale.ROOT,
-          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %11s %7d %7d %10s%n",
+          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %11s %7d %7d %6d %10s%n",
           p.phase(),
           p.startS(),
           p.published(),
@@ -717,6 +756,7 @@ public final class ScaleModelRun {
           micros(p.controlP99()),
           p.gcMillis(),
           p.clears(),
+          late,
           rec);
     }
     if (light < 0) {
@@ -739,6 +779,18 @@ public final class ScaleModelRun {
         h.lookupP99() / 1000,
         clears,
         recovered < 0 ? "-1" : String.format(Locale.ROOT, "%.1f", recovered));
+    // the same run's floors: what the machine adds to a lookup, what the lookup itself costs, and
+    // whether the first phase (before any overload) was steady at all
+    System.out.printf(
+        Locale.ROOT,
+        "control: lookup_p99_ms=%.2f lookup_cpu_p99_ms=%.2f control_cpu_p99_ms=%.2f"
+            + " retries_per_lookup=%.3f locked_per_lookup=%.4f first_phase_late_s=%d%n",
+        h.controlP99() / 1000,
+        h.lookupCpuP99() / 1000,
+        h.controlCpuP99() / 1000,
+        h.retriesPerLookup(),
+        h.lockedPerLookup(),
+        lateOf[0]);
   }
 
   // ---------------------------------------------------------------------------------- helpers

@@ -646,15 +646,23 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (total == 0 && !forget) {
         return; // nothing to invalidate: the pod keeps its id
       }
-      podSeq.open();
-      try {
-        podIds.remove(podId);
-        retire(pod, total);
-        if (!forget) {
-          name(podId, newId());
+      if (forget) {
+        podSeq.open();
+        try {
+          podIds.remove(podId);
+          retire(pod, total);
+        } finally {
+          podSeq.close();
         }
-      } finally {
-        podSeq.close();
+      } else {
+        // a clear: the pod keeps its place in PodIds, its id changes in one write (a lookup reads
+        // the old id or the new one, never a torn map) and the change is logged, so a lookup
+        // validates it only if it asked about this pod
+        retire(pod, total);
+        int fresh = newId(); // may be the same id, if a forced reclamation just freed it
+        podNames[fresh] = podId;
+        podState[fresh] = LIVE;
+        podIds.replace(podId, fresh);
       }
     } finally {
       endWrite(stamp);
@@ -1330,6 +1338,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    */
   private boolean noneChanged(Scratch s) {
     long now = podIds.version();
+    VarHandle.loadLoadFence(); // the log entries up to now were written before it
     long from = s.boundVersion;
     java.util.HashMap<String, Integer> positions = s.positions;
     if (now - from >= PodIds.LOG || positions == null) {
@@ -2070,14 +2079,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
      * distinct known pods.
      */
     int bind(PodIds ids, int high, List<String> pods, int count) {
-      if (boundVersion == ids.version() && boundCount == count && pods == boundList) {
+      // the version first: a clear changes a pod's id, then the version (a lookup without the
+      // lock that reads the new version reads the new id too)
+      long v = ids.version();
+      VarHandle.loadLoadFence();
+      if (boundVersion == v && boundCount == count && pods == boundList) {
         Class<?> c = pods.getClass();
         if (c == LISTN || c == LIST12) { // unmodifiable: the same instance, the same pods
           System.arraycopy(initActive, 0, active, 0, words);
           return initCount;
         }
       }
-      long v = ids.version();
       if (boundCount == count
           && (v == boundVersion || (positions != null && v - boundVersion < PodIds.LOG))) {
         boolean same = pods == boundList && (pods.getClass() == LISTN || pods.getClass() == LIST12);
@@ -2097,7 +2109,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           return initCount;
         }
       }
-      return rebind(ids, high, pods, count);
+      return rebind(ids, high, pods, count, v);
     }
 
     /**
@@ -2183,7 +2195,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       return count;
     }
 
-    private int rebind(PodIds ids, int high, List<String> pods, int count) {
+    private int rebind(PodIds ids, int high, List<String> pods, int count, long v) {
       for (int i = 0; i < boundCount; i++) {
         int p = podOfPos[i];
         if (p >= 0) {
@@ -2234,7 +2246,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       positions = byName;
       boundCount = count;
-      boundVersion = ids.version();
+      boundVersion = v; // read before the ids (see bind)
       boundList = pods;
       duplicates = dup;
       words = w;
