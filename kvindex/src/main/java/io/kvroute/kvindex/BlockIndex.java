@@ -35,8 +35,10 @@ import java.util.Set;
  * IndexStats#dropped()} and skipped.
  *
  * <p><b>Thread-safety.</b> All methods are thread-safe. Lookups run concurrently with each other
- * and with ingestion; writes are serialised (in-memory implementation: one {@code StampedLock};
- * each write call holds it once, lookups share it).
+ * and with ingestion; writes are serialised (in-memory implementation: one {@code StampedLock},
+ * each write call holds it once; lookups take no lock: they validate what they read and read again
+ * if a write changed it, so a writer never delays them; a write call's blocks become visible one by
+ * one, in order).
  */
 public interface BlockIndex extends KvEventSink {
 

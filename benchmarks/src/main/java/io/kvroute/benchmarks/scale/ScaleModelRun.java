@@ -77,7 +77,14 @@ import org.zeromq.ZContext;
  * with the shortest interval) figures, the clears over the whole window, and the seconds from the
  * start of the next lighter phase until the lag is back under 100 ms ({@link #recoveredS}; -1 if
  * never, or if there is no lighter phase after the heaviest). With several replicas, the worst
- * replica's figures.
+ * replica's figures. A second line, {@code control: ...}, gives the same run's floors for the
+ * heaviest phase: the control lookup's p99, the lookups' CPU time p99 (wall time beyond it was
+ * spent off the CPU: descheduled, or in a GC pause), the in-memory index's optimistic retries and
+ * locked lookups per lookup, and {@code first_phase_late_s}: the seconds of the first phase, before
+ * any overload, that were already behind (late 1 s windows; the table's {@code late s} column per
+ * phase): when it is not 0 the machine could not keep even the light load steady, and {@code
+ * recovered_s} measures the machine as much as the replica. The phases' late share is also printed
+ * second by second.
  *
  * <p>Run: {@code java -Xmx4g -cp benchmarks/target/benchmarks.jar
  * io.kvroute.benchmarks.scale.ScaleModelRun --pods 1000 --replicas 2 --backend memory --seconds 30}
@@ -478,7 +485,11 @@ public final class ScaleModelRun {
       double lookupP99,
       double controlP99,
       long gcMillis,
-      long clears) {}
+      long clears,
+      double lookupCpuP99,
+      double controlCpuP99,
+      double retriesPerLookup,
+      double lockedPerLookup) {}
 
   /**
    * Runs the load profile's phases one after the other (the publishers take each phase's interval
@@ -493,9 +504,13 @@ public final class ScaleModelRun {
       long b0 = publishers.batches.sum();
       long[] a0 = new long[replicas.size()];
       long[] c0 = new long[replicas.size()];
+      double[] retries0 = new double[replicas.size()];
+      double[] locked0 = new double[replicas.size()];
       for (int r = 0; r < replicas.size(); r++) {
         a0[r] = replicas.get(r).batches.sum();
         c0[r] = clears(replicas.get(r).stats());
+        retries0[r] = replicas.get(r).counter("kvroute.kvindex.lookup.retries");
+        locked0[r] = replicas.get(r).counter("kvroute.kvindex.lookup.locked");
       }
       long gc0 = gcMillis();
       long p0 = System.nanoTime();
@@ -509,6 +524,9 @@ public final class ScaleModelRun {
       double lag50 = 0;
       double lag99 = 0;
       double look99 = 0;
+      double lookCpu99 = 0;
+      double retries = 0;
+      double locked = 0;
       long clears = 0;
       for (int r = 0; r < replicas.size(); r++) {
         Replica rep = replicas.get(r);
@@ -518,17 +536,39 @@ public final class ScaleModelRun {
         lag99 =
             Math.max(lag99, h[0].count() == 0 ? Double.POSITIVE_INFINITY : h[0].percentile(0.99));
         look99 = Math.max(look99, nanToZero(h[1].percentile(0.99)));
+        lookCpu99 = Math.max(lookCpu99, nanToZero(h[2].percentile(0.99)));
+        double n = Math.max(1, h[1].count());
+        retries =
+            Math.max(retries, (rep.counter("kvroute.kvindex.lookup.retries") - retries0[r]) / n);
+        locked = Math.max(locked, (rep.counter("kvroute.kvindex.lookup.locked") - locked0[r]) / n);
         clears += clears(rep.stats()) - c0[r];
       }
-      double control99 = nanToZero(control.startPhase().percentile(0.99));
+      Histogram[] ch = control.startPhase();
+      double control99 = nanToZero(ch[0].percentile(0.99));
+      double controlCpu99 = nanToZero(ch[1].percentile(0.99));
       long gc = gcMillis() - gc0;
       PhaseResult pr =
-          new PhaseResult(ph, at, published, applied, lag50, lag99, look99, control99, gc, clears);
+          new PhaseResult(
+              ph,
+              at,
+              published,
+              applied,
+              lag50,
+              lag99,
+              look99,
+              control99,
+              gc,
+              clears,
+              lookCpu99,
+              controlCpu99,
+              retries,
+              locked);
       out.add(pr);
       System.out.printf(
           Locale.ROOT,
           "phase %s (from %.0f s): published %.0f batches/s, applied %.0f/s, lag p50 %s p99 %s,"
-              + " lookup p99 %s (control %s), GC %d ms, clears %d; load %s%n",
+              + " lookup p99 %s (CPU time p99 %s; control %s, CPU %s; %.3f retries, %.4f locked"
+              + " per lookup), GC %d ms, clears %d; load %s%n",
           ph,
           at,
           published,
@@ -536,7 +576,11 @@ public final class ScaleModelRun {
           micros(lag50),
           micros(lag99),
           micros(look99),
+          micros(lookCpu99),
           micros(control99),
+          micros(controlCpu99),
+          retries,
+          locked,
           gc,
           clears,
           Machine.loadAverages());
@@ -596,6 +640,56 @@ public final class ScaleModelRun {
   }
 
   /**
+   * The seconds of the phase (1 s windows from its start) in which the replica applied nothing, or
+   * more than 1% of what it applied 100 ms or more after publication (the recovery criterion's
+   * "behind"): a steady phase has none.
+   */
+  static int lateSeconds(Replica rep, PhaseResult p) {
+    int s0 = (int) Math.round(p.startS() * 10);
+    int s1 =
+        Math.min(
+            (int) Math.round((p.startS() + p.phase().seconds()) * 10), rep.slotBatches.length());
+    int n = 0;
+    for (int w = s0; w + 10 <= s1; w += 10) {
+      long total = 0;
+      long late = 0;
+      for (int k = w; k < w + 10; k++) {
+        total += rep.slotBatches.get(k);
+        late += rep.slotLate.get(k);
+      }
+      if (total == 0 || late * 100 > total) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /**
+   * The phase's batches applied and the share of them late (100 ms or more), second by second, for
+   * one replica: {@code applied/late%} per second.
+   */
+  static String timeline(Replica rep, PhaseResult p) {
+    StringBuilder b =
+        new StringBuilder(
+            String.format(Locale.ROOT, "r%d %s by second (applied/late%%):", rep.n, p.phase()));
+    int s0 = (int) Math.round(p.startS() * 10);
+    int s1 =
+        Math.min(
+            (int) Math.round((p.startS() + p.phase().seconds()) * 10), rep.slotBatches.length());
+    for (int w = s0; w + 10 <= s1; w += 10) {
+      long total = 0;
+      long late = 0;
+      for (int k = w; k < w + 10; k++) {
+        total += rep.slotBatches.get(k);
+        late += rep.slotLate.get(k);
+      }
+      b.append(
+          String.format(Locale.ROOT, " %d/%.0f", total, total == 0 ? 0 : 100.0 * late / total));
+    }
+    return b.toString();
+  }
+
+  /**
    * Prints the profile's table and the one machine-readable line: published, applied, lag p99 and
    * lookup p99 of the heaviest phase (the first with the shortest interval), the clears over the
    * whole window, and the recovery after it (the next phase with a longer interval).
@@ -603,7 +697,7 @@ public final class ScaleModelRun {
   static void printProfile(List<PhaseResult> phases, List<Replica> replicas) {
     System.out.printf(
         Locale.ROOT,
-        "%n%-12s %8s %11s %10s %10s %10s %11s %11s %7s %7s %10s%n",
+        "%n%-12s %8s %11s %10s %10s %10s %11s %11s %7s %7s %6s %10s%n",
         "phase",
         "from s",
         "published/s",
@@ -614,6 +708,7 @@ public final class ScaleModelRun {
         "control p99",
         "GC ms",
         "clears",
+        "late s",
         "recovered");
     int heavy = 0;
     for (int i = 1; i < phases.size(); i++) {
@@ -629,6 +724,7 @@ public final class ScaleModelRun {
     }
     double recovered = -1;
     long clears = 0;
+    int[] lateOf = new int[phases.size()];
     for (int i = 0; i < phases.size(); i++) {
       PhaseResult p = phases.get(i);
       clears += p.clears();
@@ -642,9 +738,14 @@ public final class ScaleModelRun {
         }
         rec = recovered < 0 ? "never" : String.format(Locale.ROOT, "%.1f s", recovered);
       }
+      int late = 0;
+      for (Replica rep : replicas) {
+        late = Math.max(late, lateSeconds(rep, p));
+      }
+      lateOf[i] = late;
       System.out.printf(
           Locale.ROOT,
-          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %11s %7d %7d %10s%n",
+          "%-12s %8.0f %11.0f %10.0f %10s %10s %11s %11s %7d %7d %6d %10s%n",
           p.phase(),
           p.startS(),
           p.published(),
@@ -655,10 +756,17 @@ public final class ScaleModelRun {
           micros(p.controlP99()),
           p.gcMillis(),
           p.clears(),
+          late,
           rec);
     }
     if (light < 0) {
       System.out.println("(no lighter phase after the heaviest: recovered_s is -1)");
+    }
+    for (int i = 1; i < phases.size(); i++) { // what recovery looks like, second by second
+      PhaseResult p = phases.get(i);
+      for (Replica rep : replicas) {
+        System.out.println(timeline(rep, p));
+      }
     }
     PhaseResult h = phases.get(heavy);
     System.out.printf(
@@ -671,6 +779,18 @@ public final class ScaleModelRun {
         h.lookupP99() / 1000,
         clears,
         recovered < 0 ? "-1" : String.format(Locale.ROOT, "%.1f", recovered));
+    // the same run's floors: what the machine adds to a lookup, what the lookup itself costs, and
+    // whether the first phase (before any overload) was steady at all
+    System.out.printf(
+        Locale.ROOT,
+        "control: lookup_p99_ms=%.2f lookup_cpu_p99_ms=%.2f control_cpu_p99_ms=%.2f"
+            + " retries_per_lookup=%.3f locked_per_lookup=%.4f first_phase_late_s=%d%n",
+        h.controlP99() / 1000,
+        h.lookupCpuP99() / 1000,
+        h.controlCpuP99() / 1000,
+        h.retriesPerLookup(),
+        h.lockedPerLookup(),
+        lateOf[0]);
   }
 
   // ---------------------------------------------------------------------------------- helpers

@@ -40,6 +40,9 @@ import org.zeromq.ZContext;
  * events to its index, timing the lag; and the histogram the run reports from.
  */
 final class ScaleReplicas {
+  /** The lookups' CPU time (a lookup's wall time beyond it was spent off the CPU). */
+  static final ThreadMXBean CPU = java.lang.management.ManagementFactory.getThreadMXBean();
+
   private ScaleReplicas() {}
 
   /** A lock-free log-linear histogram of microsecond values (32 sub-buckets per power of 2). */
@@ -106,6 +109,7 @@ final class ScaleReplicas {
     final List<String> pods = new ArrayList<>();
     final Options o;
     volatile Histogram phase = new Histogram();
+    volatile Histogram phaseCpu = new Histogram();
     volatile boolean running = true;
     final Thread thread;
 
@@ -133,9 +137,11 @@ final class ScaleReplicas {
       int d = 0;
       while (running) {
         long[] keys = docKeys[d++ % docKeys.length];
+        long c0 = CPU.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         index.lookup(keys, keys.length, pods, into);
         phase.record((System.nanoTime() - t0) / 1000);
+        phaseCpu.record((CPU.getCurrentThreadCpuTime() - c0) / 1000);
         next += interval;
         long wait = next - System.nanoTime();
         if (wait > 0) {
@@ -146,10 +152,11 @@ final class ScaleReplicas {
       }
     }
 
-    /** Starts the next phase: returns the last one's latencies. */
-    Histogram startPhase() {
-      Histogram last = phase;
+    /** Starts the next phase: returns the last one's latencies (wall, then CPU time). */
+    Histogram[] startPhase() {
+      Histogram[] last = {phase, phaseCpu};
       phase = new Histogram();
+      phaseCpu = new Histogram();
       return last;
     }
   }
@@ -170,6 +177,7 @@ final class ScaleReplicas {
     volatile Histogram lookup = new Histogram();
     volatile Histogram phaseLag = new Histogram();
     volatile Histogram phaseLookup = new Histogram();
+    volatile Histogram phaseLookupCpu = new Histogram();
 
     /** Per 100 ms slot of apply time since {@link #slotBase}: batches applied, and those late. */
     final AtomicIntegerArray slotBatches;
@@ -279,12 +287,25 @@ final class ScaleReplicas {
       }
     }
 
-    /** Starts a phase of the load profile: returns the last phase's lag and lookup histograms. */
+    /**
+     * Starts a phase of the load profile: returns the last phase's lag, lookup (wall) and lookup
+     * CPU-time histograms.
+     */
     Histogram[] startPhase() {
-      Histogram[] last = {phaseLag, phaseLookup};
+      Histogram[] last = {phaseLag, phaseLookup, phaseLookupCpu};
       phaseLag = new Histogram();
       phaseLookup = new Histogram();
+      phaseLookupCpu = new Histogram();
       return last;
+    }
+
+    /**
+     * The in-memory index's counter {@code name} ({@code kvroute.kvindex.lookup.retries}, {@code
+     * .locked}); 0 for Redis.
+     */
+    double counter(String name) {
+      var c = meters.find(name).functionCounter();
+      return c == null ? 0 : c.count();
     }
 
     void problem(String kind) {
@@ -332,11 +353,13 @@ final class ScaleReplicas {
           chosen.add(podNames.get((first + i) % podNames.size()));
         }
         long[] keys = docKeys[w.pickDoc(rnd)];
+        long c0 = CPU.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         index.lookup(keys, keys.length, chosen, into);
         long took = (System.nanoTime() - t0) / 1000;
         lookup.record(took);
         phaseLookup.record(took);
+        phaseLookupCpu.record((CPU.getCurrentThreadCpuTime() - c0) / 1000);
         matchedSum.addAndGet(into.maxMatchedBlocks());
         lookups.incrementAndGet();
         next += interval;

@@ -13,6 +13,8 @@ import io.kvroute.kvindex.event.KvEvent;
 import io.kvroute.kvindex.hash.RequestKeyHasher;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
@@ -74,15 +76,16 @@ import org.slf4j.LoggerFactory;
  * few array writes, plus one reclaim step. Stale entries are reclaimed lazily: (1) when an insert
  * finds its key holding {@code maxPodsPerKey} entries (its stale entries are dropped first, so the
  * bound is never spent on them); (2) by eviction, which takes a sampled key holding only stale
- * entries before any other; (3) by a cursor that examines up to {@value #RECLAIM_SLOTS} slots (a
- * big pod set counting for a quarter of its entries) at the end of every write call (store,
- * removal, clear) while stale entries remain, round the table; a pod set is scanned at most once
- * per retirement (it remembers the retirement count it was last purged at). A DEAD id becomes FREE
- * when its last stale entry goes; new ids are the lowest FREE ones, so the lookups' pod bitsets
- * stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at most 2^19): if a pod
- * needs an id while every one is live or DEAD (more than {@code maxPods} clears within one round of
- * the cursor), the reclamation is finished at once by a walk of the table under the write lock
- * (counted: {@code kvroute.kvindex.reclaims.forced}).
+ * entries before any other; (3) by a cursor that examines {@value #RECLAIM_MIN} to {@value
+ * #RECLAIM_SLOTS} slots (a big pod set counting for a quarter of its entries; how many follows the
+ * ids and entries awaiting reclamation: {@link #reclaimStep}) at the end of every write call
+ * (store, removal, clear) while stale entries remain, round the table; a pod set is scanned at most
+ * once per retirement (it remembers the retirement count it was last purged at). A DEAD id becomes
+ * FREE when its last stale entry goes; new ids are the lowest FREE ones, so the lookups' pod
+ * bitsets stay as narrow as the live pods allow. Ids go up to {@code 2 * maxPods} (at most 2^19):
+ * if a pod needs an id while every one is live or DEAD (more than {@code maxPods} clears within one
+ * round of the cursor), the reclamation is finished at once by a walk of the table under the write
+ * lock (counted: {@code kvroute.kvindex.reclaims.forced}).
  *
  * <p><b>What the sizes mean.</b> {@code entries} (stats and gauge) counts live entries exactly: a
  * clear subtracts the pod's entries at once. {@code kvroute.kvindex.entries.stale} counts the stale
@@ -91,13 +94,38 @@ import org.slf4j.LoggerFactory;
  * or not), and a full table evicts stale-only keys first. {@link #podEntries} counts the pod's
  * current id only (zero right after a clear).
  *
- * <p><b>Thread-safety.</b> Thread-safe: one {@link StampedLock}; writes take the write lock once
- * per call, lookups take the read lock and run concurrently (each with its own per-thread scratch;
- * they also refresh access stamps, racily and harmlessly). Lookups come first: a writer gives way
- * (up to 2 ms) while a lookup waits for the read lock, since {@link StampedLock} would let writers
- * that follow each other take it ahead of the queued lookup. A write holds the lock for its own
- * work plus at most one reclaim step of {@value #RECLAIM_SLOTS} slots, so a lookup never waits for
- * a clear's reclamation (except in the forced case above).
+ * <p><b>Thread-safety.</b> Thread-safe. Writes are serialised by one {@link StampedLock} (its write
+ * lock, once per call). <b>Lookups take no lock</b> (each with its own per-thread scratch), so a
+ * writer that holds the lock, even one the machine has descheduled in the middle of a call, never
+ * delays them:
+ *
+ * <ol>
+ *   <li>With no writer in, a lookup reads under the lock's optimistic stamp and is done if no write
+ *       lock was taken meanwhile (two volatile reads: the uncontended cost is unchanged).
+ *   <li>Else it reads again recording every slot it found a key in, with the slot's version, and
+ *       the probe of the key it missed; then validates that none of them changed (the versioned
+ *       slots of {@link SampledLruTable}: a writer <em>opens</em> a slot, its version odd, before
+ *       changing its key, its cell or the pair, set or bitset row the cell points to, and closes it
+ *       after), that the tiers and the arrays' layout did not change ({@link Seq}, odd while they
+ *       change), and that none of the pods it was asked about joined, was cleared or was removed (a
+ *       second {@link Seq} for pods' ids, and the log of changed pods in {@link PodIds}: a clear of
+ *       another pod does not touch what it read). A write call's blocks thus become visible one by
+ *       one, in order: a lookup beside a store may see its first blocks and not the last (as if the
+ *       call were several calls), never a block half applied. A lookup that validates is
+ *       linearizable: its answer is the index's at the moment validation began.
+ *   <li>After {@value #OPTIMISTIC_ATTEMPTS} attempts that did not validate (writers kept changing
+ *       what it read; counted: {@code kvroute.kvindex.lookup.retries}), it takes the read lock
+ *       ({@code kvroute.kvindex.lookup.locked}); a writer gives way (up to 2 ms) while a lookup
+ *       waits for it, since {@link StampedLock} would let writers that follow each other take it
+ *       ahead of the queued lookup. Growing the table and forced reclamations run with {@link Seq}
+ *       odd: lookups wait for them.
+ * </ol>
+ *
+ * <p>Reads without the lock may see torn state (a set being changed, an index out of range after an
+ * array grew): an attempt that throws, or reads a slot being changed, is discarded. Lookups refresh
+ * access stamps with a compare-and-set of the slot's value word (only when the stamp changes),
+ * which a concurrent writer's change of the word makes fail: the stamp is then left (approximate
+ * LRU). {@link #pods}, {@link #podEntries} and {@link #stats} take the read lock.
  */
 public final class InMemoryBlockIndex extends SampledLruTable implements BlockIndex {
   private static final Logger LOG = LoggerFactory.getLogger(InMemoryBlockIndex.class);
@@ -114,11 +142,21 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private static final byte LIVE = 1;
   private static final byte DEAD = 2;
   private static final int ID_SPACE = 1 << 19; // entries are ints >= 0: pod << 12 < 2^31
-  static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call
+  static final int RECLAIM_SLOTS = 1024; // slots the reclaimer examines per write call, at most
+  static final int RECLAIM_MIN = 32; // ... and at least, while stale entries wait
+  // optimistic attempts of a lookup before it takes the read lock
+  static final int OPTIMISTIC_ATTEMPTS = 8;
+  private static final long STAMP_BITS = 0xFFL << 32;
+  private static final VarHandle WORDS = MethodHandles.arrayElementVarHandle(long[].class);
 
   private final IndexConfig config;
   private final RequestKeyHasher hasher;
   private final StampedLock lock = new StampedLock();
+  // odd while the tiers or the layout of the arrays lookups read change (rare)
+  private final Seq seq = new Seq();
+  // odd while pods' ids change (a pod joins, is cleared or removed): each change is logged in
+  // PodIds, so a lookup checks only whether one of its own pods changed
+  private final Seq podSeq = new Seq();
   private static final long YIELD_NANOS = 2_000_000L; // how long a writer gives way to lookups
   private final java.util.concurrent.atomic.AtomicInteger waitingReaders =
       new java.util.concurrent.atomic.AtomicInteger();
@@ -163,7 +201,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private int setTop;
   private int[] setFree = new int[16];
   private int setFreeCount;
-  private final PodBits podBits = new PodBits(); // rows of the dense sets
+  private final PodBits podBits = new PodBits(seq); // rows of the dense sets
 
   // engine keys
   private final EngineKeyMap engine;
@@ -175,6 +213,19 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private final IndexCounters counters =
       new IndexCounters(LOG, List.of("max_keys", "max_pods_per_key", "max_engine_keys"), List.of());
   private final LongAdder lookups = counters.lookups();
+
+  /**
+   * Tests only: called by the writer, holding the write lock, after each block a store or a removal
+   * applied ({@code "stored"}, blocks of the call so far; {@code "removed"}, 1) and halfway through
+   * each reclaim step ({@code "reclaim"}). Set before the writers start.
+   */
+  java.util.function.ObjIntConsumer<String> testHook;
+
+  /** Tests only: called by a lookup after each optimistic attempt read, before it validates. */
+  java.util.function.IntConsumer readHook;
+
+  private final LongAdder retries = new LongAdder(); // optimistic attempts that did not validate
+  private final LongAdder locked = new LongAdder(); // lookups that took the read lock
 
   /** Creates an index; prefer {@link BlockIndex#inMemory(IndexConfig)}. */
   public InMemoryBlockIndex(IndexConfig config) {
@@ -188,7 +239,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         8,
         EMPTY & 0xFFFFFFFFL,
         0x9E3779B97F4A7C15L,
-        false);
+        false,
+        true);
     this.config = config;
     this.reclaimBudget = reclaimSlots;
     this.idLimit = (int) Math.min(ID_SPACE, 2L * config.maxPods());
@@ -214,12 +266,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   private int addTier(String name, double weight) {
-    int id = tierCount++;
-    tierNames[id] = name;
-    tierWeights[id] = weight;
-    tierIds.put(name, id);
-    tierNameList = List.copyOf(Arrays.asList(tierNames).subList(0, id + 1));
-    return id;
+    seq.open();
+    try {
+      int id = tierCount++;
+      tierNames[id] = name;
+      tierWeights[id] = weight;
+      tierIds.put(name, id);
+      tierNameList = List.copyOf(Arrays.asList(tierNames).subList(0, id + 1));
+      return id;
+    } finally {
+      seq.close();
+    }
   }
 
   private int tierId(String medium) {
@@ -252,9 +309,14 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       warnOnce("max_pods", "index.maxPods (" + config.maxPods() + ") reached; dropping events");
       return -1;
     }
-    int p = newId();
-    name(pod, p);
-    return p;
+    podSeq.open();
+    try {
+      int p = newId();
+      name(pod, p);
+      return p;
+    } finally {
+      podSeq.close();
+    }
   }
 
   private void name(String pod, int p) {
@@ -450,6 +512,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       for (int i = 0; i < hashed; i++) {
         addEntry(rk[first + i], en);
         engineKeyStored(engine.put(engineKey(hashes[i], group), rk[first + i], StoreSpan.BOUNDARY));
+        if (testHook != null) {
+          testHook.accept("stored", i + 1);
+        }
       }
       counters.blocksStored(hashed);
       span.finish();
@@ -519,29 +584,36 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       int tier = tierId(medium);
       int e = entry(pod, groupIdx, tier);
       for (long h : engineHashes) {
-        long ek = engineKey(h, groupIdx);
-        int es = engine.find(ek);
-        if (es < 0) {
-          if (!partials.contains(ek)) {
-            drop("unknown_engine_key", 1);
-          }
-          continue;
+        removeBlock(engineKey(h, groupIdx), e);
+        if (testHook != null) {
+          testHook.accept("removed", 1);
         }
-        if (engine.meta(es) == EngineKeyMap.MULTI) {
-          long[] rks = multi.get(ek);
-          if (rks != null) {
-            for (long rk : rks) {
-              removeEntry(rk, e);
-            }
-          }
-        } else {
-          removeEntry(engine.value(es), e);
-        }
-        counters.blocksRemoved(1);
       }
     } finally {
       endWrite(stamp);
     }
+  }
+
+  /** Removes entry {@code e} from the request keys of engine key {@code ek}. */
+  private void removeBlock(long ek, int e) {
+    int es = engine.find(ek);
+    if (es < 0) {
+      if (!partials.contains(ek)) {
+        drop("unknown_engine_key", 1);
+      }
+      return;
+    }
+    if (engine.meta(es) == EngineKeyMap.MULTI) {
+      long[] rks = multi.get(ek);
+      if (rks != null) {
+        for (long rk : rks) {
+          removeEntry(rk, e);
+        }
+      }
+    } else {
+      removeEntry(engine.value(es), e);
+    }
+    counters.blocksRemoved(1);
   }
 
   @Override
@@ -574,10 +646,23 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (total == 0 && !forget) {
         return; // nothing to invalidate: the pod keeps its id
       }
-      podIds.remove(podId);
-      retire(pod, total);
-      if (!forget) {
-        name(podId, newId());
+      if (forget) {
+        podSeq.open();
+        try {
+          podIds.remove(podId);
+          retire(pod, total);
+        } finally {
+          podSeq.close();
+        }
+      } else {
+        // a clear: the pod keeps its place in PodIds, its id changes in one write (a lookup reads
+        // the old id or the new one, never a torn map) and the change is logged, so a lookup
+        // validates it only if it asked about this pod
+        retire(pod, total);
+        int fresh = newId(); // may be the same id, if a forced reclamation just freed it
+        podNames[fresh] = podId;
+        podState[fresh] = LIVE;
+        podIds.replace(podId, fresh);
       }
     } finally {
       endWrite(stamp);
@@ -617,7 +702,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   private void endWrite(long stamp) {
     try {
       if (deadIds != 0) {
-        reclaim(reclaimBudget);
+        reclaim(reclaimStep());
       }
     } finally {
       lock.unlockWrite(stamp);
@@ -625,6 +710,31 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   // ------------------------------------------------------------------ lazy reclamation
+
+  /**
+   * The slots the reclaimer examines at the end of this write call: paced by how much is waiting,
+   * from {@value #RECLAIM_MIN} to {@code reclaimBudget} ({@value #RECLAIM_SLOTS}). A round of the
+   * table frees the ids retired before it began, whatever its speed; at full speed the reclaimer
+   * went round many times a second under a storm of clears and took most of the writers' time
+   * (measured: 59% of the shard threads' samples at 1,000 pods). So its speed follows the pressure,
+   * the larger of: ids awaiting reclamation against {@code max(64, live pods / 2)} (they widen
+   * every bitset by pod id, and running out of ids forces a walk), and stale entries against {@code
+   * max(4096, 2 x live entries)} (memory). Full speed once the ids awaiting reclamation take half
+   * the room left to them, and in a table of at most that many slots.
+   */
+  private int reclaimStep() {
+    int live = podIds.size();
+    long room = (long) idLimit - live;
+    if (2L * deadIds >= room || cap <= reclaimBudget) {
+      return reclaimBudget; // urgent, or a small table: a round at once costs little
+    }
+    double pressure =
+        Math.max(
+            deadIds / (double) Math.max(64, live / 2),
+            staleEntries / (double) Math.max(4096, 2 * entries));
+    int step = (int) Math.min(reclaimBudget, reclaimBudget * pressure);
+    return Math.max(step, Math.min(RECLAIM_MIN, reclaimBudget));
+  }
 
   /**
    * Examines up to {@code budget} slots from the reclaimer's cursor, dropping the entries of DEAD
@@ -639,6 +749,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         i = 0;
       }
       reclaimSlots++;
+      if (testHook != null && n == budget / 2) {
+        testHook.accept("reclaim", n);
+      }
       if (tab[2 * i] != 0) {
         int c = cell(i);
         if (c < 0 && !isPair(c) && c != EMPTY) {
@@ -690,6 +803,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (!dead(c)) {
         return false;
       }
+      open(slot);
       countRemoved(c);
     } else if (isPair(c)) {
       int r = index(c);
@@ -700,7 +814,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (!da && !db) {
         return false;
       }
-      freePair(r);
+      open(slot);
       if (da) {
         countRemoved(a);
       }
@@ -709,8 +823,11 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       if (!(da && db)) {
         setCell(slot, da ? b : a);
+        freePair(r);
+        close(slot);
         return false;
       }
+      freePair(r);
     } else if (c == EMPTY) {
       return false;
     } else {
@@ -720,17 +837,21 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         return false; // no pod id was retired since this set was last purged
       }
       ps.purgedAt = retirements;
-      if (ps.row >= 0 && !podBits.intersects(ps.row, deadBits, deadBits.length)) {
+      if (ps.row >= 0
+          ? !podBits.intersects(ps.row, deadBits, deadBits.length)
+          : !ps.anyDead(podState, DEAD)) {
         return false;
       }
+      open(slot);
       ps.removeDead(podState, DEAD, countRemovedFn);
       if (ps.n != 0) {
+        close(slot);
         return false;
       }
       freeSet(si);
     }
     setCell(slot, EMPTY);
-    deleteSlot(slot);
+    deleteSlot(slot); // closes it
     return true;
   }
 
@@ -755,6 +876,16 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     return reclaimSlots;
   }
 
+  /** Whether a writer holds the write lock (for tests). */
+  boolean writeLocked() {
+    return lock.isWriteLocked();
+  }
+
+  /** Lookups that took the read lock after their optimistic attempts (for tests). */
+  long lockedLookups() {
+    return locked.sum();
+  }
+
   /** Pod ids handed out so far (1 + the highest; for tests). */
   int podIdHigh() {
     return podHigh;
@@ -772,6 +903,15 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
   }
 
   @Override
+  void relayout(boolean begin) {
+    if (begin) {
+      seq.open();
+    } else {
+      seq.close();
+    }
+  }
+
+  @Override
   int stamp(int slot) {
     long v = tab[2 * slot + 1];
     if (deadIds != 0 && allDead((int) v)) {
@@ -784,9 +924,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     tab[2 * i + 1] = withStamp(tab[2 * i + 1], tick);
   }
 
-  /** The value word {@code v} (cell in the low 32 bits) with stamp {@code stamp}. */
+  /** The value word {@code v} (cell in the low 32 bits) with stamp {@code stamp} (version kept). */
   private static long withStamp(long v, int stamp) {
-    return (v & 0xFFFFFFFFL) | (long) (stamp & 0xFF) << 32;
+    return (v & ~STAMP_BITS) | (long) (stamp & 0xFF) << 32;
   }
 
   /**
@@ -795,10 +935,20 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    */
   private static long hit(long[] t, int slot, byte now) {
     long cv = t[2 * slot + 1];
-    if ((byte) (cv >>> 32) != now) {
-      t[2 * slot + 1] = withStamp(cv, now);
-    }
+    refresh(t, slot, cv, now);
     return cv;
+  }
+
+  /**
+   * Sets the stamp of the key in {@code slot} to {@code now} if it differs, with a compare-and-set
+   * of its value word {@code cv}: a lookup may run beside a writer (optimistic reads), and a plain
+   * write could undo the writer's change of the same word. A failed compare-and-set leaves the
+   * stamp as it is (an approximate LRU); nothing else in the word is changed.
+   */
+  private static void refresh(long[] t, int slot, long cv, byte now) {
+    if ((byte) (cv >>> 32) != now) {
+      WORDS.compareAndSet(t, 2 * slot + 1, cv, withStamp(cv, now));
+    }
   }
 
   /** Evicts the key in {@code slot} (the table is full): drops its entries. */
@@ -919,24 +1069,31 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     return (int) n;
   }
 
+  /**
+   * Adds entry {@code e} to key {@code rk}. The key's slot is open (its version odd) while its cell
+   * and what the cell points to change; a key that already holds {@code e} only has its stamp
+   * refreshed (not a change a lookup can see).
+   */
   private void addEntry(long rk, int e) {
     int slot = find(rk);
     if (slot >= 0 && deadIds != 0 && full(cell(slot)) && purge(slot)) {
       slot = -1; // stale entries are dropped before they could cost a live one its place
     }
     if (slot < 0) {
-      slot = insert(rk, withStamp(EMPTY, tick));
-    } else {
-      touchSlot(slot);
+      slot = insert(rk, withStamp(EMPTY, tick)); // returned open
+      setCell(slot, e);
+      close(slot);
+      countAdded(e);
+      return;
     }
+    touchSlot(slot);
     int c = cell(slot);
     int max = config.maxPodsPerKey();
-    if (c == EMPTY) {
-      setCell(slot, e);
-    } else if (c >= 0) {
+    if (c >= 0) {
       if (c == e) {
         return;
       }
+      open(slot);
       if (max <= 1) {
         dropOldest(c);
         setCell(slot, e);
@@ -950,6 +1107,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (a == e || b == e) {
         return;
       }
+      open(slot);
       if (max <= 2) {
         dropOldest(a);
         pairs[2 * r] = b;
@@ -959,14 +1117,18 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         ps.add(a, podHigh);
         ps.add(b, podHigh);
         ps.add(e, podHigh);
-        freePair(r);
         setCell(slot, allocSet(ps));
+        freePair(r);
       }
+    } else if (c == EMPTY) { // not left behind by any write; handled for safety
+      open(slot);
+      setCell(slot, e);
     } else {
       PodSet ps = sets[index(c)];
       if (ps.indexOf(e) >= 0) {
         return;
       }
+      open(slot);
       if (ps.n >= max) {
         int old = ps.e[0];
         ps.removeAt(0);
@@ -974,6 +1136,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       ps.add(e, podHigh);
     }
+    close(slot);
     countAdded(e);
   }
 
@@ -1005,6 +1168,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     counters.evicted("max_pods_per_key", 1);
   }
 
+  /** Removes entry {@code e} from key {@code rk} (its slot open while it changes). */
   private void removeEntry(long rk, int e) {
     int slot = find(rk);
     if (slot < 0) {
@@ -1016,18 +1180,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (c != e) {
         return;
       }
+      open(slot);
       empty = true;
     } else if (isPair(c)) {
       int r = index(c);
       int a = pairs[2 * r];
       int b = pairs[2 * r + 1];
-      if (a == e) {
-        setCell(slot, b);
-      } else if (b == e) {
-        setCell(slot, a);
-      } else {
+      if (a != e && b != e) {
         return;
       }
+      open(slot);
+      setCell(slot, a == e ? b : a);
       freePair(r);
       empty = false;
     } else {
@@ -1036,6 +1199,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (i < 0) {
         return;
       }
+      open(slot);
       ps.removeAt(i);
       empty = ps.n == 0;
       if (empty) {
@@ -1044,7 +1208,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     }
     countRemoved(e);
     if (empty) {
-      deleteSlot(slot);
+      deleteSlot(slot); // closes it
+    } else {
+      close(slot);
     }
   }
 
@@ -1064,29 +1230,211 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     lookups.increment();
     int podCount = pods.size();
     Scratch s = scratch.get();
+    for (int attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+      if (attempt > 0) {
+        Thread.onSpinWait(); // not yield(): on a busy machine it gives the core away for ms
+      }
+      long stamp = lock.tryOptimisticRead(); // 0 while a writer holds the lock
+      long seq0 = seq.read();
+      long pods0 = podSeq.read();
+      if (((seq0 | pods0) & 1) != 0) {
+        retries.increment();
+        continue; // pods, tiers or arrays are being replaced
+      }
+      // with no writer in, the lock's stamp validates the whole lookup; else (or once that
+      // failed) every slot read is recorded and validated by its version
+      boolean checked = stamp == 0 || attempt > 0;
+      long[] t = tab;
+      boolean complete;
+      try {
+        complete = run(requestKeys, numKeys, pods, podCount, into, s, checked, t, pods0);
+      } catch (RuntimeException torn) { // what a concurrent write tore (an index out of range...)
+        s.forget();
+        retries.increment();
+        continue;
+      }
+      if (readHook != null) {
+        readHook.accept(attempt);
+      }
+      if (stamp != 0 && lock.validate(stamp)) {
+        return into; // no write began or ended during the lookup
+      }
+      if (complete && checked && validate(s, t, seq0, pods0)) {
+        return into; // nothing the lookup read changed while it read: linearizable at validation
+      }
+      retries.increment();
+      if (s.bindTorn || seq.read() != seq0) {
+        s.forget(); // its binding of pods may have read ids while they changed
+      } else {
+        s.clean();
+      }
+    }
+    // the writers kept changing what this lookup reads: take the read lock (writers give way)
+    locked.increment();
     long stamp = beginRead();
     try {
-      List<String> tierNames = tierNameList;
-      writer.reset(into, podCount, numKeys, tierNames);
-      int activeCount = s.bind(podIds, podHigh, pods, podCount);
-      // over a big list, record the pods that match when they can only be few (the first
-      // block's holders are at most a quarter of the list): finish then visits only them; up
-      // to 128 pods, or with duplicates, a pass over the list
-      s.recording = s.words > 2 && !s.duplicates;
-      s.touchedCount = 0;
-      if (activeCount > 0) {
-        if (s.words <= 2) {
-          lookupTwoWords(requestKeys, numKeys, activeCount, s, into);
-        } else {
-          int found = resolve(requestKeys, numKeys, s);
-          scan(found, activeCount, s, into);
-        }
-      }
-      finish(pods, podCount, s, into, tierNames.size());
+      run(requestKeys, numKeys, pods, podCount, into, s, false, tab, -1);
     } finally {
       lock.unlockRead(stamp);
     }
     return into;
+  }
+
+  /**
+   * One attempt of a lookup into {@code into}. {@code checked}: probe table {@code t} recording
+   * each slot read with its value word ({@link #probe}) for {@link #validate}; returns false when a
+   * slot read was being changed, or (without the lock: {@code pods0} the pods' {@link Seq}, else
+   * -1) when pods' ids changed while the pod list was bound to them (the attempt cannot validate).
+   */
+  private boolean run(
+      long[] requestKeys,
+      int numKeys,
+      List<String> pods,
+      int podCount,
+      PrefixMatch into,
+      Scratch s,
+      boolean checked,
+      long[] t,
+      long pods0) {
+    List<String> tierNames = tierNameList;
+    writer.reset(into, podCount, numKeys, tierNames);
+    s.checkedCount = 0;
+    s.absentHome = -1;
+    s.torn = false;
+    s.bindTorn = false;
+    int activeCount = s.bind(podIds, podHigh, pods, podCount);
+    if (pods0 >= 0) {
+      VarHandle.acquireFence(); // the binding's reads before the check
+      if (podSeq.read() != pods0) {
+        s.bindTorn = true; // bound while pods' ids changed: it may hold wrong ids
+        return false;
+      }
+    }
+    // over a big list, record the pods that match when they can only be few (the first
+    // block's holders are at most a quarter of the list): finish then visits only them; up
+    // to 128 pods, or with duplicates, a pass over the list
+    s.recording = s.words > 2 && !s.duplicates;
+    s.touchedCount = 0;
+    if (activeCount > 0) {
+      if (s.words <= 2) {
+        lookupTwoWords(requestKeys, numKeys, activeCount, s, into, checked, t);
+      } else {
+        int found = resolve(requestKeys, numKeys, s, checked, t);
+        if (!s.torn) {
+          scan(found, activeCount, s, into);
+        }
+      }
+    }
+    if (s.torn) {
+      return false;
+    }
+    finish(pods, podCount, s, into, tierNames.size());
+    return true;
+  }
+
+  /**
+   * Whether none of the pods bound in {@code s} changed id since it bound them (the pods' {@link
+   * Seq} is even: every change since is complete and logged in {@link PodIds}).
+   */
+  private boolean noneChanged(Scratch s) {
+    long now = podIds.version();
+    VarHandle.loadLoadFence(); // the log entries up to now were written before it
+    long from = s.boundVersion;
+    java.util.HashMap<String, Integer> positions = s.positions;
+    if (now - from >= PodIds.LOG || positions == null) {
+      return now == from; // too many changes to check, or a list with duplicates: no checking
+    }
+    for (long v = from + 1; v <= now; v++) {
+      if (positions.containsKey(podIds.changed(v))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The slot of {@code k} in table {@code t} for a lookup without the lock, or -1: each slot's
+   * value word is read before its key, so that the version read covers the key. A hit leaves its
+   * word in {@code s.word}; a miss records its probe (first and last slot, and the sum of their
+   * versions) for {@link #validate}. A slot being changed (odd version) where it matters marks the
+   * attempt torn.
+   */
+  private static int probe(long[] t, long k, Scratch s) {
+    int c = t.length >>> 1;
+    int i = home(k, c);
+    int first = i;
+    long sum = 0;
+    long odd = 0;
+    for (int n = 0; n < c; n++) {
+      long w = t[2 * i + 1];
+      VarHandle.loadLoadFence();
+      long x = t[2 * i];
+      if (x == k) {
+        if (changing(w)) {
+          s.torn = true;
+        }
+        s.word = w;
+        return i;
+      }
+      sum += w >>> 40;
+      odd |= w;
+      if (x == 0) {
+        s.absentHome = first;
+        s.absentEnd = i;
+        s.absentSum = sum;
+        if (changing(odd)) {
+          s.torn = true;
+        }
+        return -1;
+      }
+      if (++i == c) {
+        i = 0;
+      }
+    }
+    s.torn = true; // no empty slot seen: torn by a concurrent write
+    return -1;
+  }
+
+  /**
+   * Whether nothing a checked attempt read changed since: the layout (the {@link Seq} still at
+   * {@code seq0}, the table still {@code t}), the ids of the pods it was asked about (none of them
+   * joined, was cleared or removed since the binding: other pods' changes do not touch what it
+   * read), every slot it found a key in (same version), and the probe of the key it missed (same
+   * versions). The reads are then those of the index at the start of this validation (each one
+   * unchanged from when it was made until then).
+   */
+  private boolean validate(Scratch s, long[] t, long seq0, long pods0) {
+    VarHandle.acquireFence(); // the reads above before the checks below
+    if (seq.read() != seq0 || tab != t) {
+      return false;
+    }
+    long pods = podSeq.read();
+    if (pods != pods0 && ((pods & 1) != 0 || !noneChanged(s))) {
+      return false;
+    }
+    int[] slots = s.slotOf;
+    long[] words = s.wordOf;
+    for (int b = 0, n = s.checkedCount; b < n; b++) {
+      if (((t[2 * slots[b] + 1] ^ words[b]) & ~BELOW_VERSION) != 0) {
+        return false;
+      }
+    }
+    int i = s.absentHome;
+    if (i >= 0) {
+      int c = t.length >>> 1;
+      long sum = 0;
+      while (true) {
+        sum += t[2 * i + 1] >>> 40;
+        if (i == s.absentEnd) {
+          break;
+        }
+        if (++i == c) {
+          i = 0;
+        }
+      }
+      return sum == s.absentSum;
+    }
+    return true;
   }
 
   /**
@@ -1098,21 +1446,35 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * in (only when they change). Only primitives are stored: a reference store into a long-lived
    * array costs a GC card-mark barrier (with a fence) per key.
    */
-  private int resolve(long[] requestKeys, int numKeys, Scratch s) {
+  private int resolve(long[] requestKeys, int numKeys, Scratch s, boolean checked, long[] t) {
     int[] cellOf = s.cells(numKeys);
     int[] rowOf = s.rowOf;
-    long[] t = tab;
+    int[] slots = s.slotOf;
+    long[] words = s.wordOf;
     int[] desc = podBits.descriptors();
     PodSet[] ss = sets;
     byte now = (byte) tick;
     int touch = 0;
     int n = 0;
     while (n < numKeys) {
-      int sl = find(requestKeys[n]);
-      if (sl < 0) {
-        break;
+      int sl;
+      long cv;
+      if (checked) {
+        sl = probe(t, requestKeys[n], s);
+        if (sl < 0 || s.torn) {
+          break;
+        }
+        cv = s.word;
+        slots[n] = sl;
+        words[n] = cv;
+        refresh(t, sl, cv, now);
+      } else {
+        sl = find(requestKeys[n]);
+        if (sl < 0) {
+          break;
+        }
+        cv = hit(t, sl, now);
       }
-      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d = -1;
       if ((c & KIND_MASK) == SET) {
@@ -1124,6 +1486,9 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       cellOf[n] = c;
       rowOf[n] = d;
       n++;
+    }
+    if (checked) {
+      s.checkedCount = n;
     }
     s.sink += touch;
     return n;
@@ -1239,12 +1604,20 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
    * phase to overlap: one pass measured faster than {@link #resolve} + {@link #scan}.)
    */
   private void lookupTwoWords(
-      long[] requestKeys, int numKeys, int activeCount, Scratch s, PrefixMatch into) {
+      long[] requestKeys,
+      int numKeys,
+      int activeCount,
+      Scratch s,
+      PrefixMatch into,
+      boolean checked,
+      long[] t) {
     int[] cellOf = s.cells(numKeys);
+    int[] slots = s.slotOf;
+    long[] words = s.wordOf;
+    int recorded = 0;
     long[] row = s.two;
     long[] active = s.active;
     int[] matchedOf = s.matchedOf;
-    long[] t = tab;
     int[] desc = podBits.descriptors();
     long[] dense = podBits.bits();
     int stride = podBits.stride();
@@ -1257,11 +1630,24 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     long a1 = active[1]; // 0 when there is one word
     int b = 0;
     for (; b < numKeys; b++) {
-      int sl = find(requestKeys[b]);
-      if (sl < 0) {
-        break;
+      int sl;
+      long cv;
+      if (checked) {
+        sl = probe(t, requestKeys[b], s);
+        if (sl < 0 || s.torn) {
+          break;
+        }
+        cv = s.word;
+        slots[recorded] = sl;
+        words[recorded++] = cv;
+        refresh(t, sl, cv, now);
+      } else {
+        sl = find(requestKeys[b]);
+        if (sl < 0) {
+          break;
+        }
+        cv = hit(t, sl, now);
       }
-      long cv = hit(t, sl, now);
       int c = (int) cv;
       int d;
       long r0;
@@ -1303,6 +1689,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         }
       }
     }
+    s.checkedCount = recorded;
     // pods that hold every resolved block
     for (int w = 0; w < 2; w++) {
       long a = w == 0 ? a0 : a1;
@@ -1628,6 +2015,8 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
         .description("entries of cleared or removed pods not reclaimed yet")
         .register(r);
     IndexCounters.counter(r, "kvroute.kvindex.reclaims.forced", null, null, forcedReclaims);
+    IndexCounters.counter(r, "kvroute.kvindex.lookup.retries", null, null, retries);
+    IndexCounters.counter(r, "kvroute.kvindex.lookup.locked", null, null, locked);
     Gauge.builder("kvroute.kvindex.engine.keys", this, i -> i.engine.size())
         .description("engine-key mappings held")
         .register(r);
@@ -1662,6 +2051,18 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
     // phase 1 results by request block
     int[] cellOf = new int[1024];
     int[] rowOf = new int[1024];
+    // a checked attempt (optimistic, validated per slot): the slots found and their value words,
+    // the probe of the key missed (first and last slot, sum of versions), whether a slot read was
+    // being changed; the last probe's value word
+    int[] slotOf = new int[1024];
+    long[] wordOf = new long[1024];
+    int checkedCount;
+    int absentHome = -1;
+    int absentEnd;
+    long absentSum;
+    boolean torn;
+    boolean bindTorn; // bound while pods' ids changed
+    long word;
     // the bound pod list
     String[] boundNames = new String[64];
     int boundCount;
@@ -1678,14 +2079,17 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
      * distinct known pods.
      */
     int bind(PodIds ids, int high, List<String> pods, int count) {
-      if (boundVersion == ids.version() && boundCount == count && pods == boundList) {
+      // the version first: a clear changes a pod's id, then the version (a lookup without the
+      // lock that reads the new version reads the new id too)
+      long v = ids.version();
+      VarHandle.loadLoadFence();
+      if (boundVersion == v && boundCount == count && pods == boundList) {
         Class<?> c = pods.getClass();
         if (c == LISTN || c == LIST12) { // unmodifiable: the same instance, the same pods
           System.arraycopy(initActive, 0, active, 0, words);
           return initCount;
         }
       }
-      long v = ids.version();
       if (boundCount == count
           && (v == boundVersion || (positions != null && v - boundVersion < PodIds.LOG))) {
         boolean same = pods == boundList && (pods.getClass() == LISTN || pods.getClass() == LIST12);
@@ -1705,7 +2109,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
           return initCount;
         }
       }
-      return rebind(ids, high, pods, count);
+      return rebind(ids, high, pods, count, v);
     }
 
     /**
@@ -1791,7 +2195,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       return count;
     }
 
-    private int rebind(PodIds ids, int high, List<String> pods, int count) {
+    private int rebind(PodIds ids, int high, List<String> pods, int count, long v) {
       for (int i = 0; i < boundCount; i++) {
         int p = podOfPos[i];
         if (p >= 0) {
@@ -1842,7 +2246,7 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       }
       positions = byName;
       boundCount = count;
-      boundVersion = ids.version();
+      boundVersion = v; // read before the ids (see bind)
       boundList = pods;
       duplicates = dup;
       words = w;
@@ -1855,8 +2259,40 @@ public final class InMemoryBlockIndex extends SampledLruTable implements BlockIn
       if (cellOf.length < numKeys) {
         cellOf = new int[Math.max(numKeys, cellOf.length * 2)];
         rowOf = new int[cellOf.length];
+        slotOf = new int[cellOf.length];
+        wordOf = new long[cellOf.length];
       }
       return cellOf;
+    }
+
+    /**
+     * After an attempt that did not validate: clears what a scan leaves clean when it completes on
+     * a stable index (the active and sparse bitsets), since a concurrent write may have changed
+     * entries between marking and unmarking them.
+     */
+    void clean() {
+      Arrays.fill(active, 0);
+      Arrays.fill(sparse, 0);
+      two[0] = 0;
+      two[1] = 0;
+      touchedCount = 0;
+    }
+
+    /**
+     * After an attempt torn by a concurrent write, or one during which pods changed: {@link
+     * #clean}, and forgets the bound pod list (it may hold ids read while they changed), so the
+     * next lookup binds its list again.
+     */
+    void forget() {
+      clean();
+      Arrays.fill(posOf, -1);
+      Arrays.fill(initActive, 0);
+      Arrays.fill(boundNames, null);
+      boundCount = 0;
+      boundVersion = -1;
+      boundList = null;
+      positions = null;
+      initCount = 0;
     }
 
     int[] podOfPos(int n) {

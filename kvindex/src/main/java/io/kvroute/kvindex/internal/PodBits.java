@@ -9,14 +9,20 @@ import java.util.Arrays;
  * holding the key on any tier, then those holding it on GPU. {@code stride} grows (every row is
  * re-laid) when a pod id beyond it is set. Freed rows are reused.
  *
- * <p>Not thread-safe: written under the index's write lock, read under its read lock.
+ * <p>Thread-safety: written by one thread at a time (the index's write lock), in the open slot of
+ * the key whose row changes; read by lookups, which validate what they read (the slot's version,
+ * and the index's {@link Seq} for a re-layout) or hold the read lock. Arrays are replaced when they
+ * grow, never shrunk: a lookup reads them through the references it took.
  */
 final class PodBits {
   private static final int MAX_ARRAY = Integer.MAX_VALUE - 16;
 
   private long[] bits = new long[64];
+  private final Seq seq;
 
-  PodBits() {
+  /** Rows whose re-layout ({@code stride} growing) is announced through {@code seq}. */
+  PodBits(Seq seq) {
+    this.seq = seq;
     Arrays.fill(desc, -1);
   }
 
@@ -153,7 +159,9 @@ final class PodBits {
       System.arraycopy(bits, r * 2 * stride, nb, r * 2 * s, stride);
       System.arraycopy(bits, r * 2 * stride + stride, nb, r * 2 * s + s, stride);
     }
+    seq.open(); // bits and stride change together: a lookup reading both across it retries
     bits = nb;
     stride = s;
+    seq.close();
   }
 }

@@ -1,11 +1,15 @@
 package io.kvroute.kvindex.internal;
 
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 
 /**
  * Open-addressing map from pod id to its dense int id, cheaper than {@code HashMap<String,
  * Integer>} on the lookup path (no boxing, no nodes; the stored hash is compared before the
- * string). Not thread-safe: written under the index's write lock, read under its read lock.
+ * string). Written by one thread at a time (the index's write lock): joins and removals (which move
+ * entries) with the index's pods {@link Seq} odd, a clear's change of id in place ({@link
+ * #replace}); read by lookups without a lock, which may read it torn and then do not validate.
+ * Every change writes its log entry (and a replaced id) before it bumps the version.
  */
 final class PodIds {
   /** Changes remembered ({@link #changed}): a lookup bound this many versions ago catches up. */
@@ -35,8 +39,30 @@ final class PodIds {
   }
 
   private void bump(String pod) {
+    log[(int) ((version + 1) & (LOG - 1))] = pod;
+    VarHandle.storeStoreFence(); // the entry before the version that announces it
     version++;
-    log[(int) (version & (LOG - 1))] = pod;
+  }
+
+  /**
+   * Gives the mapped {@code pod} the id {@code id} in place (a clear): one write of its id, then
+   * the version (logged); a reader without the lock that reads the new version reads the new id,
+   * and never a torn map. No-op if unmapped.
+   */
+  void replace(String pod, int id) {
+    int h = pod.hashCode();
+    int m = keys.length - 1;
+    int i = mix(h) & m;
+    while (keys[i] != null) {
+      if (keys[i].equals(pod)) {
+        ids[i] = id;
+        log[(int) ((version + 1) & (LOG - 1))] = pod;
+        VarHandle.storeStoreFence(); // the id and the entry before the version
+        version++;
+        return;
+      }
+      i = (i + 1) & m;
+    }
   }
 
   /** The id of {@code pod}, or -1. */
@@ -61,13 +87,13 @@ final class PodIds {
     if ((size + 1) * 2 > keys.length) {
       grow();
     }
-    bump(pod);
     int h = pod.hashCode();
     int m = keys.length - 1;
     int i = mix(h) & m;
     while (keys[i] != null) {
       if (keys[i].equals(pod)) {
         ids[i] = id;
+        bump(pod);
         return;
       }
       i = (i + 1) & m;
@@ -76,6 +102,7 @@ final class PodIds {
     hashes[i] = h;
     ids[i] = id;
     size++;
+    bump(pod);
   }
 
   void remove(String pod) {
@@ -84,8 +111,7 @@ final class PodIds {
     int i = mix(h) & m;
     while (keys[i] != null) {
       if (keys[i].equals(pod)) {
-        bump(pod);
-        // backward-shift deletion
+        // backward-shift deletion (bumped after)
         int j = i;
         while (true) {
           j = (j + 1) & m;
@@ -103,6 +129,7 @@ final class PodIds {
         }
         keys[i] = null;
         size--;
+        bump(pod);
         return;
       }
       i = (i + 1) & m;

@@ -6,8 +6,9 @@ import java.util.function.IntConsumer;
 /**
  * The entries of one request key once it has more than two, in insertion order. Above a size
  * threshold it also keeps a row of two pod bitsets (pods holding the key on any tier; on GPU) in
- * the index's {@link PodBits}, so lookups intersect 64 pods per word. Not thread-safe: guarded by
- * the index lock.
+ * the index's {@link PodBits}, so lookups intersect 64 pods per word. Written by one thread at a
+ * time (the index's write lock), while the key's slot is open (its version odd); read by lookups
+ * that validate the slot's version after (see {@link SampledLruTable}).
  */
 final class PodSet {
   private static final int DENSE_MIN = 8;
@@ -121,6 +122,16 @@ final class PodSet {
       }
     }
     describe();
+  }
+
+  /** Whether some entry's pod {@code p} has {@code podState[p] == dead}. */
+  boolean anyDead(byte[] podState, byte dead) {
+    for (int i = 0; i < n; i++) {
+      if (podState[e[i] >>> 12] == dead) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether every entry's pod {@code p} has {@code podState[p] == dead} (false when empty). */

@@ -1,5 +1,7 @@
 package io.kvroute.kvindex.internal;
 
+import java.lang.invoke.VarHandle;
+
 /**
  * The open-addressing table under both of the index's maps ({@link InMemoryBlockIndex}'s request
  * keys, {@link EngineKeyMap}'s engine keys): nonzero {@code long} keys, each with a {@code long}
@@ -16,11 +18,32 @@ package io.kvroute.kvindex.internal;
  * of inserts so that ages compare over about four turnovers of the table.
  *
  * <p>The lookup path reads {@link #tab} and calls {@link #find}: final, so nothing is dispatched
- * per probe. Not thread-safe: guarded by the index lock.
+ * per probe.
+ *
+ * <p><b>Versioned slots</b> (the request-key table; not the engine-key map). The top 24 bits of a
+ * slot's value are a version that lets a reader validate what it read without a lock: odd while a
+ * writer changes the slot (its key, its value, or anything the value points to), bumped by two by
+ * every change ({@link #open}, {@link #close}). A reader reads a slot's value before its key and,
+ * after all its reads, checks that every slot it used still has the version it read (even): then
+ * the slot did not change in between. Every slot keeps its own version whatever key it holds: an
+ * insert, a deletion and the backward shift of a deletion each change the versions of the slots
+ * they write, so a reader that found a key, or found it absent (every slot of its probe read),
+ * notices any write that would change that answer. Growing the table (a new array) is announced
+ * through {@link #relayout}.
+ *
+ * <p>Thread-safety: written by one thread at a time (the index's write lock); with versioned slots,
+ * read by any thread (readers must tolerate torn reads and validate); else guarded by the index
+ * lock.
  */
 abstract class SampledLruTable {
   private static final int MAX_ARRAY = Integer.MAX_VALUE - 16;
   private static final int SAMPLES = 8;
+
+  /** The lowest bit of a versioned slot's version (bits 40..63 of its value). */
+  static final long VERSION_ONE = 1L << 40;
+
+  /** The value bits below the version. */
+  static final long BELOW_VERSION = VERSION_ONE - 1;
 
   /** Slot i: {@code tab[2i]} = key (0: empty), {@code tab[2i + 1]} = value. */
   long[] tab;
@@ -38,6 +61,7 @@ abstract class SampledLruTable {
   int tick;
 
   private final boolean withMeta;
+  private final boolean versioned;
   private final long emptyValue;
   private final int stampMask;
   private final int maxSize;
@@ -52,6 +76,22 @@ abstract class SampledLruTable {
    * the sampling; {@code withMeta}: keep {@link #meta}.
    */
   SampledLruTable(int maxEntries, int stampBits, long emptyValue, long seed, boolean withMeta) {
+    this(maxEntries, stampBits, emptyValue, seed, withMeta, false);
+  }
+
+  /**
+   * As above; {@code versioned}: slot values carry a version in their top 24 bits ({@code
+   * emptyValue} and every value must leave them clear) for readers without the lock (see the class
+   * comment).
+   */
+  SampledLruTable(
+      int maxEntries,
+      int stampBits,
+      long emptyValue,
+      long seed,
+      boolean withMeta,
+      boolean versioned) {
+    this.versioned = versioned;
     this.maxCapacity = Math.min(maxCapacity(maxEntries), MAX_ARRAY / 2);
     this.maxSize = maxSize(maxEntries, maxCapacity);
     this.stampMask = (1 << stampBits) - 1;
@@ -124,6 +164,38 @@ abstract class SampledLruTable {
   /** The key in {@code slot} is about to be evicted: drop what hangs on it. */
   abstract void evicting(int slot);
 
+  /**
+   * Called with {@code true} before the table is replaced by a bigger one and with {@code false}
+   * once the new one is complete (readers without the lock must not trust reads across it).
+   */
+  void relayout(boolean begin) {}
+
+  /** Whether the version of value {@code v} is odd (a writer is changing its slot). */
+  static boolean changing(long v) {
+    return (v & VERSION_ONE) != 0;
+  }
+
+  /**
+   * Versioned slots: starts a change of {@code slot} (its version turns odd; nothing if it already
+   * is). Every write of the change comes after this one.
+   */
+  final void open(int slot) {
+    long v = tab[2 * slot + 1];
+    if ((v & VERSION_ONE) == 0) {
+      tab[2 * slot + 1] = v + VERSION_ONE;
+      VarHandle.storeStoreFence();
+    }
+  }
+
+  /** Versioned slots: ends a change of {@code slot} (its version turns even: two more). */
+  final void close(int slot) {
+    VarHandle.storeStoreFence(); // the writes of the change come before this one
+    long v = tab[2 * slot + 1];
+    if ((v & VERSION_ONE) != 0) {
+      tab[2 * slot + 1] = v + VERSION_ONE;
+    }
+  }
+
   /** Keys held. */
   final int size() {
     return size;
@@ -156,19 +228,29 @@ abstract class SampledLruTable {
   /**
    * Puts the absent key {@code k} with value {@code v}, evicting a key first when full (else
    * growing when due); returns its slot. The insert counts towards the next tick after {@code v}
-   * (and any stamp the caller computed before) is taken.
+   * (and any stamp the caller computed before) is taken. Versioned slots: the slot is returned open
+   * (its version odd), for the caller to {@link #close} once the key's value is complete.
    */
   final int insert(long k, long v) {
     if (size >= maxSize) {
       int victim = oldest();
+      if (versioned) {
+        open(victim);
+      }
       evicting(victim);
       deleteSlot(victim);
     } else if (needsGrowth(size, cap, maxCapacity)) {
       rehash(grownCapacity(cap, maxCapacity));
     }
     int i = emptySlot(k);
-    tab[2 * i] = k;
-    tab[2 * i + 1] = v;
+    if (versioned) { // the slot is left open: the caller closes it once its value is complete
+      tab[2 * i + 1] = (v & BELOW_VERSION) | ((tab[2 * i + 1] | VERSION_ONE) & ~BELOW_VERSION);
+      VarHandle.storeStoreFence();
+      tab[2 * i] = k;
+    } else {
+      tab[2 * i] = k;
+      tab[2 * i + 1] = v;
+    }
     size++;
     if (++sinceTick >= tickLen) {
       sinceTick = 0;
@@ -211,8 +293,16 @@ abstract class SampledLruTable {
     return best;
   }
 
-  /** Removes the key in slot {@code i}; a later key may move into {@code i}. */
+  /**
+   * Removes the key in slot {@code i}; a later key may move into {@code i}. Versioned slots: every
+   * slot written is open while it is written and closed after (the hole moving with the shift is
+   * the one open slot); {@code i} may have been opened by the caller, and is closed.
+   */
   final void deleteSlot(int i) {
+    if (versioned) {
+      deleteVersioned(i);
+      return;
+    }
     int j = i;
     while (true) {
       if (++j == cap) {
@@ -236,7 +326,36 @@ abstract class SampledLruTable {
     size--;
   }
 
+  /** {@link #deleteSlot} with versioned slots. */
+  private void deleteVersioned(int i) {
+    open(i);
+    int j = i;
+    while (true) {
+      if (++j == cap) {
+        j = 0;
+      }
+      long k = tab[2 * j];
+      if (k == 0) {
+        break;
+      }
+      if (mayShift(home(k, cap), i, j, cap)) {
+        tab[2 * i] = k; // i is open: its odd version stays
+        tab[2 * i + 1] = (tab[2 * j + 1] & BELOW_VERSION) | (tab[2 * i + 1] & ~BELOW_VERSION);
+        close(i);
+        open(j); // the hole moves to j (a reader may still find k in j until then: same value)
+        i = j;
+      }
+    }
+    tab[2 * i] = 0;
+    tab[2 * i + 1] = (emptyValue & BELOW_VERSION) | (tab[2 * i + 1] & ~BELOW_VERSION);
+    close(i);
+    size--;
+  }
+
   private void rehash(int capacity) {
+    if (versioned) {
+      relayout(true);
+    }
     long[] old = tab;
     byte[] om = meta;
     int oldCap = cap;
@@ -251,6 +370,9 @@ abstract class SampledLruTable {
           meta[i] = om[s];
         }
       }
+    }
+    if (versioned) {
+      relayout(false);
     }
   }
 }

@@ -186,6 +186,97 @@ class LazyClearTest {
   }
 
   @Test
+  void aLookupCompletesWhileTheClearOfAMillionEntryPodHoldsTheWriteLock() throws Exception {
+    InMemoryBlockIndex idx = bigIndex();
+    long[] keys64 = idx.requestKeys(tokens(0, 64), (String) null);
+    long[] keysBig = idx.requestKeys(tokens(0, 8192), (String) null);
+    Semaphore paused = new Semaphore(0);
+    Semaphore resume = new Semaphore(0);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread clearing =
+        new Thread(
+            () -> {
+              try {
+                idx.allBlocksCleared("big");
+              } catch (Throwable t) {
+                failure.set(t);
+                paused.release();
+              }
+            },
+            "clearing");
+    // the clear's write call pauses halfway through its reclaim step, holding the write lock
+    idx.testHook =
+        (where, n) -> {
+          if (Thread.currentThread() == clearing && where.equals("reclaim")) {
+            paused.release();
+            try {
+              if (!resume.tryAcquire(120, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("never resumed");
+              }
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+        };
+    clearing.start();
+    assertThat(paused.tryAcquire(120, TimeUnit.SECONDS)).isTrue();
+    assertThat(failure.get()).isNull();
+
+    // the clear holds the write lock: lookups complete and see the pod cleared
+    assertThat(idx.writeLocked()).isTrue();
+    List<String> pods = List.of("big", "small");
+    PrefixMatch m = idx.lookup(keysBig, keysBig.length, pods, new PrefixMatch());
+    assertThat(m.matchedBlocks(0)).isZero();
+    assertThat(m.matchedBlocks(1)).isEqualTo(64);
+    m = idx.lookup(keys64, keys64.length, pods, new PrefixMatch());
+    assertThat(m.matchedBlocks(0)).isZero();
+    assertThat(m.matchedBlocks(1)).isEqualTo(64);
+    assertThat(idx.writeLocked()).isTrue(); // the lookups did not wait for the clear
+    assertThat(idx.lockedLookups()).isZero();
+
+    resume.release();
+    clearing.join(120_000);
+    assertThat(failure.get()).isNull();
+    assertThat(idx.staleEntries()).isPositive(); // reclaimed lazily, by later writes
+    assertThat(idx.lookup(keys64, pods).matchedBlocks(1)).isEqualTo(64);
+  }
+
+  @Test
+  void theReclaimerPacesItselfByWhatAwaitsReclamation() {
+    InMemoryBlockIndex idx = bigIndex();
+    // a clear of 64 entries beside a million live ones: one id and 64 entries wait, little pressure
+    long before = idx.reclaimSlots();
+    idx.allBlocksCleared("small");
+    assertThat(idx.reclaimSlots() - before).isLessThanOrEqualTo(InMemoryBlockIndex.RECLAIM_MIN);
+    before = idx.reclaimSlots();
+    idx.blockStored(
+        "other",
+        new long[] {7_000_000_001L},
+        false,
+        0,
+        new int[] {-5, -6, -7, -8},
+        BS,
+        null,
+        null,
+        0);
+    assertThat(idx.reclaimSlots() - before).isLessThanOrEqualTo(InMemoryBlockIndex.RECLAIM_MIN);
+    // a clear of a million entries: the reclaimer goes at full speed
+    idx.allBlocksCleared("big");
+    before = idx.reclaimSlots();
+    idx.blockStored(
+        "other",
+        new long[] {7_000_000_002L},
+        false,
+        0,
+        new int[] {-9, -10, -11, -12},
+        BS,
+        null,
+        null,
+        0);
+    assertThat(idx.reclaimSlots() - before).isEqualTo(InMemoryBlockIndex.RECLAIM_SLOTS);
+  }
+
+  @Test
   void moreClearsThanIdsWithinOneReclaimRoundForceTheReclamation() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     InMemoryBlockIndex idx =
