@@ -224,4 +224,87 @@ class OptimisticLookupTest {
     assertThat(failure.get()).isNull();
     assertThat(idx.lookup(keys, List.of("w")).matchedBlocks(0)).isEqualTo(64);
   }
+
+  /**
+   * A clear of a pod the lookup asked about, made after the lookup bound the pod's old id and
+   * paused halfway through the reclamation of that id's entries (some of the pod's keys purged,
+   * others not), must not let the lookup validate what it read with the old id: it would see the
+   * pod's prefix cut at the first purged key, a state the index never was in. For every reclaim
+   * budget (so that the pause falls between any two of the pod's keys), the lookup answers the
+   * pod's whole prefix or none of it. (CI found the torn answer with the property test.)
+   */
+  @Test
+  void aLookupBesideAClearHalfwayThroughReclamationSeesThePodWholeOrCleared() throws Exception {
+    int partial = 0;
+    for (int budget = 2; budget <= 400; budget += 2) {
+      InMemoryBlockIndex idx =
+          new InMemoryBlockIndex(IndexConfig.builder().blockSize(BS).maxKeys(64).build(), budget);
+      idx.blockStored("a", hashes(0, 15), false, 0, tokens(0, 15), BS, null, null, 0);
+      long[] keys = idx.requestKeys(tokens(0, 15), (String) null);
+      Semaphore storePaused = new Semaphore(0);
+      Semaphore storeResume = new Semaphore(0);
+      Semaphore clearPaused = new Semaphore(0);
+      Semaphore clearResume = new Semaphore(0);
+      Thread store =
+          new Thread(
+              () ->
+                  idx.blockStored("b", hashes(100, 1), false, 0, tokens(100, 1), BS, null, null, 0),
+              "store");
+      Thread clear = new Thread(() -> idx.allBlocksCleared("a"), "clear");
+      idx.testHook =
+          (where, n) -> {
+            Thread t = Thread.currentThread();
+            Semaphore paused = t == store ? storePaused : t == clear ? clearPaused : null;
+            Semaphore resume = t == store ? storeResume : clearResume;
+            if (paused == null || (t == clear) != where.equals("reclaim")) {
+              return;
+            }
+            paused.release();
+            try {
+              if (!resume.tryAcquire(120, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("never resumed");
+              }
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          };
+      // a store holds the write lock when the lookup starts, so its first attempt is a checked one
+      store.start();
+      assertThat(storePaused.tryAcquire(120, TimeUnit.SECONDS)).isTrue();
+      boolean[] clearPausedInReclaim = new boolean[1];
+      boolean[] once = new boolean[1];
+      // once bound (to a's old id): the store ends, the clear runs to halfway through reclaiming
+      idx.bindHook =
+          () -> {
+            if (once[0]) {
+              return;
+            }
+            once[0] = true;
+            try {
+              storeResume.release();
+              store.join(120_000);
+              clear.start();
+              while (!clearPaused.tryAcquire(1, TimeUnit.MILLISECONDS)) {
+                if (!clear.isAlive()) {
+                  break; // the round ended before the pause point: no half-reclaimed state
+                }
+              }
+              clearPausedInReclaim[0] = clear.isAlive();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          };
+      PrefixMatch m = idx.lookup(keys, List.of("a", "b"));
+      idx.bindHook = null;
+      clearResume.release();
+      clear.join(120_000);
+      assertThat(clear.isAlive()).isFalse();
+      assertThat(m.matchedBlocks(0)).as("budget %d", budget).isIn(0, 15);
+      assertThat(idx.lookup(keys, List.of("a")).matchedBlocks(0)).isZero();
+      if (clearPausedInReclaim[0]) {
+        partial++;
+      }
+    }
+    assertThat(partial).as("examples that paused the clear halfway").isPositive();
+  }
 }
