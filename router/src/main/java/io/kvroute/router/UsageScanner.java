@@ -38,6 +38,7 @@ final class UsageScanner {
   private final byte[][] keys;
   private final boolean anthropic;
   private final int[] matched;
+  private final int longest; // the longest key's length
   private final long[] values = {-1, -1, -1};
   private int phase = SCANNING;
   private int key;
@@ -67,6 +68,11 @@ final class UsageScanner {
         };
     this.anthropic = api == InferenceRequest.Api.MESSAGES;
     this.matched = new int[keys.length];
+    int l = 0;
+    for (byte[] k : keys) {
+      l = Math.max(l, k.length);
+    }
+    this.longest = l;
   }
 
   private static byte[][] keys(String... names) {
@@ -92,6 +98,19 @@ final class UsageScanner {
           }
           if (i == end) {
             return;
+          }
+          if (end - i >= longest) {
+            // the whole of any key fits: compare at once instead of byte by byte (a key holds no
+            // quote but its first and last, so no match can begin inside another's)
+            int k = keyAt(a, off + i);
+            if (k < 0) {
+              i++; // no key starts at this quote
+              continue;
+            }
+            key = k;
+            phase = BEFORE_COLON;
+            i += keys[k].length;
+            continue;
           }
         }
         accept(a[off + i]);
@@ -156,6 +175,17 @@ final class UsageScanner {
       tailLen = 0;
     }
     return this;
+  }
+
+  /** The key starting at {@code a[from]} (a quote, with a whole key's length after it), or -1. */
+  private int keyAt(byte[] a, int from) {
+    for (int k = 0; k < keys.length; k++) {
+      byte[] kb = keys[k];
+      if (java.util.Arrays.equals(a, from, from + kb.length, kb, 0, kb.length)) {
+        return k;
+      }
+    }
+    return -1;
   }
 
   /** Scanning with no partial match: only a quote can change the state. */

@@ -1,6 +1,9 @@
 package io.kvroute.router;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.lists;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -97,5 +100,69 @@ class UsageScannerTest {
             3);
     assertThat(s.cachedTokens()).isEqualTo(-1);
     assertThat(s.promptTokens()).isEqualTo(5);
+  }
+
+  private static final String[] FRAGMENTS = {
+    "\"prompt_tokens\"",
+    "\"cached_tokens\"",
+    "\"input_tokens\"",
+    "\"prompt_tokens",
+    "\\\"cached_tokens\\\"",
+    "\"",
+    ":",
+    " ",
+    "\n",
+    "0",
+    "7",
+    "12345",
+    "null",
+    ",",
+    "{",
+    "}",
+    "\"text\"",
+    "prompt_tokens",
+    "\"\"",
+    "data: ",
+    "\"prompt_tokens_details\"",
+    "x",
+    "\"prompt_tokens\":41",
+    "\"cached_tokens\" : 9",
+    "\"\"prompt_tokens\":3",
+    "\"cached_tokens\":"
+  };
+
+  /**
+   * Heap buffers (compared at each quote a whole key fits after) find what the byte-by-byte state
+   * machine finds (direct buffers, one byte at a time), for bodies made of keys, partial keys,
+   * escaped keys, quotes, colons, whitespace and numbers, in any chunking.
+   */
+  @Test
+  void heapBuffersFindWhatTheByteByByteScanFinds() {
+    qt().withExamples(2000)
+        .forAll(
+            lists().of(integers().between(0, FRAGMENTS.length - 1)).ofSizeBetween(0, 60),
+            integers().between(1, 300))
+        .checkAssert(
+            (parts, chunk) -> {
+              StringBuilder body = new StringBuilder();
+              for (int p : parts) {
+                body.append(FRAGMENTS[p]);
+              }
+              byte[] b = body.toString().getBytes(StandardCharsets.UTF_8);
+              UsageScanner reference = new UsageScanner();
+              for (byte x : b) {
+                reference.scan(ByteBuffer.allocateDirect(1).put(x).flip());
+              }
+              UsageScanner heap = new UsageScanner();
+              for (int i = 0; i < b.length; i += chunk) {
+                heap.scan(ByteBuffer.wrap(b, i, Math.min(chunk, b.length - i)).slice());
+              }
+              assertThat(heap.promptTokens())
+                  .as(body.toString())
+                  .isEqualTo(reference.promptTokens());
+              assertThat(heap.cachedTokens())
+                  .as(body.toString())
+                  .isEqualTo(reference.cachedTokens());
+            });
   }
 }

@@ -57,7 +57,10 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  *
  * Without {@code --path} it runs each path in a child JVM (the same classpath, Netty's leak
- * detector off as the {@code kvroute} launcher has it) and prints one table.
+ * detector off as the {@code kvroute} launcher has it) and prints two tables: bytes per request,
+ * and CPU time per request (kvroute's threads; the VM's own threads, GC and JIT) with the GC pauses
+ * seen while measuring ({@code --jvm} compares collectors: CPU time, unlike wall time, hardly
+ * depends on the machine's load).
  */
 public final class RequestAllocationRun {
   static final List<String> PATHS =
@@ -153,6 +156,115 @@ public final class RequestAllocationRun {
           e.getValue()[1].replace(",", " / "),
           floor > 0 ? String.format(Locale.ROOT, "%.1f", median / floor) : "");
     }
+    System.out.println();
+    System.out.println(
+        "| path | µs CPU/request, kvroute's threads (median window) | µs CPU/request, the VM's"
+            + " (GC, JIT) | GC pauses per 10k requests | pause ms: mean / max |");
+    System.out.println("|---|---|---|---|---|");
+    for (Map.Entry<String, String[]> e : results.entrySet()) {
+      String[] r = e.getValue();
+      System.out.printf(
+          Locale.ROOT,
+          "| %s | %s | %s | %s | %s / %s |%n",
+          e.getKey(),
+          r[2],
+          r[3],
+          r[4],
+          r[5],
+          r[6]);
+    }
+  }
+
+  private static double median(double[] values) {
+    double[] sorted = values.clone();
+    Arrays.sort(sorted);
+    return sorted[sorted.length / 2];
+  }
+
+  /**
+   * CPU time: kvroute's threads (every Java thread but the harness's, {@link Snapshot#harness}),
+   * all Java threads, and the whole process (so the VM's own threads, GC and JIT, are the process
+   * minus the Java threads). CPU time, unlike wall time, hardly depends on what else the machine
+   * runs (caches aside), so it can be compared across runs on a shared machine.
+   */
+  static final class Cpu {
+    private static final java.lang.management.ThreadMXBean THREADS =
+        ManagementFactory.getThreadMXBean();
+    private static final com.sun.management.OperatingSystemMXBean OS =
+        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    long kvroute;
+    long java;
+    long process;
+
+    long vm() {
+      return process - java;
+    }
+
+    static Cpu take() {
+      Cpu c = new Cpu();
+      long[] ids = THREADS.getAllThreadIds();
+      ThreadInfo[] infos = THREADS.getThreadInfo(ids);
+      for (int i = 0; i < ids.length; i++) {
+        long t = THREADS.getThreadCpuTime(ids[i]);
+        if (infos[i] == null || t < 0) {
+          continue;
+        }
+        c.java += t;
+        if (!Snapshot.harness(infos[i].getThreadName())) {
+          c.kvroute += t;
+        }
+      }
+      c.process = OS.getProcessCpuTime();
+      return c;
+    }
+  }
+
+  /** GC pauses (stop-the-world phases) reported by the collectors while measuring. */
+  static final class Pauses implements javax.management.NotificationListener {
+    private final List<Long> millis = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    static Pauses listen() {
+      Pauses p = new Pauses();
+      for (java.lang.management.GarbageCollectorMXBean gc :
+          ManagementFactory.getGarbageCollectorMXBeans()) {
+        // ZGC and Shenandoah report their concurrent cycles too: only pauses count
+        if (gc.getName().endsWith("Cycles")) {
+          continue;
+        }
+        ((javax.management.NotificationEmitter) gc).addNotificationListener(p, null, null);
+      }
+      return p;
+    }
+
+    @Override
+    public void handleNotification(javax.management.Notification n, Object handback) {
+      if (n.getType()
+          .equals(
+              com.sun.management.GarbageCollectionNotificationInfo
+                  .GARBAGE_COLLECTION_NOTIFICATION)) {
+        com.sun.management.GarbageCollectionNotificationInfo info =
+            com.sun.management.GarbageCollectionNotificationInfo.from(
+                (javax.management.openmbean.CompositeData) n.getUserData());
+        millis.add(info.getGcInfo().getDuration());
+      }
+    }
+
+    String summary(long requests) {
+      return "GC pauses: "
+          + brief(requests).replace(' ', '/')
+          + " (per 10k requests, mean ms, max ms)";
+    }
+
+    String brief(long requests) {
+      List<Long> copy;
+      synchronized (millis) {
+        copy = new ArrayList<>(millis);
+      }
+      long max = copy.stream().mapToLong(Long::longValue).max().orElse(0);
+      double mean = copy.stream().mapToLong(Long::longValue).average().orElse(0);
+      return String.format(
+          Locale.ROOT, "%.1f %.2f %d", copy.size() * 10_000.0 / requests, mean, max);
+    }
   }
 
   // ------------------------------------------------------------------ child: one path
@@ -194,22 +306,33 @@ public final class RequestAllocationRun {
         jfr.start();
       }
       double[] perRequest = new double[windows];
+      double[] cpuPerRequest = new double[windows];
+      double[] vmPerRequest = new double[windows];
       Map<String, Long> byGroup = new TreeMap<>();
+      Pauses pauses = Pauses.listen();
       for (int i = 0; i < windows; i++) {
         Map<Long, Long> before = Snapshot.take();
+        Cpu cpu0 = Cpu.take();
         w.run(requests);
+        Cpu cpu1 = Cpu.take();
         Map<Long, Long> after = Snapshot.take();
         Snapshot.Delta d = Snapshot.delta(before, after);
         perRequest[i] = (double) d.measured / requests;
+        cpuPerRequest[i] = (cpu1.kvroute - cpu0.kvroute) / 1e3 / requests;
+        vmPerRequest[i] = (cpu1.vm() - cpu0.vm()) / 1e3 / requests;
         d.byGroup.forEach((g, b) -> byGroup.merge(g, b, Long::sum));
         System.out.printf(
             Locale.ROOT,
-            "window %d: %,.0f bytes/request (%d threads counted, %d gone)%n",
+            "window %d: %,.0f bytes/request, %.1f µs CPU/request in kvroute's threads, %.1f µs in"
+                + " the VM's (GC, JIT) (%d threads counted, %d gone)%n",
             i + 1,
             perRequest[i],
+            cpuPerRequest[i],
+            vmPerRequest[i],
             d.threads,
             d.gone);
       }
+      System.out.println(pauses.summary(requests * windows));
       long total = requests * windows;
       StringBuilder groups = new StringBuilder("by thread group:");
       byGroup.forEach(
@@ -226,7 +349,17 @@ public final class RequestAllocationRun {
       for (double v : perRequest) {
         all.append(all.length() == 0 ? "" : ",").append(Math.round(v));
       }
-      System.out.println("RESULT " + Math.round(sorted[windows / 2]) + " " + all);
+      System.out.println(
+          "RESULT "
+              + Math.round(sorted[windows / 2])
+              + " "
+              + all
+              + String.format(
+                  Locale.ROOT,
+                  " %.1f %.1f %s",
+                  median(cpuPerRequest),
+                  median(vmPerRequest),
+                  pauses.brief(requests * windows)));
     } finally {
       w.close();
     }
