@@ -41,6 +41,8 @@ import java.util.concurrent.TimeUnit;
  *       kvgw} (nixl connector, one prefill and one decode endpoint, the default scheduler: decode
  *       only once the prompt is in the approximate index; the engines' {@code /tokenize} is called
  *       per request);
+ *   <li>{@code gateway-decode-fc}: the same with {@code flowControl} on (idle: the stub fleet never
+ *       saturates), for what admission costs a request that is admitted at once;
  *   <li>{@code gateway-pd}: {@code kvgwpd} ({@code always-disagg-pd-decider}: prefill then decode);
  *   <li>{@code proxy-pd}: {@code kvroute proxy --connector nixl} ({@code kvproxy});
  *   <li>{@code gateway-decode-sse}, {@code proxy-pd-sse}: the same with {@code "stream":true}
@@ -69,6 +71,7 @@ public final class RequestAllocationRun {
           "route-decode",
           "route-pd",
           "gateway-decode",
+          "gateway-decode-fc",
           "gateway-pd",
           "proxy-pd",
           "gateway-decode-sse",
@@ -489,6 +492,8 @@ public final class RequestAllocationRun {
               "observabilityHeaders: true",
               "defaultConnector: { type: nixl }",
               pd ? "scheduler: picker-pd.yaml" : "",
+              // flow control on, idle (the fleet never saturates here): what admission costs
+              path.equals("gateway-decode-fc") ? "flowControl: { tenantHeader: x-tenant-id }" : "",
               "endpoints:",
               "  - { id: p0, url: \"" + prefill + "\", role: prefill }",
               "  - { id: d0, url: \"" + decode + "\", role: decode }",

@@ -171,7 +171,7 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
             body -> {
               InferenceRequest ir =
                   InferenceRequest.of(
-                      api.get(), body, headers(request.getHeaders()), "kvr-" + UUID.randomUUID());
+                      api.get(), body, headers(request.getHeaders()), newRequestId());
               return mode == KvRouteProperties.Mode.RELAY
                   ? relay(exchange, ir)
                   : route(exchange, chain, ir, body);
@@ -483,5 +483,17 @@ public final class KvRouteGlobalFilter implements GlobalFilter, Ordered {
       return RouteDecision.Outcome.ENDPOINT_ERROR;
     }
     return code >= 400 ? RouteDecision.Outcome.CLIENT_ERROR : RouteDecision.Outcome.SUCCESS;
+  }
+
+  /**
+   * A fresh request id: {@code kvr-} and a random (version 4) UUID drawn from {@link
+   * java.util.concurrent.ThreadLocalRandom}, as the gateway's: ids are not secrets, and {@link
+   * UUID#randomUUID()}'s {@code SecureRandom} takes a process-wide lock on every request.
+   */
+  static String newRequestId() {
+    java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+    long msb = (r.nextLong() & ~0xF000L) | 0x4000L; // version 4
+    long lsb = (r.nextLong() & 0x3FFFFFFFFFFFFFFFL) | 0x8000000000000000L; // IETF variant
+    return "kvr-" + new UUID(msb, lsb);
   }
 }
