@@ -217,6 +217,22 @@ final class FlowStage {
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
+    CompletableFuture<FlowController.Admission> admitted = controller.enqueue(fr);
+    FlowController.Admission a = null;
+    CompletableFuture<RouteDecision> scheduled = null;
+    if (admitted.isDone() && !admitted.isCompletedExceptionally()) {
+      // admitted at once (the fleet has room): when scheduling answers at once too, the decision
+      // needs no future of flow control's own (what flow control costs an idle gateway)
+      a = admitted.join();
+      scheduled = router.decideScheduledAsync(request, candidateFilter);
+      if (scheduled.isDone() && !scheduled.isCompletedExceptionally()) {
+        RouteDecision rd = scheduled.join();
+        if (verdict(rd, a, fr) == SloGate.Verdict.SEND) {
+          rd.admitted(a);
+          return CompletableFuture.completedFuture(rd);
+        }
+      }
+    }
     CompletableFuture<RouteDecision> result = new CompletableFuture<>();
     AtomicReference<CompletableFuture<?>> current = new AtomicReference<>();
     result.whenComplete(
@@ -228,8 +244,21 @@ final class FlowStage {
             }
           }
         });
-    await(controller.enqueue(fr), request, candidateFilter, fr, result, current);
+    if (scheduled != null) {
+      whenScheduled(a, scheduled, request, candidateFilter, fr, result, current);
+    } else {
+      await(admitted, request, candidateFilter, fr, result, current);
+    }
     return result;
+  }
+
+  private SloGate.Verdict verdict(
+      RouteDecision rd, FlowController.Admission a, FlowController.FlowRequest fr) {
+    return SloGate.check(
+        rd.scheduling(),
+        router.scheduler().latencyPredictor(),
+        fr.slo(),
+        clock.getAsLong() - a.arrivalNanos());
   }
 
   private void await(
@@ -249,42 +278,54 @@ final class FlowStage {
             result.completeExceptionally(CancellableFutures.unwrap(t));
             return;
           }
-          CompletableFuture<RouteDecision> scheduled =
-              router.decideScheduledAsync(request, candidateFilter);
-          current.set(scheduled);
-          scheduled.whenComplete(
-              (rd, t2) -> {
-                if (t2 != null) {
-                  a.release();
-                  result.completeExceptionally(CancellableFutures.unwrap(t2));
-                  return;
-                }
-                SloGate.Verdict v =
-                    SloGate.check(
-                        rd.scheduling(),
-                        router.scheduler().latencyPredictor(),
-                        fr.slo(),
-                        clock.getAsLong() - a.arrivalNanos());
-                if (v == SloGate.Verdict.SEND) {
-                  rd.admitted(a);
-                  if (!result.complete(rd)) {
-                    router.discard(rd); // cancelled meanwhile
-                    a.release();
-                  }
-                  return;
-                }
-                router.discard(rd);
-                if (v == SloGate.Verdict.UNATTAINABLE || result.isDone()) {
-                  result.completeExceptionally(
-                      a.drop(
-                          RequestDroppedException.Reason.SLO_UNATTAINABLE,
-                          "no endpoint can meet its ttft objective of "
-                              + fr.slo().ttftNanos() / 1_000_000
-                              + " ms any more"));
-                  return;
-                }
-                await(a.requeue(), request, candidateFilter, fr, result, current);
-              });
+          whenScheduled(
+              a,
+              router.decideScheduledAsync(request, candidateFilter),
+              request,
+              candidateFilter,
+              fr,
+              result,
+              current);
+        });
+  }
+
+  /** Applies the latency rule to an admitted request's decision once {@code scheduled} is done. */
+  private void whenScheduled(
+      FlowController.Admission a,
+      CompletableFuture<RouteDecision> scheduled,
+      InferenceRequest request,
+      Predicate<Endpoint> candidateFilter,
+      FlowController.FlowRequest fr,
+      CompletableFuture<RouteDecision> result,
+      AtomicReference<CompletableFuture<?>> current) {
+    current.set(scheduled);
+    scheduled.whenComplete(
+        (rd, t2) -> {
+          if (t2 != null) {
+            a.release();
+            result.completeExceptionally(CancellableFutures.unwrap(t2));
+            return;
+          }
+          SloGate.Verdict v = verdict(rd, a, fr);
+          if (v == SloGate.Verdict.SEND) {
+            rd.admitted(a);
+            if (!result.complete(rd)) {
+              router.discard(rd); // cancelled meanwhile
+              a.release();
+            }
+            return;
+          }
+          router.discard(rd);
+          if (v == SloGate.Verdict.UNATTAINABLE || result.isDone()) {
+            result.completeExceptionally(
+                a.drop(
+                    RequestDroppedException.Reason.SLO_UNATTAINABLE,
+                    "no endpoint can meet its ttft objective of "
+                        + fr.slo().ttftNanos() / 1_000_000
+                        + " ms any more"));
+            return;
+          }
+          await(a.requeue(), request, candidateFilter, fr, result, current);
         });
   }
 }

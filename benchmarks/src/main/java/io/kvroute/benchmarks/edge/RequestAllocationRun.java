@@ -304,6 +304,8 @@ public final class RequestAllocationRun {
         jfr.enable("jdk.ObjectAllocationSample").with("throttle", "5000/s").withStackTrace();
         // with -XX:-UseTLAB every allocation is one of these: exact sizes and sites
         jfr.enable("jdk.ObjectAllocationOutsideTLAB").withStackTrace();
+        // and where the CPU time goes (jfr print --events jdk.ExecutionSample)
+        jfr.enable("jdk.ExecutionSample").withPeriod(java.time.Duration.ofMillis(10));
         jfr.setToDisk(true);
         jfr.setDestination(Path.of(opt.get("jfr")));
         jfr.start();
