@@ -291,8 +291,8 @@ final class ReplayCommand implements Callable<Integer> {
       defaultValue = "on",
       paramLabel = "on|off",
       description =
-          "With --replicas: share in-flight counts and speculative entries through an in-memory"
-              + " FleetState (on), or not (off)")
+          "With --replicas: share in-flight counts, speculative entries and the routing memory"
+              + " through an in-memory FleetState (on), or not (off)")
   String sharing;
 
   @Option(
@@ -310,6 +310,15 @@ final class ReplayCommand implements Callable<Integer> {
           "With --sharing on: delay before one replica's changes reach the others, milliseconds"
               + " (default: the p99 measured on Redis)")
   double fleetStalenessMs;
+
+  @Option(
+      names = "--fleet-memory-ttl",
+      defaultValue = "300",
+      paramLabel = "S",
+      description =
+          "With --sharing on: how long the shared routing memory keeps where a replica sent a"
+              + " prompt, seconds (0: each replica keeps its own memory only)")
+  double fleetMemoryTtlSeconds;
 
   @Option(names = "--no-progress", description = "No progress bar on stderr")
   boolean noProgress;
@@ -360,6 +369,7 @@ final class ReplayCommand implements Callable<Integer> {
               .sharing(onOff(sharing, "--sharing"))
               .assignment(Replay.Assignment.parse(assign))
               .fleetStaleness(Duration.ofNanos(Math.round(fleetStalenessMs * 1e6)))
+              .fleetMemoryTtl(Duration.ofNanos(Math.round(fleetMemoryTtlSeconds * 1e9)))
               .latencyWeight(latencyWeight)
               .latencyObjective(onOff(latencyObjective, "--latency-objective"));
       if (onOff(flowControl, "--flow-control")) {

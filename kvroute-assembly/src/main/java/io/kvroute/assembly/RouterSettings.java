@@ -450,9 +450,11 @@ public record RouterSettings(
   /**
    * {@code fleet}: this gateway is one replica of a fleet whose replicas share, through the index's
    * Redis ({@code kvindex-redis}), the requests and tokens in flight per endpoint (leased: a
-   * replica that dies leaves the counts within {@code leaseTtl}) and speculative prefix entries
-   * (where a replica just sent a prompt, before the engine's KV events arrive). Scoring reads the
-   * fleet-wide view once per request, within {@code viewTimeout}, else this replica's own.
+   * replica that dies leaves the counts within {@code leaseTtl}), speculative prefix entries (where
+   * a replica just sent a prompt, before the engine's KV events arrive), the routing memory (where
+   * any replica sent a prompt, for {@code memoryTtl}) and where each replica sent its cold
+   * requests. Scoring reads the fleet-wide view once per request, within {@code viewTimeout}, else
+   * this replica's own.
    *
    * @param name the fleet's name: replicas sharing state use the same one (default {@code default})
    * @param replicaId this replica's name, unique in the fleet (default: {@code
@@ -463,6 +465,8 @@ public record RouterSettings(
    * @param speculativeStride a speculative entry every this many request keys (default 8; 1: exact)
    * @param viewTimeout a fleet view's deadline; past it the local view answers (default 20ms)
    * @param viewBackoff after a failed or late view, views stay local this long (default 1s)
+   * @param memoryTtl how long the routing memory keeps where a replica sent a prompt (default 5m;
+   *     0s: not shared)
    */
   public record Fleet(
       String name,
@@ -471,7 +475,8 @@ public record RouterSettings(
       Duration speculativeTtl,
       Integer speculativeStride,
       Duration viewTimeout,
-      Duration viewBackoff) {
+      Duration viewBackoff,
+      Duration memoryTtl) {
     /** Validates and applies the defaults. */
     public Fleet {
       name = name == null ? "default" : name;
@@ -485,6 +490,7 @@ public record RouterSettings(
           speculativeStride,
           viewTimeout,
           viewBackoff,
+          memoryTtl,
           null);
     }
 
@@ -503,6 +509,7 @@ public record RouterSettings(
           speculativeStride,
           viewTimeout,
           viewBackoff,
+          memoryTtl,
           defaultReplicaId);
     }
 
@@ -514,6 +521,7 @@ public record RouterSettings(
         Integer speculativeStride,
         Duration viewTimeout,
         Duration viewBackoff,
+        Duration memoryTtl,
         String defaultReplicaId) {
       FleetConfig.Builder b = FleetConfig.builder().fleet(name);
       String id = replicaId != null ? replicaId : defaultReplicaId;
@@ -534,6 +542,9 @@ public record RouterSettings(
       }
       if (viewBackoff != null) {
         b.viewBackoff(viewBackoff);
+      }
+      if (memoryTtl != null) {
+        b.memoryTtl(memoryTtl);
       }
       try {
         return b.build();

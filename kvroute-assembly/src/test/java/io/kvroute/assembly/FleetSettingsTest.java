@@ -20,7 +20,7 @@ class FleetSettingsTest {
             "index: { backend: redis, redis: { url: \"redis://a:1,redis://b:2\", cluster: true,"
                 + " podGroups: 6, replicaId: gw-1 } }\n"
                 + "fleet: { name: prod, leaseTtl: 3s, speculativeTtl: 1s, speculativeStride: 4,"
-                + " viewTimeout: 5ms, viewBackoff: 0s }\n",
+                + " viewTimeout: 5ms, viewBackoff: 0s, memoryTtl: 90s }\n",
             RouterSettings.class);
     assertThat(s.index().redis().cluster()).isTrue();
     assertThat(s.index().redis().podGroups()).isEqualTo(6);
@@ -32,6 +32,7 @@ class FleetSettingsTest {
     assertThat(c.speculativeStride()).isEqualTo(4);
     assertThat(c.viewTimeout()).isEqualTo(Duration.ofMillis(5));
     assertThat(c.viewBackoff()).isZero();
+    assertThat(c.memoryTtl()).isEqualTo(Duration.ofSeconds(90));
   }
 
   @Test

@@ -1,5 +1,6 @@
 package io.kvroute.replay;
 
+import io.kvroute.kvindex.fleet.FleetConfig;
 import io.kvroute.replay.internal.Simulation;
 import io.kvroute.router.flow.FlowControlConfig;
 import io.kvroute.router.flow.FlowController;
@@ -59,6 +60,7 @@ public final class Replay {
             b.sharing,
             b.assignment == Assignment.HASH,
             b.fleetStaleness.toNanos(),
+            b.fleetMemoryTtl.toNanos(),
             b.latencyWeight,
             b.latencyObjective);
   }
@@ -139,7 +141,13 @@ public final class Replay {
                 + (settings.hashAssignment() ? "hash" : "round-robin")
                 + "), sharing "
                 + (settings.sharing()
-                    ? "on (staleness " + settings.fleetStalenessNanos() / 1e6 + " ms)"
+                    ? "on (staleness "
+                        + settings.fleetStalenessNanos() / 1e6
+                        + " ms, routing memory "
+                        + (settings.fleetMemoryTtlNanos() == 0
+                            ? "not shared"
+                            : settings.fleetMemoryTtlNanos() / 1e9 + " s")
+                        + ")"
                     : "off")
             : "");
   }
@@ -166,6 +174,7 @@ public final class Replay {
     private boolean sharing = true;
     private Assignment assignment = Assignment.ROUND_ROBIN;
     private Duration fleetStaleness = Duration.ofMillis(3);
+    private Duration fleetMemoryTtl = FleetConfig.defaults().memoryTtl();
     private double latencyWeight = DEFAULT_LATENCY_WEIGHT;
     private boolean latencyObjective = true;
 
@@ -259,8 +268,10 @@ public final class Replay {
     }
 
     /**
-     * With several replicas, whether they share in-flight counts and speculative entries through an
-     * in-memory {@code FleetState} with {@link #fleetStaleness} (default on).
+     * With several replicas, whether they share in-flight counts, speculative entries and the
+     * routing memory (the approximate prefix scorer's record of where prompts went, kept {@link
+     * #fleetMemoryTtl}) through an in-memory {@code FleetState} with {@link #fleetStaleness}
+     * (default on).
      */
     public Builder sharing(boolean sharing) {
       this.sharing = sharing;
@@ -279,6 +290,16 @@ public final class Replay {
      */
     public Builder fleetStaleness(Duration staleness) {
       this.fleetStaleness = Objects.requireNonNull(staleness, "fleetStaleness");
+      return this;
+    }
+
+    /**
+     * How long the shared routing memory keeps where a replica sent a prompt, when sharing (default
+     * {@code FleetConfig}'s, 5 min; {@link Duration#ZERO}: each replica keeps its own memory only,
+     * the fleet shares in-flight counts and speculative entries).
+     */
+    public Builder fleetMemoryTtl(Duration ttl) {
+      this.fleetMemoryTtl = Objects.requireNonNull(ttl, "fleetMemoryTtl");
       return this;
     }
 
@@ -333,6 +354,9 @@ public final class Replay {
       }
       if (replicas < 1 || replicas > 1024) {
         throw new IllegalArgumentException("replicas must be in [1, 1024], was " + replicas);
+      }
+      if (fleetMemoryTtl.isNegative()) {
+        throw new IllegalArgumentException("fleetMemoryTtl must be >= 0, was " + fleetMemoryTtl);
       }
       if (fleetStaleness.isNegative()) {
         throw new IllegalArgumentException("fleetStaleness must be >= 0, was " + fleetStaleness);

@@ -56,7 +56,45 @@ class FleetReplayTest {
             .build()
             .run(ReplayListener.NONE);
     assertThat(r.description())
-        .contains("3 gateway replicas (hash), sharing on (staleness 5.0 ms)");
+        .contains(
+            "3 gateway replicas (hash), sharing on (staleness 5.0 ms, routing memory 300.0 s)");
+  }
+
+  /**
+   * The approximate strategy's whole signal is the router's memory of where it sent each prompt:
+   * with it per replica, each replica spreads a prefix group over the engines as if it were new;
+   * with the fleet's routing memory (and cold routing) shared, replicas route as one.
+   */
+  @Test
+  void theSharedRoutingMemoryMakesReplicasRouteAsOne() {
+    // 60 groups of 6,000-token system prompts on 4 engines that hold 96,000 tokens each: an
+    // engine keeps a quarter of the groups, so a group spread over engines loses its hits
+    Workload w = Workload.sharedPrefix(new SharedPrefix(60, 5, 6000, 400, 20, 4, 600), 7);
+    io.kvroute.testkit.engine.EngineProfile small =
+        io.kvroute.testkit.engine.EngineProfile.named("llama-3.3-70b-fp8-2xh100").toBuilder()
+            .kvBlocks(6000)
+            .build();
+    java.util.function.Function<Replay.Builder, StrategyResult> run =
+        b ->
+            b.pods(4)
+                .profile(small)
+                .strategies(List.of(Strategy.APPROXIMATE))
+                .build()
+                .run(ReplayListener.NONE)
+                .strategy("approximate")
+                .orElseThrow();
+    StrategyResult one = run.apply(Replay.builder(w));
+    StrategyResult shared = run.apply(Replay.builder(w).replicas(4).sharing(true));
+    StrategyResult countsOnly =
+        run.apply(Replay.builder(w).replicas(4).sharing(true).fleetMemoryTtl(Duration.ZERO));
+    StrategyResult none = run.apply(Replay.builder(w).replicas(4).sharing(false));
+    System.out.printf(
+        "FleetReplayTest: approximate hit ratio, one replica %.3f, four sharing %.3f, four"
+            + " sharing counts only %.3f, four not sharing %.3f%n",
+        one.hitRatio(), shared.hitRatio(), countsOnly.hitRatio(), none.hitRatio());
+    assertThat(shared.hitRatio()).isGreaterThanOrEqualTo(0.95 * one.hitRatio());
+    assertThat(countsOnly.hitRatio()).isLessThan(0.9 * shared.hitRatio());
+    assertThat(none.hitRatio()).isLessThan(0.9 * shared.hitRatio());
   }
 
   @Test
@@ -65,6 +103,8 @@ class FleetReplayTest {
         .hasMessageContaining("replicas must be in [1, 1024], was 0");
     assertThatThrownBy(() -> Replay.builder(SLICE).fleetStaleness(Duration.ofMillis(-1)).build())
         .hasMessageContaining("fleetStaleness");
+    assertThatThrownBy(() -> Replay.builder(SLICE).fleetMemoryTtl(Duration.ofMillis(-1)).build())
+        .hasMessageContaining("fleetMemoryTtl must be >= 0");
     assertThatThrownBy(() -> Replay.Assignment.parse("sticky"))
         .hasMessageContaining("known: round-robin, hash");
     assertThat(Replay.Assignment.parse("round-robin")).isEqualTo(Replay.Assignment.ROUND_ROBIN);

@@ -98,11 +98,15 @@ final class CycleContext extends ContextBase {
       fleetRead = true;
       if (scheduler.fleet != null) {
         long[] keys = requestKeys();
+        // the approximate hashes too when this scheduler keeps a routing memory: one read for both
+        long[] hashes = scheduler.approximate != null ? approximateHashes() : FleetCycles.NO_KEYS;
         fleetView =
             scheduler.fleet.view(
                 FleetCycles.ids(all),
                 keys == null ? FleetCycles.NO_KEYS : keys,
-                keys == null ? 0 : keys.length);
+                keys == null ? 0 : keys.length,
+                hashes,
+                hashes.length);
       }
     }
     return fleetView;
@@ -265,7 +269,16 @@ final class CycleContext extends ContextBase {
     if (approxMatched == null) {
       approxMatched = new int[all.size()];
       if (scheduler.approximate != null) {
-        scheduler.approximate.match(approximateHashes(), this::indexOf, approxMatched);
+        long[] h = approximateHashes();
+        scheduler.approximate.match(h, this::indexOf, approxMatched);
+        FleetView fv = fleetView();
+        if (fv != null) {
+          // where another replica (or this one) sent the prompt: the fleet's routing memory
+          for (int c = 0; c < approxMatched.length; c++) {
+            approxMatched[c] =
+                Math.max(approxMatched[c], Math.min(h.length, fv.rememberedBlocks(c)));
+          }
+        }
       }
     }
     return i < 0 ? 0 : approxMatched[i];

@@ -53,15 +53,19 @@ import org.slf4j.LoggerFactory;
  *
  * With a {@link Builder#fleet(FleetState) fleet}, the scheduler is one replica of several that
  * route the same endpoints: {@link #onRouted} reports the request to the fleet ({@link
- * FleetState#requestStarted} and a {@link FleetState#speculate speculative entry} for its request
- * keys, so the other replicas see where its prefix went before the engine's KV events arrive) and
+ * FleetState#requestStarted}, a {@link FleetState#speculate speculative entry} for its request
+ * keys, so the other replicas see where its prefix went before the engine's KV events arrive, and
+ * its approximate prefix hashes to the fleet's {@link FleetState#remember routing memory}) and
  * {@link #onComplete} ends it; each scheduling cycle reads one {@link
  * io.kvroute.kvindex.fleet.FleetView} of the candidates: the in-flight counts the load scorers read
- * are every replica's, and the precise prefix match of a candidate is at least the blocks some
- * replica just sent to it. The cycle reads the view on the thread that runs it, as it reads a
- * shared (Redis) index: with a fleet on Redis, {@link #pick} is no longer I/O-free, but waits at
- * most the fleet's {@code viewTimeout}, then this replica's own view answers. (Completing on the
- * store's I/O thread instead would run the index's blocking lookup there.)
+ * are every replica's, the approximate prefix match of a candidate is at least the blocks some
+ * replica sent to it within the memory's TTL, the no-hit LRU scorer orders endpoints by the last
+ * cold request any replica sent them ({@link FleetState#coldRouted}), and the precise prefix match
+ * is at least the blocks some replica just sent to it. The cycle reads the view on the thread that
+ * runs it, as it reads a shared (Redis) index: with a fleet on Redis, {@link #pick} is no longer
+ * I/O-free, but waits at most the fleet's {@code viewTimeout}, then this replica's own view
+ * answers. (Completing on the store's I/O thread instead would run the index's blocking lookup
+ * there.)
  *
  * <h2>Threads</h2>
  *
@@ -562,10 +566,25 @@ public final class Scheduler {
       if (keys != null && keys.length > 0) {
         fleet.speculate(decode.id(), keys, keys.length);
       }
+      if (h != null && h.length > 0) {
+        fleet.remember(decode.id(), h, h.length);
+      }
       if (prefill != null) {
         fleet.requestStarted(prefill.id(), tokens);
         if (keys != null && keys.length > 0) {
           fleet.speculate(prefill.id(), keys, keys.length);
+        }
+        if (h != null && h.length > 0) {
+          fleet.remember(prefill.id(), h, h.length);
+        }
+      }
+      for (ProfileResult pr : decision.profiles().values()) {
+        if (pr.cold()) { // every replica's no-hit LRU hears of it
+          boolean pre = pr.name().equals(decision.prefillProfileName());
+          Endpoint target = pre ? prefill : decode;
+          if (target != null) {
+            fleet.coldRouted(target.id());
+          }
         }
       }
     }

@@ -444,12 +444,26 @@ public final class Scorers {
       }
       // out[i] temporarily holds the endpoint's last-use sequence (or -1 when never used).
       int neverUsed = 0;
-      synchronized (lru) {
+      io.kvroute.kvindex.fleet.FleetView fv =
+          ctx instanceof CycleContext cc ? cc.fleetView() : null;
+      if (fv != null) { // gateway replicas: the last cold request any replica sent there
+        CycleContext cc = (CycleContext) ctx;
         for (int i = 0; i < n; i++) {
-          Long s = lru.get(candidates.get(i).id());
-          out[i] = s == null ? -1 : s;
-          if (s == null) {
+          int slot = cc.slotOf(candidates.get(i), i);
+          long s = slot < 0 ? 0 : fv.lastColdRouted(slot);
+          out[i] = s == 0 ? -1 : s;
+          if (s == 0) {
             neverUsed++;
+          }
+        }
+      } else {
+        synchronized (lru) {
+          for (int i = 0; i < n; i++) {
+            Long s = lru.get(candidates.get(i).id());
+            out[i] = s == null ? -1 : s;
+            if (s == null) {
+              neverUsed++;
+            }
           }
         }
       }

@@ -112,4 +112,74 @@ class SchedulerFleetTest {
     a.onComplete(first);
     assertThat(Duration.ofSeconds(2)).isEqualTo(FleetConfig.defaults().speculativeTtl());
   }
+
+  /** A scheduler without an index (approximate profiles), a replica of the fleet if shared. */
+  private Scheduler approximateReplica(String id, boolean shared, long seed) {
+    Scheduler.Builder b =
+        Scheduler.builder().nanoClock(clock::get).random(new SplittableRandom(seed));
+    if (shared) {
+      b.fleet(fleet.join(FleetConfig.builder().replicaId(id).nanoClock(clock::get).build()));
+    }
+    return b.build();
+  }
+
+  private static String text(int seed, int words) {
+    StringBuilder sb = new StringBuilder();
+    SplittableRandom r = new SplittableRandom(seed);
+    for (int i = 0; i < words; i++) {
+      sb.append("w").append(r.nextInt(100_000)).append(' ');
+    }
+    return sb.toString();
+  }
+
+  private SchedulingRequest textRequest(String prompt) {
+    return SchedulingRequest.builder().model("m").prompt(prompt).candidates(pods).build();
+  }
+
+  @Test
+  void theApproximateScorerFollowsWhereAnotherReplicaSentThePromptLongAfterTheSpeculativeTtl() {
+    String system = text(1, 1500);
+    for (long seed = 0; seed < 8; seed++) {
+      Scheduler a = approximateReplica("a-" + seed, true, seed);
+      Scheduler b = approximateReplica("b-" + seed, true, seed + 1000);
+      Scheduler alone = approximateReplica("alone-" + seed, false, seed + 2000);
+      Decision first = a.pick(textRequest(system + text((int) seed + 10, 50)));
+      a.onRouted(first);
+      a.onComplete(first);
+      Endpoint holder = first.primary().orElseThrow();
+      clock.advanceMillis(60_000); // far past the speculative TTL, within the memory's (5 min)
+      Decision second = b.pick(textRequest(system + text((int) seed + 20, 50)));
+      assertThat(second.primary()).as("seed %d", seed).contains(holder);
+      assertThat(second.prefixMatch(holder).matchedBlocks()).as("seed %d", seed).isPositive();
+      // a replica outside the fleet knows nothing of it
+      Decision other = alone.pick(textRequest(system + text((int) seed + 20, 50)));
+      assertThat(other.prefixMatch(holder).matchedBlocks()).isZero();
+      clock.advanceMillis(600_000); // past the memory's TTL: gone for the next seed
+    }
+  }
+
+  @Test
+  void coldRequestsSpreadOverTheEndpointsFleetWide() {
+    // four new prompts, alternately on two replicas, nothing in flight: the no-hit LRU of each
+    // replica knows where the other sent its cold requests, so the four land on four pods
+    for (long seed = 0; seed < 8; seed++) {
+      Scheduler a = replica("a-" + seed, true, seed);
+      Scheduler b = replica("b-" + seed, true, seed + 1000);
+      java.util.Set<Endpoint> used = new java.util.HashSet<>();
+      for (int i = 0; i < 4; i++) {
+        Scheduler s = i % 2 == 0 ? a : b;
+        Decision d = s.pick(request(tokens(64, (int) seed * 100 + i)));
+        assertThat(d.profiles().get(Scheduler.DECODE_PROFILE).cold()).isTrue();
+        s.onRouted(d);
+        s.onComplete(d);
+        used.add(d.primary().orElseThrow());
+      }
+      assertThat(used).as("seed %d", seed).hasSize(4);
+      for (Endpoint e : pods) { // forget them for the next seed
+        a.removeEndpoint(e.id());
+        b.removeEndpoint(e.id());
+      }
+      clock.advanceMillis(3_000);
+    }
+  }
 }

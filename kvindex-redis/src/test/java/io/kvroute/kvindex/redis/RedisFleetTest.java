@@ -116,14 +116,24 @@ class RedisFleetTest {
       a.requestStarted("e1", 10);
       a.requestStarted("e1", 10);
       a.speculate("e2", k, 4);
+      long[] h = FleetStateContract.keys(10, 4);
+      a.remember("e2", h, 4); // the routing memory and cold routing, shared the same way
+      a.coldRouted("e2");
+      assertThat(a.flush(Duration.ofSeconds(30))).isTrue();
       b.requestStarted("e2", 5);
+      b.remember("e1", h, 3);
+      b.coldRouted("e1");
       Await.until(
           "b to see a",
           () -> {
-            FleetView v = b.view(EPS, k, 4);
+            FleetView v = b.view(EPS, k, 4, h, 4);
             return v.source() == FleetView.Source.FLEET
                 && v.inFlightRequests(0) == 2
-                && v.speculativeBlocks(1) == 4;
+                && v.speculativeBlocks(1) == 4
+                && v.rememberedBlocks(0) == 3
+                && v.rememberedBlocks(1) == 4
+                && v.lastColdRouted(1) != 0
+                && v.lastColdRouted(0) > v.lastColdRouted(1); // b's after a's
           });
 
       // frozen: commands hang; views give up at their deadline and answer locally
@@ -135,6 +145,12 @@ class RedisFleetTest {
         worst = Math.max(worst, System.nanoTime() - t0);
         assertThat(v.source()).isEqualTo(FleetView.Source.LOCAL);
         assertThat(describe(v)).isEqualTo("e1=0/0/0 e2=1/5/0"); // b's own only
+        FleetView m = b.view(EPS, k, 4, h, 4); // b's own memory and cold routing only
+        assertThat(m.source()).isEqualTo(FleetView.Source.LOCAL);
+        assertThat(m.rememberedBlocks(0)).isEqualTo(3);
+        assertThat(m.rememberedBlocks(1)).isZero();
+        assertThat(m.lastColdRouted(0)).isPositive();
+        assertThat(m.lastColdRouted(1)).isZero();
       }
       b.requestStarted("e2", 5); // writes never block the caller
       b.requestFinished("e2", 5);

@@ -9,8 +9,8 @@ import java.util.function.LongSupplier;
 
 /**
  * Immutable configuration of one gateway replica's {@link FleetState}, built by a validating {@link
- * Builder}. Replicas of one fleet use the same {@code fleet} name, {@code speculativeStride} and
- * {@code speculativeTtl}; each has its own {@code replicaId}.
+ * Builder}. Replicas of one fleet use the same {@code fleet} name, {@code speculativeStride},
+ * {@code speculativeTtl} and {@code memoryTtl}; each has its own {@code replicaId}.
  *
  * <table>
  *   <caption>Options</caption>
@@ -24,8 +24,11 @@ import java.util.function.LongSupplier;
  *   <tr><td>speculativeTtl</td><td>2 s</td><td>how long a speculative entry ("this replica just
  *       sent these request keys to that endpoint") counts, as llm-d's {@code
  *       speculativeTTL}</td></tr>
- *   <tr><td>speculativeStride</td><td>8</td><td>a speculative entry is written at every
- *       stride-th request key (plus the exact tail of each stride): 1 is exact, more costs fewer
+ *   <tr><td>memoryTtl</td><td>5 min</td><td>how long a routing-memory entry ("this replica
+ *       sent a prompt with these approximate prefix hashes to that endpoint", {@link
+ *       FleetState#remember}) counts for the other replicas; {@code 0} shares no memory</td></tr>
+ *   <tr><td>speculativeStride</td><td>8</td><td>a speculative or routing-memory entry is written
+ *       at every stride-th key (plus the exact tail of each stride): 1 is exact, more costs fewer
  *       writes and matches a diverging prompt to a stride's precision</td></tr>
  *   <tr><td>maxEntriesPerKey</td><td>16</td><td>speculative entries kept per checkpoint key (the
  *       oldest go first)</td></tr>
@@ -35,7 +38,10 @@ import java.util.function.LongSupplier;
  *   <tr><td>maxSpeculativeEntries</td><td>1,000,000</td><td>speculative entries held in memory
  *       (this replica's local view; the whole store of an {@link InMemoryFleet}); beyond, the
  *       oldest go first</td></tr>
- *   <tr><td>writeQueueCapacity</td><td>16,384</td><td>speculative writes waiting for a shared
+ *   <tr><td>maxMemoryEntries</td><td>1,000,000</td><td>routing-memory entries held in memory, as
+ *       {@code maxSpeculativeEntries} (counted in {@code kvroute.fleet.memory.evicted})</td></tr>
+ *   <tr><td>writeQueueCapacity</td><td>16,384</td><td>speculative and routing-memory writes
+ *       (one per request each) waiting for a shared
  *       store (Redis); beyond, new ones are dropped and counted</td></tr>
  *   <tr><td>viewTimeout</td><td>20 ms</td><td>the deadline of a fleet-wide read; past it the
  *       local view answers</td></tr>
@@ -51,10 +57,12 @@ public final class FleetConfig {
   private final String replicaId;
   private final Duration leaseTtl;
   private final Duration speculativeTtl;
+  private final Duration memoryTtl;
   private final int speculativeStride;
   private final int maxEntriesPerKey;
   private final int maxEndpoints;
   private final int maxSpeculativeEntries;
+  private final int maxMemoryEntries;
   private final int writeQueueCapacity;
   private final Duration viewTimeout;
   private final Duration viewBackoff;
@@ -66,10 +74,12 @@ public final class FleetConfig {
     this.replicaId = b.replicaId;
     this.leaseTtl = b.leaseTtl;
     this.speculativeTtl = b.speculativeTtl;
+    this.memoryTtl = b.memoryTtl;
     this.speculativeStride = b.speculativeStride;
     this.maxEntriesPerKey = b.maxEntriesPerKey;
     this.maxEndpoints = b.maxEndpoints;
     this.maxSpeculativeEntries = b.maxSpeculativeEntries;
+    this.maxMemoryEntries = b.maxMemoryEntries;
     this.writeQueueCapacity = b.writeQueueCapacity;
     this.viewTimeout = b.viewTimeout;
     this.viewBackoff = b.viewBackoff;
@@ -94,10 +104,12 @@ public final class FleetConfig {
     b.replicaId = replicaId;
     b.leaseTtl = leaseTtl;
     b.speculativeTtl = speculativeTtl;
+    b.memoryTtl = memoryTtl;
     b.speculativeStride = speculativeStride;
     b.maxEntriesPerKey = maxEntriesPerKey;
     b.maxEndpoints = maxEndpoints;
     b.maxSpeculativeEntries = maxSpeculativeEntries;
+    b.maxMemoryEntries = maxMemoryEntries;
     b.writeQueueCapacity = writeQueueCapacity;
     b.viewTimeout = viewTimeout;
     b.viewBackoff = viewBackoff;
@@ -126,7 +138,15 @@ public final class FleetConfig {
     return speculativeTtl;
   }
 
-  /** Request keys per speculative checkpoint. */
+  /**
+   * How long a routing-memory entry ({@link FleetState#remember}) counts; {@link Duration#ZERO}:
+   * the replicas share no routing memory.
+   */
+  public Duration memoryTtl() {
+    return memoryTtl;
+  }
+
+  /** Keys per speculative (and routing-memory) checkpoint. */
   public int speculativeStride() {
     return speculativeStride;
   }
@@ -146,7 +166,12 @@ public final class FleetConfig {
     return maxSpeculativeEntries;
   }
 
-  /** Speculative writes waiting for the shared store. */
+  /** Routing-memory entries held in memory. */
+  public int maxMemoryEntries() {
+    return maxMemoryEntries;
+  }
+
+  /** Speculative and routing-memory writes waiting for the shared store. */
   public int writeQueueCapacity() {
     return writeQueueCapacity;
   }
@@ -181,6 +206,8 @@ public final class FleetConfig {
         + leaseTtl
         + ", speculativeTtl="
         + speculativeTtl
+        + ", memoryTtl="
+        + memoryTtl
         + ", speculativeStride="
         + speculativeStride
         + ", maxEntriesPerKey="
@@ -189,6 +216,8 @@ public final class FleetConfig {
         + maxEndpoints
         + ", maxSpeculativeEntries="
         + maxSpeculativeEntries
+        + ", maxMemoryEntries="
+        + maxMemoryEntries
         + ", writeQueueCapacity="
         + writeQueueCapacity
         + ", viewTimeout="
@@ -204,10 +233,12 @@ public final class FleetConfig {
     private String replicaId = "replica-" + Long.toHexString(new SecureRandom().nextLong());
     private Duration leaseTtl = Duration.ofSeconds(10);
     private Duration speculativeTtl = Duration.ofSeconds(2);
+    private Duration memoryTtl = Duration.ofMinutes(5);
     private int speculativeStride = 8;
     private int maxEntriesPerKey = 16;
     private int maxEndpoints = 65_536;
     private int maxSpeculativeEntries = 1_000_000;
+    private int maxMemoryEntries = 1_000_000;
     private int writeQueueCapacity = 16_384;
     private Duration viewTimeout = Duration.ofMillis(20);
     private Duration viewBackoff = Duration.ofSeconds(1);
@@ -240,7 +271,16 @@ public final class FleetConfig {
       return this;
     }
 
-    /** Request keys per speculative checkpoint (default 8; 1 is exact). */
+    /**
+     * How long a routing-memory entry counts for the other replicas (default 5 min; {@link
+     * Duration#ZERO}: share no routing memory).
+     */
+    public Builder memoryTtl(Duration ttl) {
+      this.memoryTtl = Objects.requireNonNull(ttl, "memoryTtl");
+      return this;
+    }
+
+    /** Keys per speculative and routing-memory checkpoint (default 8; 1 is exact). */
     public Builder speculativeStride(int stride) {
       this.speculativeStride = stride;
       return this;
@@ -264,7 +304,13 @@ public final class FleetConfig {
       return this;
     }
 
-    /** Speculative writes waiting for the shared store (default 16,384). */
+    /** Routing-memory entries held in memory (default 1,000,000). */
+    public Builder maxMemoryEntries(int max) {
+      this.maxMemoryEntries = max;
+      return this;
+    }
+
+    /** Speculative and routing-memory writes waiting for the shared store (default 16,384). */
     public Builder writeQueueCapacity(int capacity) {
       this.writeQueueCapacity = capacity;
       return this;
@@ -311,6 +357,9 @@ public final class FleetConfig {
           speculativeTtl.toMillis() >= 1,
           "fleet.speculativeTtl must be >= 1ms, was " + speculativeTtl);
       check(
+          !memoryTtl.isNegative() && (memoryTtl.isZero() || memoryTtl.toMillis() >= 1),
+          "fleet.memoryTtl must be 0 (no shared memory) or >= 1ms, was " + memoryTtl);
+      check(
           speculativeStride >= 1 && speculativeStride <= 4096,
           "fleet.speculativeStride must be in [1, 4096], was " + speculativeStride);
       check(
@@ -320,6 +369,7 @@ public final class FleetConfig {
       check(
           maxSpeculativeEntries >= 1,
           "fleet.maxSpeculativeEntries must be >= 1, was " + maxSpeculativeEntries);
+      check(maxMemoryEntries >= 1, "fleet.maxMemoryEntries must be >= 1, was " + maxMemoryEntries);
       check(
           writeQueueCapacity >= 1,
           "fleet.writeQueueCapacity must be >= 1, was " + writeQueueCapacity);

@@ -8,7 +8,10 @@ import java.util.Objects;
  * What one scheduling cycle sees of the fleet, per candidate endpoint: the requests and tokens in
  * flight on it (sent by any replica, this one included, and not finished), and how many blocks of
  * the request's prefix some replica just sent to it (speculative entries, not yet confirmed by the
- * engine's KV events). Built by {@link FleetState#view}; immutable.
+ * engine's KV events), and how many blocks of its approximate prefix hashes some replica sent to it
+ * within the routing memory's TTL ({@link FleetState#remember}), and when it last got a cold
+ * request from any replica ({@link FleetState#coldRouted}). Built by {@link FleetState#view};
+ * immutable.
  *
  * <p>{@link #source()} says which view decided: {@link Source#FLEET} (the shared store answered
  * within the deadline) or {@link Source#LOCAL} (this replica's own counts and entries only: the
@@ -29,18 +32,22 @@ public final class FleetView {
   private final long[] requests;
   private final long[] tokens;
   private final int[] speculative;
+  private final int[] remembered;
+  private final long[] cold;
 
-  private FleetView(
-      Source source, List<String> endpoints, long[] requests, long[] tokens, int[] speculative) {
-    this.source = source;
-    this.endpoints = endpoints;
-    this.requests = requests;
-    this.tokens = tokens;
-    this.speculative = speculative;
+  private FleetView(Builder b) {
+    this.source = b.source;
+    this.endpoints = b.endpoints;
+    this.requests = b.requests;
+    this.tokens = b.tokens;
+    this.speculative = b.speculative;
+    this.remembered = b.remembered;
+    this.cold = b.cold;
   }
 
   /**
-   * A view of {@code endpoints} (the arrays are indexed like it and copied).
+   * A view of {@code endpoints} with no routing memory and no cold routing (the arrays are indexed
+   * like it and copied).
    *
    * @throws IllegalArgumentException if an array's length is not the number of endpoints
    */
@@ -50,17 +57,15 @@ public final class FleetView {
       long[] inFlightRequests,
       long[] inFlightTokens,
       int[] speculativeBlocks) {
-    Objects.requireNonNull(source, "source");
-    List<String> eps = List.copyOf(endpoints);
-    int n = eps.size();
-    if (inFlightRequests.length != n
-        || inFlightTokens.length != n
-        || speculativeBlocks.length != n) {
-      throw new IllegalArgumentException(
-          "FleetView arrays must have one value per endpoint (" + n + ")");
-    }
-    return new FleetView(
-        source, eps, inFlightRequests.clone(), inFlightTokens.clone(), speculativeBlocks.clone());
+    return builder(source, endpoints)
+        .inFlight(inFlightRequests, inFlightTokens)
+        .speculativeBlocks(speculativeBlocks)
+        .build();
+  }
+
+  /** A builder of a view of {@code endpoints} (every value 0 until set). */
+  public static Builder builder(Source source, List<String> endpoints) {
+    return new Builder(source, endpoints);
   }
 
   /** Which view answered. */
@@ -106,6 +111,25 @@ public final class FleetView {
     return speculative[Objects.checkIndex(i, speculative.length)];
   }
 
+  /**
+   * Blocks of the request's approximate prefix hashes that some replica sent to endpoint {@code i}
+   * within the routing memory's TTL ({@link FleetState#remember}; 0 if none, or no hashes were
+   * given).
+   */
+  public int rememberedBlocks(int i) {
+    return remembered[Objects.checkIndex(i, remembered.length)];
+  }
+
+  /**
+   * When endpoint {@code i} last got a cold request (one no candidate held any prefix of) from any
+   * replica, as an order: larger is later, comparable between the endpoints of one view only; 0 if
+   * none is known ({@link FleetState#coldRouted}). The no-hit LRU scorer sends the next cold
+   * request where it is smallest.
+   */
+  public long lastColdRouted(int i) {
+    return cold[Objects.checkIndex(i, cold.length)];
+  }
+
   @Override
   public String toString() {
     StringBuilder sb = new StringBuilder("FleetView{").append(source);
@@ -118,7 +142,11 @@ public final class FleetView {
           .append(tokens[i])
           .append("t/")
           .append(speculative[i])
-          .append("s");
+          .append("s/")
+          .append(remembered[i])
+          .append("m/")
+          .append(cold[i])
+          .append("c");
     }
     return sb.append('}').toString();
   }
@@ -130,7 +158,9 @@ public final class FleetView {
         && v.endpoints.equals(endpoints)
         && Arrays.equals(v.requests, requests)
         && Arrays.equals(v.tokens, tokens)
-        && Arrays.equals(v.speculative, speculative);
+        && Arrays.equals(v.speculative, speculative)
+        && Arrays.equals(v.remembered, remembered)
+        && Arrays.equals(v.cold, cold);
   }
 
   @Override
@@ -140,6 +170,71 @@ public final class FleetView {
         endpoints,
         Arrays.hashCode(requests),
         Arrays.hashCode(tokens),
-        Arrays.hashCode(speculative));
+        Arrays.hashCode(speculative),
+        Arrays.hashCode(remembered),
+        Arrays.hashCode(cold));
+  }
+
+  /**
+   * Builds a {@link FleetView}: the arrays given are indexed like the endpoints and copied. Not
+   * thread-safe.
+   */
+  public static final class Builder {
+    private final Source source;
+    private final List<String> endpoints;
+    private long[] requests;
+    private long[] tokens;
+    private int[] speculative;
+    private int[] remembered;
+    private long[] cold;
+
+    private Builder(Source source, List<String> endpoints) {
+      this.source = Objects.requireNonNull(source, "source");
+      this.endpoints = List.copyOf(endpoints);
+      int n = this.endpoints.size();
+      this.requests = new long[n];
+      this.tokens = new long[n];
+      this.speculative = new int[n];
+      this.remembered = new int[n];
+      this.cold = new long[n];
+    }
+
+    /** Requests and tokens in flight per endpoint. */
+    public Builder inFlight(long[] inFlightRequests, long[] inFlightTokens) {
+      this.requests = check(inFlightRequests.length, inFlightRequests.clone());
+      this.tokens = check(inFlightTokens.length, inFlightTokens.clone());
+      return this;
+    }
+
+    /** Speculative blocks per endpoint ({@link FleetView#speculativeBlocks}). */
+    public Builder speculativeBlocks(int[] blocks) {
+      this.speculative = check(blocks.length, blocks.clone());
+      return this;
+    }
+
+    /** Routing-memory blocks per endpoint ({@link FleetView#rememberedBlocks}). */
+    public Builder rememberedBlocks(int[] blocks) {
+      this.remembered = check(blocks.length, blocks.clone());
+      return this;
+    }
+
+    /** Cold-routing order per endpoint ({@link FleetView#lastColdRouted}). */
+    public Builder lastColdRouted(long[] order) {
+      this.cold = check(order.length, order.clone());
+      return this;
+    }
+
+    private <T> T check(int length, T array) {
+      if (length != endpoints.size()) {
+        throw new IllegalArgumentException(
+            "FleetView arrays must have one value per endpoint (" + endpoints.size() + ")");
+      }
+      return array;
+    }
+
+    /** The view. */
+    public FleetView build() {
+      return new FleetView(this);
+    }
   }
 }

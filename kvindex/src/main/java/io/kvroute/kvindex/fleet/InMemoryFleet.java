@@ -30,7 +30,8 @@ import java.util.function.LongSupplier;
  * virtual time.
  *
  * <p><b>Bounds.</b> Speculative entries: {@code maxSpeculativeEntries} over the whole fleet (the
- * oldest go first, counted in {@code kvroute.fleet.speculative.evicted}); each replica's tracked
+ * oldest go first, counted in {@code kvroute.fleet.speculative.evicted}); routing-memory entries:
+ * {@code maxMemoryEntries} likewise ({@code kvroute.fleet.memory.evicted}); each replica's tracked
  * endpoints: its {@link FleetConfig#maxEndpoints()}; changes not yet visible: those of one {@code
  * visibilityDelay}.
  *
@@ -38,26 +39,32 @@ import java.util.function.LongSupplier;
  * operations per call, or one per checkpoint).
  */
 public final class InMemoryFleet {
+  private static final long[] NO_KEYS = new long[0];
   private final long delayNanos;
   private final LongSupplier clock;
-  private final int maxSpeculativeEntries;
   private final Object lock = new Object();
   // guarded by lock
   private final Map<String, Replica> replicas = new HashMap<>();
   private final Map<String, long[]> aggregate = new HashMap<>();
   private final ArrayDeque<Change> pending = new ArrayDeque<>();
-  private final HashMap<Long, List<Spec>> spec = new HashMap<>();
-  private final ArrayDeque<Spec> specOrder = new ArrayDeque<>();
-  private int specLive;
-  private final LongAdder specEvicted = new LongAdder();
+  private final Entries spec;
+  private final Entries memory;
+  // cold routing: the fleet's order, the latest visible per endpoint, and changes not yet visible
+  private long coldSeq;
+  private final HashMap<String, Long> cold = new HashMap<>();
+  private final ArrayDeque<ColdChange> pendingCold = new ArrayDeque<>();
 
   private InMemoryFleet(Builder b) {
     this.delayNanos = b.visibilityDelay.toNanos();
     this.clock = b.nanoClock;
-    this.maxSpeculativeEntries = b.maxSpeculativeEntries;
+    this.spec = new Entries(b.maxSpeculativeEntries);
+    this.memory = new Entries(b.maxMemoryEntries);
   }
 
-  /** A builder (no delay, the system clock, 1,000,000 speculative entries). */
+  /**
+   * A builder (no delay, the system clock, 1,000,000 speculative and 1,000,000 routing-memory
+   * entries).
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -110,8 +117,16 @@ public final class InMemoryFleet {
   /** Speculative entries held, fleet-wide. */
   public int speculativeEntries() {
     synchronized (lock) {
-      expireSpec(clock.getAsLong());
-      return specLive;
+      spec.expire(clock.getAsLong());
+      return spec.live;
+    }
+  }
+
+  /** Routing-memory entries held, fleet-wide. */
+  public int memoryEntries() {
+    synchronized (lock) {
+      memory.expire(clock.getAsLong());
+      return memory.live;
     }
   }
 
@@ -119,33 +134,8 @@ public final class InMemoryFleet {
 
   private record Change(long visibleAt, Replica replica, String endpoint, long r, long t) {}
 
-  private static final class Spec {
-    final long key;
-    final String endpoint;
-    final Replica replica;
-    final long expiresAt;
-    final long visibleAt;
-    final int tailPos;
-    final long tailKey;
-    boolean dead;
-
-    Spec(
-        long key,
-        String endpoint,
-        Replica replica,
-        long expiresAt,
-        long visibleAt,
-        int tailPos,
-        long tailKey) {
-      this.key = key;
-      this.endpoint = endpoint;
-      this.replica = replica;
-      this.expiresAt = expiresAt;
-      this.visibleAt = visibleAt;
-      this.tailPos = tailPos;
-      this.tailKey = tailKey;
-    }
-  }
+  /** A cold request's order, or 0 for an endpoint forgotten. */
+  private record ColdChange(long visibleAt, String endpoint, long seq, int maxEndpoints) {}
 
   /** Publishes replica {@code r}'s absolute counts for an endpoint (visible after the delay). */
   private void publish(Replica r, String endpoint, long req, long tok, long now) {
@@ -158,6 +148,11 @@ public final class InMemoryFleet {
   }
 
   private void applyDue(long now) {
+    ColdChange cc;
+    while ((cc = pendingCold.peekFirst()) != null && cc.visibleAt() - now <= 0) {
+      pendingCold.removeFirst();
+      applyCold(cc);
+    }
     Change c;
     while ((c = pending.peekFirst()) != null && c.visibleAt() - now <= 0) {
       pending.removeFirst();
@@ -189,114 +184,213 @@ public final class InMemoryFleet {
     }
   }
 
+  private void applyCold(ColdChange c) {
+    if (c.seq() == 0) {
+      cold.remove(c.endpoint());
+      return;
+    }
+    cold.put(c.endpoint(), c.seq());
+    if (cold.size() > c.maxEndpoints()) { // the endpoint that got one longest ago goes
+      dropOldest(cold);
+    }
+  }
+
+  private static void dropOldest(Map<String, Long> m) {
+    String oldest = null;
+    long min = Long.MAX_VALUE;
+    for (Map.Entry<String, Long> e : m.entrySet()) {
+      if (e.getValue() < min) {
+        min = e.getValue();
+        oldest = e.getKey();
+      }
+    }
+    m.remove(oldest);
+  }
+
+  private void publishCold(String endpoint, long seq, int maxEndpoints, long now) {
+    ColdChange c = new ColdChange(now + delayNanos, endpoint, seq, maxEndpoints);
+    if (delayNanos <= 0) {
+      applyCold(c);
+    } else {
+      applyDue(now);
+      pendingCold.addLast(c);
+    }
+  }
+
   private void withdraw(Replica r) {
     for (Map.Entry<String, long[]> e : new ArrayList<>(r.published.entrySet())) {
       apply(r, e.getKey(), 0, 0);
     }
   }
 
-  private void expireSpec(long now) {
-    Spec s;
-    while ((s = specOrder.peekFirst()) != null && (s.dead || s.expiresAt - now <= 0)) {
-      specOrder.removeFirst();
-      kill(s);
+  private static final class Spec {
+    final long key;
+    final String endpoint;
+    final Replica replica;
+    final long expiresAt;
+    final long visibleAt;
+    final int tailPos;
+    final long tailKey;
+    boolean dead;
+
+    Spec(
+        long key,
+        String endpoint,
+        Replica replica,
+        long expiresAt,
+        long visibleAt,
+        int tailPos,
+        long tailKey) {
+      this.key = key;
+      this.endpoint = endpoint;
+      this.replica = replica;
+      this.expiresAt = expiresAt;
+      this.visibleAt = visibleAt;
+      this.tailPos = tailPos;
+      this.tailKey = tailKey;
     }
   }
 
-  private void kill(Spec s) {
-    if (s.dead) {
-      return;
+  /**
+   * One family of checkpoint entries (the speculative entries, or the routing memory): per key, the
+   * entries written under it; in write order, for expiry and the bound. Guarded by the fleet's
+   * lock.
+   */
+  private static final class Entries {
+    final int max;
+    final HashMap<Long, List<Spec>> byKey = new HashMap<>();
+    final ArrayDeque<Spec> order = new ArrayDeque<>();
+    final LongAdder evicted = new LongAdder();
+    int live;
+
+    Entries(int max) {
+      this.max = max;
     }
-    s.dead = true;
-    specLive--;
-    List<Spec> l = spec.get(s.key);
-    if (l != null) {
-      l.remove(s);
-      if (l.isEmpty()) {
-        spec.remove(s.key);
+
+    void expire(long now) {
+      Spec s;
+      while ((s = order.peekFirst()) != null && (s.dead || s.expiresAt - now <= 0)) {
+        order.removeFirst();
+        kill(s);
       }
     }
-  }
 
-  private void addSpec(
-      Replica r, long key, String endpoint, int tailPos, long tailKey, long now, int perKey) {
-    List<Spec> l = spec.computeIfAbsent(key, k -> new ArrayList<>(2));
-    for (Iterator<Spec> it = l.iterator(); it.hasNext(); ) {
-      Spec old = it.next();
-      if (old.replica == r
-          && old.tailPos == tailPos
-          && old.tailKey == tailKey
-          && old.endpoint.equals(endpoint)) {
-        it.remove();
+    void kill(Spec s) {
+      if (s.dead) {
+        return;
+      }
+      s.dead = true;
+      live--;
+      List<Spec> l = byKey.get(s.key);
+      if (l != null) {
+        l.remove(s);
+        if (l.isEmpty()) {
+          byKey.remove(s.key);
+        }
+      }
+    }
+
+    /** Writes a request's checkpoints (entries live {@code ttlNanos}, seen after {@code delay}). */
+    void write(
+        Replica r, String endpoint, long[] keys, int n, long now, long ttlNanos, long delay) {
+      expire(now);
+      int stride = r.config.speculativeStride();
+      int perKey = r.config.maxEntriesPerKey();
+      for (int c = 0, m = FleetCheckpoints.count(n, stride); c < m; c++) {
+        int q = FleetCheckpoints.position(c, stride);
+        int t = FleetCheckpoints.tail(q, n, stride);
+        add(r, keys[q], endpoint, t, keys[t], now + ttlNanos, now + delay, perKey);
+      }
+    }
+
+    private void add(
+        Replica r,
+        long key,
+        String endpoint,
+        int tailPos,
+        long tailKey,
+        long expiresAt,
+        long visibleAt,
+        int perKey) {
+      List<Spec> l = byKey.computeIfAbsent(key, k -> new ArrayList<>(2));
+      for (Iterator<Spec> it = l.iterator(); it.hasNext(); ) {
+        Spec old = it.next();
+        if (old.replica == r
+            && old.tailPos == tailPos
+            && old.tailKey == tailKey
+            && old.endpoint.equals(endpoint)) {
+          it.remove();
+          old.dead = true;
+          live--;
+        }
+      }
+      while (l.size() >= perKey) {
+        Spec old = l.remove(0);
         old.dead = true;
-        specLive--;
+        live--;
+      }
+      Spec s = new Spec(key, endpoint, r, expiresAt, visibleAt, tailPos, tailKey);
+      l.add(s);
+      order.addLast(s);
+      live++;
+      if (order.size() > 2L * max + 1024) { // replaced entries pile up
+        order.removeIf(x -> x.dead);
+      }
+      while (live > max) {
+        Spec old = order.pollFirst();
+        if (old == null) {
+          break;
+        }
+        if (!old.dead) {
+          kill(old);
+          evicted.increment();
+        }
       }
     }
-    while (l.size() >= perKey) {
-      Spec old = l.remove(0);
-      old.dead = true;
-      specLive--;
-    }
-    Spec s =
-        new Spec(
-            key,
-            endpoint,
-            r,
-            now + r.config.speculativeTtl().toNanos(),
-            now + delayNanos,
-            tailPos,
-            tailKey);
-    l.add(s);
-    specOrder.addLast(s);
-    specLive++;
-    if (specOrder.size() > 2L * maxSpeculativeEntries + 1024) { // replaced entries pile up
-      specOrder.removeIf(x -> x.dead);
-    }
-    while (specLive > maxSpeculativeEntries) {
-      Spec old = specOrder.pollFirst();
-      if (old == null) {
-        break;
-      }
-      if (!old.dead) {
-        kill(old);
-        specEvicted.increment();
-      }
-    }
-  }
 
-  /** The blocks each candidate holds speculatively, as seen by {@code reader}. */
-  private void specMatches(
-      Replica reader,
-      boolean ownOnly,
-      List<String> endpoints,
-      long[] keys,
-      int n,
-      int[] out,
-      long now) {
-    if (n <= 0 || spec.isEmpty()) {
-      return;
-    }
-    int stride = reader.config.speculativeStride();
-    Map<String, Integer> pos = positions(endpoints);
-    for (int c = 0, m = FleetCheckpoints.count(n, stride); c < m; c++) {
-      int q = FleetCheckpoints.position(c, stride);
-      List<Spec> l = spec.get(keys[q]);
-      if (l == null) {
-        continue;
+    /** The blocks each candidate holds by these entries, as seen by {@code reader}. */
+    void match(
+        Replica reader,
+        boolean ownOnly,
+        List<String> endpoints,
+        long[] keys,
+        int n,
+        int[] out,
+        long now) {
+      if (n <= 0 || byKey.isEmpty()) {
+        return;
       }
-      for (Spec s : l) {
-        boolean visible = s.replica == reader || (!ownOnly && s.visibleAt - now <= 0);
-        if (!visible || s.expiresAt - now <= 0) {
+      int stride = reader.config.speculativeStride();
+      Map<String, Integer> pos = positions(endpoints);
+      for (int c = 0, m = FleetCheckpoints.count(n, stride); c < m; c++) {
+        int q = FleetCheckpoints.position(c, stride);
+        List<Spec> l = byKey.get(keys[q]);
+        if (l == null) {
           continue;
         }
-        Integer i = pos.get(s.endpoint);
-        if (i != null) {
-          out[i] = Math.max(out[i], FleetCheckpoints.held(keys, n, q, s.tailPos, s.tailKey));
+        for (Spec s : l) {
+          boolean visible = s.replica == reader || (!ownOnly && s.visibleAt - now <= 0);
+          if (!visible || s.expiresAt - now <= 0) {
+            continue;
+          }
+          Integer i = pos.get(s.endpoint);
+          if (i != null) {
+            out[i] = Math.max(out[i], FleetCheckpoints.held(keys, n, q, s.tailPos, s.tailKey));
+          }
         }
       }
+      for (int j = 0; j < endpoints.size(); j++) { // an endpoint listed twice: the same answer
+        out[j] = out[pos.get(endpoints.get(j))];
+      }
     }
-    for (int j = 0; j < endpoints.size(); j++) { // an endpoint listed twice: the same answer
-      out[j] = out[pos.get(endpoints.get(j))];
+
+    /** Drops {@code r}'s entries of an endpoint. */
+    void remove(Replica r, String endpoint) {
+      for (Spec s : order) {
+        if (s.replica == r && !s.dead && s.endpoint.equals(endpoint)) {
+          kill(s);
+        }
+      }
     }
   }
 
@@ -315,6 +409,7 @@ public final class InMemoryFleet {
     final FleetConfig config;
     final Map<String, long[]> local = new HashMap<>(); // guarded by lock
     final Map<String, long[]> published = new HashMap<>(); // guarded by lock
+    final Map<String, Long> ownCold = new HashMap<>(); // guarded by lock
     boolean expired; // guarded by lock
     volatile boolean closed;
     final LongAdder overflow = new LongAdder();
@@ -329,7 +424,9 @@ public final class InMemoryFleet {
         localViews = Counter.builder("kvroute.fleet.views").tag("source", "local").register(reg);
         FunctionCounter.builder("kvroute.fleet.endpoints.overflow", overflow, LongAdder::sum)
             .register(reg);
-        FunctionCounter.builder("kvroute.fleet.speculative.evicted", specEvicted, LongAdder::sum)
+        FunctionCounter.builder("kvroute.fleet.speculative.evicted", spec.evicted, LongAdder::sum)
+            .register(reg);
+        FunctionCounter.builder("kvroute.fleet.memory.evicted", memory.evicted, LongAdder::sum)
             .register(reg);
       } else {
         fleetViews = null;
@@ -398,43 +495,86 @@ public final class InMemoryFleet {
 
     @Override
     public void speculate(String endpointId, long[] requestKeys, int numKeys) {
+      write(spec, config.speculativeTtl(), endpointId, requestKeys, numKeys);
+    }
+
+    @Override
+    public void remember(String endpointId, long[] prefixHashes, int numHashes) {
+      write(memory, config.memoryTtl(), endpointId, prefixHashes, numHashes);
+    }
+
+    @Override
+    public void coldRouted(String endpointId) {
       Objects.requireNonNull(endpointId, "endpointId");
-      Objects.checkFromIndexSize(0, numKeys, requestKeys.length);
-      if (closed || numKeys == 0) {
+      if (closed) {
         return;
       }
-      int stride = config.speculativeStride();
       synchronized (lock) {
-        long now = now();
-        expireSpec(now);
-        for (int c = 0, m = FleetCheckpoints.count(numKeys, stride); c < m; c++) {
-          int q = FleetCheckpoints.position(c, stride);
-          int t = FleetCheckpoints.tail(q, numKeys, stride);
-          addSpec(
-              this, requestKeys[q], endpointId, t, requestKeys[t], now, config.maxEntriesPerKey());
+        long seq = ++coldSeq;
+        ownCold.put(endpointId, seq);
+        if (ownCold.size() > config.maxEndpoints()) {
+          dropOldest(ownCold);
         }
+        publishCold(endpointId, seq, config.maxEndpoints(), now());
+      }
+    }
+
+    private void write(Entries e, Duration ttl, String endpointId, long[] keys, int n) {
+      Objects.requireNonNull(endpointId, "endpointId");
+      Objects.checkFromIndexSize(0, n, keys.length);
+      if (closed || n == 0 || ttl.isZero()) {
+        return;
+      }
+      synchronized (lock) {
+        e.write(this, endpointId, keys, n, now(), ttl.toNanos(), delayNanos);
       }
     }
 
     @Override
     public FleetView view(List<String> endpointIds, long[] requestKeys, int numKeys) {
-      return build(endpointIds, requestKeys, numKeys, false);
+      return build(endpointIds, requestKeys, numKeys, NO_KEYS, 0, false);
+    }
+
+    @Override
+    public FleetView view(
+        List<String> endpointIds,
+        long[] requestKeys,
+        int numKeys,
+        long[] prefixHashes,
+        int numHashes) {
+      return build(endpointIds, requestKeys, numKeys, prefixHashes, numHashes, false);
     }
 
     @Override
     public FleetView localView(List<String> endpointIds, long[] requestKeys, int numKeys) {
-      return build(endpointIds, requestKeys, numKeys, true);
+      return build(endpointIds, requestKeys, numKeys, NO_KEYS, 0, true);
     }
 
-    private FleetView build(List<String> eps, long[] keys, int n, boolean ownOnly) {
+    @Override
+    public FleetView localView(
+        List<String> endpointIds,
+        long[] requestKeys,
+        int numKeys,
+        long[] prefixHashes,
+        int numHashes) {
+      return build(endpointIds, requestKeys, numKeys, prefixHashes, numHashes, true);
+    }
+
+    private FleetView build(
+        List<String> eps, long[] keys, int n, long[] hashes, int nh, boolean ownOnly) {
       Objects.requireNonNull(eps, "endpointIds");
       if (n > 0) {
         Objects.checkFromIndexSize(0, n, keys.length);
+      }
+      if (nh > 0) {
+        Objects.checkFromIndexSize(0, nh, hashes.length);
       }
       int size = eps.size();
       long[] req = new long[size];
       long[] tok = new long[size];
       int[] sp = new int[size];
+      int[] mem = new int[size];
+      long[] lastCold = new long[size];
       synchronized (lock) {
         long now = now();
         if (!ownOnly) {
@@ -447,6 +587,9 @@ public final class InMemoryFleet {
             req[i] = own[0];
             tok[i] = own[1];
           }
+          Long oc = ownCold.get(e);
+          Long fc = ownOnly ? null : cold.get(e);
+          lastCold[i] = Math.max(oc == null ? 0 : oc, fc == null ? 0 : fc);
           if (!ownOnly) {
             long[] all = aggregate.get(e);
             long[] mine = published.get(e);
@@ -456,19 +599,39 @@ public final class InMemoryFleet {
             }
           }
         }
-        expireSpec(now);
-        specMatches(this, ownOnly, eps, keys, n, sp, now);
+        spec.expire(now);
+        spec.match(this, ownOnly, eps, keys, n, sp, now);
+        if (nh > 0) {
+          memory.expire(now);
+          memory.match(this, ownOnly, eps, hashes, nh, mem, now);
+        }
       }
       if (ownOnly) {
         if (localViews != null) {
           localViews.increment();
         }
-        return FleetView.of(FleetView.Source.LOCAL, eps, req, tok, sp);
+        return view(FleetView.Source.LOCAL, eps, req, tok, sp, mem, lastCold);
       }
       if (fleetViews != null) {
         fleetViews.increment();
       }
-      return FleetView.of(FleetView.Source.FLEET, eps, req, tok, sp);
+      return view(FleetView.Source.FLEET, eps, req, tok, sp, mem, lastCold);
+    }
+
+    private static FleetView view(
+        FleetView.Source source,
+        List<String> eps,
+        long[] req,
+        long[] tok,
+        int[] sp,
+        int[] mem,
+        long[] lastCold) {
+      return FleetView.builder(source, eps)
+          .inFlight(req, tok)
+          .speculativeBlocks(sp)
+          .rememberedBlocks(mem)
+          .lastColdRouted(lastCold)
+          .build();
     }
 
     @Override
@@ -477,10 +640,10 @@ public final class InMemoryFleet {
         if (local.remove(endpointId) != null && !expired) {
           publish(this, endpointId, 0, 0, now());
         }
-        for (Spec s : specOrder) {
-          if (s.replica == this && !s.dead && s.endpoint.equals(endpointId)) {
-            kill(s);
-          }
+        spec.remove(this, endpointId);
+        memory.remove(this, endpointId);
+        if (ownCold.remove(endpointId) != null) {
+          publishCold(endpointId, 0, config.maxEndpoints(), now());
         }
       }
     }
@@ -518,6 +681,7 @@ public final class InMemoryFleet {
     private Duration visibilityDelay = Duration.ZERO;
     private LongSupplier nanoClock = System::nanoTime;
     private int maxSpeculativeEntries = 1_000_000;
+    private int maxMemoryEntries = 1_000_000;
 
     private Builder() {}
 
@@ -543,6 +707,15 @@ public final class InMemoryFleet {
         throw new IllegalArgumentException("fleet.maxSpeculativeEntries must be >= 1, was " + max);
       }
       this.maxSpeculativeEntries = max;
+      return this;
+    }
+
+    /** Routing-memory entries held fleet-wide (default 1,000,000). */
+    public Builder maxMemoryEntries(int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException("fleet.maxMemoryEntries must be >= 1, was " + max);
+      }
+      this.maxMemoryEntries = max;
       return this;
     }
 

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
  * replicas' become visible, counts never go negative and leave with their replica, speculative
  * entries match prefixes by the checkpoint rule (exact with stride 1, to the stride's start when a
  * prompt diverges inside a stride, exact for a prompt that contains the earlier one), expire with
- * their TTL, and the local view shows one's own state only.
+ * their TTL, and the local view shows one's own state only; the routing memory likewise, kept apart
+ * from the speculative entries, with its own TTL; cold routing ordered fleet-wide.
  *
  * <p>An implementation supplies {@link #join(FleetConfig)}: a replica of this test's fleet (every
  * call of one test joins the same fleet; the config's fleet name is unique per test). Replicas are
@@ -261,5 +262,117 @@ public abstract class FleetStateContract {
     assertThat(describe(a.view(List.of("e1", "e2", "e1"), k, 4)))
         .isEqualTo("e1=1/3/4 e2=0/0/0 e1=1/3/4");
     assertThat(a.view(List.of(), k, 4).size()).isZero();
+  }
+
+  /** "e1=5 e2=0": remembered blocks per endpoint. */
+  protected static String remembered(FleetView v) {
+    StringBuilder sb = new StringBuilder();
+    for (int i = 0; i < v.size(); i++) {
+      sb.append(i == 0 ? "" : " ")
+          .append(v.endpointId(i))
+          .append('=')
+          .append(v.rememberedBlocks(i));
+    }
+    return sb.toString();
+  }
+
+  /** The endpoints with a cold order, oldest first: "e1<e3<e2". */
+  protected static String coldOrder(FleetView v) {
+    List<Integer> idx = new ArrayList<>();
+    for (int i = 0; i < v.size(); i++) {
+      if (v.lastColdRouted(i) != 0) {
+        idx.add(i);
+      }
+    }
+    idx.sort((x, y) -> Long.compare(v.lastColdRouted(x), v.lastColdRouted(y)));
+    StringBuilder sb = new StringBuilder();
+    for (int i : idx) {
+      sb.append(sb.length() == 0 ? "" : "<").append(v.endpointId(i));
+    }
+    return sb.toString();
+  }
+
+  private static void awaitString(String what, Supplier<String> actual, String expected) {
+    String[] last = {null};
+    try {
+      await(
+          what + ": " + expected,
+          () -> {
+            last[0] = actual.get();
+            return last[0].equals(expected);
+          });
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + " (last: " + last[0] + ")", e);
+    }
+  }
+
+  @Test
+  void theRoutingMemoryIsSeenByEveryReplicaApartFromSpeculativeEntries() {
+    FleetState a = replica("a");
+    FleetState b = replica("b");
+    long[] h = keys(11, 12);
+    a.remember("e2", h, 8);
+    // a's own memory at once
+    assertThat(remembered(a.view(EPS, NONE, 0, h, 12))).isEqualTo("e1=0 e2=8 e3=0");
+    awaitString(
+        "b to see a's memory", () -> remembered(b.view(EPS, NONE, 0, h, 12)), "e1=0 e2=8 e3=0");
+    // matched by the checkpoint rule: a prompt diverging after 5 hashes
+    assertThat(remembered(b.view(EPS, NONE, 0, diverging(h, 5, 12, 11), 12)))
+        .isEqualTo("e1=0 e2=5 e3=0");
+    // not a speculative entry: the same keys as request keys find nothing
+    assertThat(describe(b.view(EPS, h, 12))).isEqualTo("e1=0/0/0 e2=0/0/0 e3=0/0/0");
+    // nor is a speculative entry memory
+    a.speculate("e3", h, 12);
+    awaitView("b to see a's entry", () -> b.view(EPS, h, 12), "e1=0/0/0 e2=0/0/0 e3=0/0/12");
+    assertThat(remembered(b.view(EPS, h, 12, h, 12))).isEqualTo("e1=0 e2=8 e3=0");
+    // the 3-argument view matches no memory; b's local view holds none of a's
+    assertThat(b.view(EPS, h, 12).rememberedBlocks(1)).isZero();
+    assertThat(remembered(b.localView(EPS, NONE, 0, h, 12))).isEqualTo("e1=0 e2=0 e3=0");
+    b.remember("e1", h, 3);
+    assertThat(remembered(b.localView(EPS, NONE, 0, h, 12))).isEqualTo("e1=3 e2=0 e3=0");
+  }
+
+  @Test
+  void theRoutingMemoryExpiresWithItsTtlAndAZeroTtlSharesNone() {
+    FleetState a =
+        replica(
+            "a",
+            x ->
+                x.speculativeStride(1)
+                    .speculativeTtl(Duration.ofMinutes(1))
+                    .memoryTtl(Duration.ofMillis(300)));
+    FleetState b = replica("b");
+    FleetState none = replica("none", x -> x.speculativeStride(1).memoryTtl(Duration.ZERO));
+    long[] h = keys(12, 6);
+    a.remember("e1", h, 6);
+    none.remember("e2", h, 6);
+    assertThat(remembered(none.view(EPS, NONE, 0, h, 6)).contains("e2=0")).isTrue();
+    a.flush(Duration.ofSeconds(30));
+    none.flush(Duration.ofSeconds(30));
+    await("a's memory to expire", () -> b.view(EPS, NONE, 0, h, 6).rememberedBlocks(0) == 0);
+    await("a's memory to expire for a", () -> a.view(EPS, NONE, 0, h, 6).rememberedBlocks(0) == 0);
+    assertThat(b.view(EPS, NONE, 0, h, 6).rememberedBlocks(1)).isZero();
+  }
+
+  @Test
+  void coldRoutingIsOrderedFleetWideAndForgottenWithTheEndpoint() {
+    FleetState a = replica("a");
+    FleetState b = replica("b");
+    assertThat(coldOrder(a.view(EPS, NONE, 0))).isEmpty();
+    a.coldRouted("e1");
+    assertThat(coldOrder(a.view(EPS, NONE, 0))).isEqualTo("e1"); // one's own at once
+    awaitString("b to see a's", () -> coldOrder(b.view(EPS, NONE, 0)), "e1");
+    b.coldRouted("e3");
+    assertThat(coldOrder(b.view(EPS, NONE, 0))).isEqualTo("e1<e3");
+    awaitString("a to see b's", () -> coldOrder(a.view(EPS, NONE, 0)), "e1<e3");
+    a.coldRouted("e2");
+    assertThat(coldOrder(a.view(EPS, NONE, 0))).isEqualTo("e1<e3<e2");
+    awaitString("b to see all", () -> coldOrder(b.view(EPS, NONE, 0)), "e1<e3<e2");
+    a.coldRouted("e1"); // e1 again: now the latest
+    awaitString("b to see e1 last", () -> coldOrder(b.view(EPS, NONE, 0)), "e3<e2<e1");
+    // the local view: one's own only
+    assertThat(coldOrder(b.localView(EPS, NONE, 0))).isEqualTo("e3");
+    a.removeEndpoint("e2");
+    awaitString("e2 to be forgotten", () -> coldOrder(b.view(EPS, NONE, 0)), "e3<e1");
   }
 }

@@ -113,6 +113,39 @@ class InMemoryFleetTest extends FleetStateContract {
   }
 
   @Test
+  void theRoutingMemoryIsBoundedFleetWideApartFromSpeculativeEntries() {
+    SimpleMeterRegistry reg = new SimpleMeterRegistry();
+    InMemoryFleet fleet =
+        InMemoryFleet.builder().maxMemoryEntries(10).maxSpeculativeEntries(100).build();
+    FleetState a =
+        fleet.join(
+            FleetConfig.builder().replicaId("a").speculativeStride(1).meterRegistry(reg).build());
+    long[] h = keys(8, 8);
+    a.speculate("e1", h, 8);
+    a.remember("e1", h, 8);
+    a.remember("e2", h, 8); // 16 memory entries asked, 10 kept: the oldest (e1's first) went
+    assertThat(fleet.memoryEntries()).isEqualTo(10);
+    assertThat(fleet.speculativeEntries()).isEqualTo(8); // untouched by the memory's bound
+    assertThat(reg.get("kvroute.fleet.memory.evicted").functionCounter().count()).isEqualTo(6);
+    assertThat(remembered(a.view(EPS, NONE, 0, h, 8))).isEqualTo("e1=8 e2=8");
+    assertThat(remembered(a.view(EPS, NONE, 0, h, 6))).isEqualTo("e1=0 e2=6");
+  }
+
+  @Test
+  void coldRoutingBecomesVisibleToOthersAfterTheDelay() {
+    AtomicLong clock = new AtomicLong();
+    InMemoryFleet fleet =
+        InMemoryFleet.builder().nanoClock(clock::get).visibilityDelay(Duration.ofMillis(3)).build();
+    FleetState a = fleet.join(FleetConfig.builder().replicaId("a").nanoClock(clock::get).build());
+    FleetState b = fleet.join(FleetConfig.builder().replicaId("b").nanoClock(clock::get).build());
+    a.coldRouted("e2");
+    assertThat(coldOrder(a.view(EPS, NONE, 0))).isEqualTo("e2");
+    assertThat(coldOrder(b.view(EPS, NONE, 0))).isEmpty();
+    clock.addAndGet(Duration.ofMillis(3).toNanos());
+    assertThat(coldOrder(b.view(EPS, NONE, 0))).isEqualTo("e2");
+  }
+
+  @Test
   void trackedEndpointsAreBoundedAndTheOverflowCounted() {
     SimpleMeterRegistry reg = new SimpleMeterRegistry();
     FleetState a =
@@ -141,6 +174,12 @@ class InMemoryFleetTest extends FleetStateContract {
         .hasMessageContaining("fleet.name");
     assertThatThrownBy(() -> FleetConfig.builder().viewTimeout(Duration.ZERO).build())
         .hasMessageContaining("fleet.viewTimeout");
+    assertThatThrownBy(() -> FleetConfig.builder().memoryTtl(Duration.ofMillis(-1)).build())
+        .hasMessageContaining("fleet.memoryTtl");
+    assertThatThrownBy(() -> FleetConfig.builder().maxMemoryEntries(0).build())
+        .hasMessageContaining("fleet.maxMemoryEntries");
+    assertThatThrownBy(() -> InMemoryFleet.builder().maxMemoryEntries(0))
+        .hasMessageContaining("fleet.maxMemoryEntries");
   }
 
   @Nested

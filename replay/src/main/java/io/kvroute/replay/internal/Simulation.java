@@ -87,9 +87,11 @@ public final class Simulation {
    * @param kvBytesPerSecond KV transfer bandwidth between prefill and decode engines
    * @param flowControl admission in front of the scheduler, or null for none
    * @param replicas gateway replicas, each a scheduler of its own
-   * @param sharing whether the replicas share in-flight counts and speculative entries
+   * @param sharing whether the replicas share in-flight counts, speculative entries and routing
+   *     memory
    * @param hashAssignment requests go to replicas by a hash of their index (else round robin)
    * @param fleetStalenessNanos delay before one replica's changes reach the others
+   * @param fleetMemoryTtlNanos how long the shared routing memory keeps an entry (0: not shared)
    * @param latencyWeight the predicted-latency scorer's weight (precise-latency)
    * @param latencyObjective whether that scorer is given the request's objective
    */
@@ -109,6 +111,7 @@ public final class Simulation {
       boolean sharing,
       boolean hashAssignment,
       long fleetStalenessNanos,
+      long fleetMemoryTtlNanos,
       double latencyWeight,
       boolean latencyObjective) {
     /** Engines in all. */
@@ -376,7 +379,11 @@ public final class Simulation {
     if (fleet != null) {
       b.fleet(
           fleet.join(
-              FleetConfig.builder().replicaId("replica-" + replica).nanoClock(() -> now).build()));
+              FleetConfig.builder()
+                  .replicaId("replica-" + replica)
+                  .nanoClock(() -> now)
+                  .memoryTtl(Duration.ofNanos(settings.fleetMemoryTtlNanos()))
+                  .build()));
     }
     switch (strategy) {
       case RANDOM:

@@ -45,18 +45,20 @@ import org.slf4j.LoggerFactory;
  * counts (exact, local) and mark the endpoint dirty; {@link #speculate} queues the request's
  * checkpoints (bounded). One writer thread sends, per cycle, the dirty endpoints' absolute counts
  * ({@code fleet-load.lua}: idempotent, so a lost write is repaired by the next) and the queued
- * checkpoints ({@code fleet-spec.lua}), at once when idle and coalesced while a cycle is in flight;
- * and a heartbeat every third of the lease that renews it and withdraws expired replicas. A reply
- * saying this replica was not live (its lease ran out, or Redis restarted empty) makes the next
- * write a full snapshot. <b>Staleness</b> of what other replicas see of this one: the time from a
- * change to the acknowledgement of the cycle that carried it ({@code kvroute.fleet.write.latency}),
- * plus the reader's own round trip.
+ * checkpoints ({@code fleet-spec.lua}, once for the speculative entries with their TTL, once for
+ * the routing memory of {@link #remember} under its own keys with its TTL), at once when idle and
+ * coalesced while a cycle is in flight; and a heartbeat every third of the lease that renews it and
+ * withdraws expired replicas. A reply saying this replica was not live (its lease ran out, or Redis
+ * restarted empty) makes the next write a full snapshot. <b>Staleness</b> of what other replicas
+ * see of this one: the time from a change to the acknowledgement of the cycle that carried it
+ * ({@code kvroute.fleet.write.latency}), plus the reader's own round trip.
  *
  * <p><b>Reads.</b> One script call per view ({@code fleet-view.lua}: withdraws expired replicas,
- * then reads the endpoints' sums, this replica's part of them and the checkpoint keys), awaited at
- * most {@code viewTimeout}; the fleet count of an endpoint is the sum minus this replica's part (as
- * Redis holds it, read in the same call: consistent whatever the writer is doing), plus its exact
- * local count. Slow or down: the local view, and reads stay local for {@code viewBackoff}.
+ * then reads the endpoints' sums, this replica's part of them and the checkpoint keys, speculative
+ * then routing memory), awaited at most {@code viewTimeout}; the fleet count of an endpoint is the
+ * sum minus this replica's part (as Redis holds it, read in the same call: consistent whatever the
+ * writer is doing), plus its exact local count. Slow or down: the local view, and reads stay local
+ * for {@code viewBackoff}.
  *
  * <p><b>Thread-safety.</b> Thread-safe: counts are atomics in a concurrent map, the speculative
  * queue is a bounded blocking queue, the writer thread is the only sender of writes.
@@ -66,6 +68,8 @@ final class RedisFleet implements FleetState {
   private static final int MAX_SPEC_KEYS_PER_CALL = 1024;
   private static final int ENTRY = 26;
   private static final long RETRY_NANOS = 100_000_000L;
+  private static final byte[] COLD = {'c'};
+  private static final byte[] COLD_FORGET = {'c', '0'};
 
   private final RedisClientImpl client;
   private final FleetConfig config;
@@ -73,12 +77,16 @@ final class RedisFleet implements FleetState {
   private final byte[] prefix;
   private final byte[] replicasKey;
   private final byte[] sPrefix;
+  private final byte[] aPrefix;
   private final byte[] replicaArg;
   private final byte[] leaseArg;
   private final long heartbeatNanos;
 
   private final ConcurrentHashMap<String, Counts> counts = new ConcurrentHashMap<>();
   private final ConcurrentLinkedQueue<String> dirty = new ConcurrentLinkedQueue<>();
+  // cold requests not yet acknowledged: endpoint -> this replica's cold order (-1: forget it)
+  private final ConcurrentHashMap<String, Long> pendingCold = new ConcurrentHashMap<>();
+  private final AtomicLong coldOrder = new AtomicLong();
   private final ArrayBlockingQueue<SpecWrite> specQueue;
   private final AtomicLong oldestChange = new AtomicLong();
   private final AtomicLong submitted = new AtomicLong();
@@ -97,6 +105,8 @@ final class RedisFleet implements FleetState {
   private final LongAdder overflow = new LongAdder();
   private final LongAdder specDropped = new LongAdder();
   private final LongAdder specUnavailable = new LongAdder();
+  private final LongAdder memDropped = new LongAdder();
+  private final LongAdder memUnavailable = new LongAdder();
   private final LongAdder resyncs = new LongAdder();
   private final LongAdder swept = new LongAdder();
   private final LongAdder writes = new LongAdder();
@@ -112,8 +122,8 @@ final class RedisFleet implements FleetState {
     final AtomicBoolean dirty = new AtomicBoolean();
   }
 
-  /** One request's checkpoints: their keys and entry identities. */
-  private record SpecWrite(byte[][] keys, byte[][] ids) {}
+  /** One request's checkpoints: their keys and entry identities; routing memory or speculative. */
+  private record SpecWrite(byte[][] keys, byte[][] ids, boolean memory) {}
 
   RedisFleet(RedisClientImpl client, FleetConfig config) {
     this.client = client;
@@ -122,12 +132,14 @@ final class RedisFleet implements FleetState {
         InMemoryFleet.builder()
             .nanoClock(config.nanoClock())
             .maxSpeculativeEntries(config.maxSpeculativeEntries())
+            .maxMemoryEntries(config.maxMemoryEntries())
             .build()
             .join(config.toBuilder().meterRegistry(null).build());
     String p = "{" + client.config.keyPrefix() + ":fleet:" + config.fleet() + "}:";
     this.prefix = Bytes.utf8(p);
     this.replicasKey = Bytes.utf8(p + "replicas");
     this.sPrefix = Bytes.utf8(p + "s:");
+    this.aPrefix = Bytes.utf8(p + "a:");
     this.replicaArg = Bytes.utf8(config.replicaId());
     this.leaseArg = Bytes.num(config.leaseTtl().toMillis());
     this.heartbeatNanos = config.leaseTtl().toNanos() / 3;
@@ -152,6 +164,12 @@ final class RedisFleet implements FleetState {
           .tag("reason", "queue_full")
           .register(reg);
       FunctionCounter.builder("kvroute.fleet.speculative.dropped", specUnavailable, LongAdder::sum)
+          .tag("reason", "redis_unavailable")
+          .register(reg);
+      FunctionCounter.builder("kvroute.fleet.memory.dropped", memDropped, LongAdder::sum)
+          .tag("reason", "queue_full")
+          .register(reg);
+      FunctionCounter.builder("kvroute.fleet.memory.dropped", memUnavailable, LongAdder::sum)
           .tag("reason", "redis_unavailable")
           .register(reg);
       Gauge.builder("kvroute.fleet.speculative.queue.depth", specQueue, ArrayBlockingQueue::size)
@@ -239,26 +257,59 @@ final class RedisFleet implements FleetState {
       return;
     }
     local.speculate(endpointId, requestKeys, numKeys);
+    enqueue(endpointId, requestKeys, numKeys, false);
+  }
+
+  @Override
+  public void remember(String endpointId, long[] prefixHashes, int numHashes) {
+    Objects.requireNonNull(endpointId, "endpointId");
+    Objects.checkFromIndexSize(0, numHashes, prefixHashes.length);
+    if (closed.get() || numHashes == 0 || config.memoryTtl().isZero()) {
+      return;
+    }
+    local.remember(endpointId, prefixHashes, numHashes);
+    enqueue(endpointId, prefixHashes, numHashes, true);
+  }
+
+  @Override
+  public void coldRouted(String endpointId) {
+    Objects.requireNonNull(endpointId, "endpointId");
+    if (closed.get()) {
+      return;
+    }
+    if (!pendingCold.containsKey(endpointId) && pendingCold.size() >= config.maxEndpoints()) {
+      overflow.increment();
+      return;
+    }
+    local.coldRouted(endpointId);
+    pendingCold.put(endpointId, coldOrder.incrementAndGet());
+    oldestChange.compareAndSet(0, now());
+    submitted.incrementAndGet();
+    signal();
+  }
+
+  private void enqueue(String endpointId, long[] k, int n, boolean memory) {
     int stride = config.speculativeStride();
-    int m = FleetCheckpoints.count(numKeys, stride);
+    int m = FleetCheckpoints.count(n, stride);
     byte[][] keys = new byte[m][];
     byte[][] ids = new byte[m][];
     long ep = FleetCheckpoints.endpointHash(endpointId);
+    byte[] kp = memory ? aPrefix : sPrefix;
     for (int c = 0; c < m; c++) {
       int q = FleetCheckpoints.position(c, stride);
-      int t = FleetCheckpoints.tail(q, numKeys, stride);
-      keys[c] = Bytes.key(sPrefix, requestKeys[q]);
+      int t = FleetCheckpoints.tail(q, n, stride);
+      keys[c] = Bytes.key(kp, k[q]);
       byte[] id = new byte[20];
       Bytes.putLong(id, 0, ep);
       id[8] = (byte) (t >>> 24);
       id[9] = (byte) (t >>> 16);
       id[10] = (byte) (t >>> 8);
       id[11] = (byte) t;
-      Bytes.putLong(id, 12, requestKeys[t]);
+      Bytes.putLong(id, 12, k[t]);
       ids[c] = id;
     }
-    if (!specQueue.offer(new SpecWrite(keys, ids))) {
-      specDropped.increment();
+    if (!specQueue.offer(new SpecWrite(keys, ids, memory))) {
+      (memory ? memDropped : specDropped).increment();
       return;
     }
     oldestChange.compareAndSet(0, now());
@@ -285,7 +336,7 @@ final class RedisFleet implements FleetState {
         long wait;
         if (now - retryAt < 0) { // the last cycle failed: not before its retry time
           wait = retryAt - now;
-        } else if (!dirty.isEmpty() || !specQueue.isEmpty() || resync) {
+        } else if (!dirty.isEmpty() || !specQueue.isEmpty() || !pendingCold.isEmpty() || resync) {
           wait = 0;
         } else {
           wait = heartbeatNanos - (now - lastLoad);
@@ -308,7 +359,11 @@ final class RedisFleet implements FleetState {
       try {
         long cycleSeq = submitted.get();
         long since = oldestChange.getAndSet(0);
-        boolean loadDue = resync || !dirty.isEmpty() || now() - lastLoad >= heartbeatNanos;
+        boolean loadDue =
+            resync
+                || !dirty.isEmpty()
+                || !pendingCold.isEmpty()
+                || now() - lastLoad >= heartbeatNanos;
         boolean ok = cycle(loadDue);
         if (loadDue && ok) {
           lastLoad = now();
@@ -357,6 +412,7 @@ final class RedisFleet implements FleetState {
     RedisFuture<List<Object>> load = null;
     char mode = 0;
     Map<String, long[]> sent = null;
+    List<Map.Entry<String, Long>> coldSent = List.of();
     if (loadDue) {
       mode = resync ? 'F' : 'D';
       sent = new HashMap<>();
@@ -387,7 +443,10 @@ final class RedisFleet implements FleetState {
           sent.put(ep, new long[] {r, t});
         }
       }
-      byte[][] args = new byte[4 + 2 * sent.size()][];
+      // the cold requests, in this replica's order
+      coldSent = new ArrayList<>(pendingCold.entrySet());
+      coldSent.sort((x, y) -> Long.compare(Math.abs(x.getValue()), Math.abs(y.getValue())));
+      byte[][] args = new byte[4 + 2 * sent.size() + 2 * coldSent.size()][];
       args[0] = prefix;
       args[1] = replicaArg;
       args[2] = leaseArg;
@@ -397,27 +456,19 @@ final class RedisFleet implements FleetState {
         args[a++] = Bytes.utf8(e.getKey());
         args[a++] = Bytes.utf8(e.getValue()[0] + " " + e.getValue()[1]);
       }
+      for (Map.Entry<String, Long> e : coldSent) {
+        args[a++] = Bytes.utf8(e.getKey());
+        args[a++] = e.getValue() < 0 ? COLD_FORGET : COLD;
+      }
       load = dispatch(c, Script.FLEET_LOAD, new byte[][] {replicasKey}, args);
     }
-    RedisFuture<Object> spec = null;
-    byte[][] specKeyArr = null;
-    byte[][] specArgs = null;
-    if (!specs.isEmpty()) {
-      specKeyArr = new byte[specKeys][];
-      specArgs = new byte[2 + specKeys][];
-      specArgs[0] = Bytes.num(config.speculativeTtl().toMillis());
-      specArgs[1] = Bytes.num(config.maxEntriesPerKey());
-      int k = 0;
-      for (SpecWrite w : specs) {
-        for (int i = 0; i < w.keys().length; i++) {
-          specKeyArr[k] = w.keys()[i];
-          specArgs[2 + k] = w.ids()[i];
-          k++;
-        }
-      }
-      spec = dispatch(c, Script.FLEET_SPEC, specKeyArr, specArgs);
-      writes.increment();
+    List<SpecWrite> spec = new ArrayList<>();
+    List<SpecWrite> mem = new ArrayList<>();
+    for (SpecWrite w : specs) {
+      (w.memory() ? mem : spec).add(w);
     }
+    EntriesCall specCall = entries(c, spec, config.speculativeTtl());
+    EntriesCall memCall = entries(c, mem, config.memoryTtl());
     boolean ok = true;
     if (load != null) {
       writes.increment();
@@ -426,6 +477,9 @@ final class RedisFleet implements FleetState {
         long present = Bytes.parseLong(r.get(0));
         swept.add(Bytes.parseLong(r.get(1)));
         liveReplicas.set((int) Bytes.parseLong(r.get(2)));
+        for (Map.Entry<String, Long> e : coldSent) { // acknowledged, unless sent again since
+          pendingCold.remove(e.getKey(), e.getValue());
+        }
         if (present == 0 && mode != 'F') {
           // our lease ran out (or Redis lost our state): publish everything again
           resync = true;
@@ -438,11 +492,14 @@ final class RedisFleet implements FleetState {
         lastOk = false;
       }
     }
-    if (spec != null) {
+    for (EntriesCall call : new EntriesCall[] {specCall, memCall}) {
+      if (call == null) {
+        continue;
+      }
       try {
-        awaitScript(c, spec, Script.FLEET_SPEC, specKeyArr, specArgs);
+        awaitScript(c, call.future(), Script.FLEET_SPEC, call.keys(), call.args());
       } catch (RedisClientImpl.Unavailable e) {
-        specUnavailable.add(specs.size());
+        (call == memCall ? memUnavailable : specUnavailable).add(call.requests());
         ok = false;
         lastOk = false;
       }
@@ -450,8 +507,40 @@ final class RedisFleet implements FleetState {
     return ok;
   }
 
+  /** A {@code fleet-spec.lua} call in flight. */
+  private record EntriesCall(
+      RedisFuture<Object> future, byte[][] keys, byte[][] args, int requests) {}
+
+  /** Sends {@code batch}'s checkpoints, their entries living {@code ttl}; null if none. */
+  private EntriesCall entries(
+      RedisClusterAsyncCommands<byte[], byte[]> c, List<SpecWrite> batch, Duration ttl) {
+    if (batch.isEmpty()) {
+      return null;
+    }
+    int n = 0;
+    for (SpecWrite w : batch) {
+      n += w.keys().length;
+    }
+    byte[][] keys = new byte[n][];
+    byte[][] args = new byte[2 + n][];
+    args[0] = Bytes.num(ttl.toMillis());
+    args[1] = Bytes.num(config.maxEntriesPerKey());
+    int k = 0;
+    for (SpecWrite w : batch) {
+      for (int i = 0; i < w.keys().length; i++) {
+        keys[k] = w.keys()[i];
+        args[2 + k] = w.ids()[i];
+        k++;
+      }
+    }
+    writes.increment();
+    return new EntriesCall(dispatch(c, Script.FLEET_SPEC, keys, args), keys, args, batch.size());
+  }
+
   private void failed(List<SpecWrite> specs, boolean loadDue) {
-    specUnavailable.add(specs.size());
+    for (SpecWrite w : specs) {
+      (w.memory() ? memUnavailable : specUnavailable).increment();
+    }
     if (loadDue) {
       resync = true;
     }
@@ -490,19 +579,33 @@ final class RedisFleet implements FleetState {
 
   // ------------------------------------------------------------------ reads
 
+  private static final long[] NO_KEYS = new long[0];
+
   @Override
   public FleetView view(List<String> endpointIds, long[] requestKeys, int numKeys) {
+    return view(endpointIds, requestKeys, numKeys, NO_KEYS, 0);
+  }
+
+  @Override
+  public FleetView view(
+      List<String> endpointIds,
+      long[] requestKeys,
+      int numKeys,
+      long[] prefixHashes,
+      int numHashes) {
     Objects.requireNonNull(endpointIds, "endpointIds");
     checkKeys(requestKeys, numKeys);
+    checkKeys(prefixHashes, numHashes);
+    int nh = memoryShared() ? numHashes : 0;
     long start = now();
     if (start - localUntil < 0) {
-      return fallback("backoff", endpointIds, requestKeys, numKeys);
+      return fallback("backoff", endpointIds, requestKeys, numKeys, prefixHashes, nh);
     }
     RedisClusterAsyncCommands<byte[], byte[]> c = client.reads();
     if (c == null) {
-      return unreachable("unavailable", endpointIds, requestKeys, numKeys, start);
+      return unreachable("unavailable", endpointIds, requestKeys, numKeys, prefixHashes, nh, start);
     }
-    byte[][] keys = viewKeys(requestKeys, numKeys);
+    byte[][] keys = viewKeys(requestKeys, numKeys, prefixHashes, nh);
     byte[][] args = viewArgs(endpointIds);
     long deadline = start + config.viewTimeout().toNanos();
     try {
@@ -516,31 +619,44 @@ final class RedisFleet implements FleetState {
                 left(deadline),
                 "fleet");
       }
-      return merge(endpointIds, requestKeys, numKeys, r);
+      return merge(endpointIds, requestKeys, numKeys, prefixHashes, nh, r);
     } catch (RedisClientImpl.Unavailable e) {
       String reason = e.getCause() instanceof TimeoutException ? "timeout" : "unavailable";
-      return unreachable(reason, endpointIds, requestKeys, numKeys, start);
+      return unreachable(reason, endpointIds, requestKeys, numKeys, prefixHashes, nh, start);
     }
   }
 
   @Override
   public CompletableFuture<FleetView> viewAsync(
       List<String> endpointIds, long[] requestKeys, int numKeys) {
+    return viewAsync(endpointIds, requestKeys, numKeys, NO_KEYS, 0);
+  }
+
+  @Override
+  public CompletableFuture<FleetView> viewAsync(
+      List<String> endpointIds,
+      long[] requestKeys,
+      int numKeys,
+      long[] prefixHashes,
+      int numHashes) {
     Objects.requireNonNull(endpointIds, "endpointIds");
     checkKeys(requestKeys, numKeys);
+    checkKeys(prefixHashes, numHashes);
+    int nh = memoryShared() ? numHashes : 0;
     long start = now();
     if (start - localUntil < 0) {
       return CompletableFuture.completedFuture(
-          fallback("backoff", endpointIds, requestKeys, numKeys));
+          fallback("backoff", endpointIds, requestKeys, numKeys, prefixHashes, nh));
     }
     RedisClusterAsyncCommands<byte[], byte[]> c = client.reads();
     if (c == null) {
       return CompletableFuture.completedFuture(
-          unreachable("unavailable", endpointIds, requestKeys, numKeys, start));
+          unreachable("unavailable", endpointIds, requestKeys, numKeys, prefixHashes, nh, start));
     }
-    long[] keysCopy = numKeys == 0 ? new long[0] : java.util.Arrays.copyOf(requestKeys, numKeys);
+    long[] keysCopy = numKeys == 0 ? NO_KEYS : java.util.Arrays.copyOf(requestKeys, numKeys);
+    long[] hashesCopy = nh == 0 ? NO_KEYS : java.util.Arrays.copyOf(prefixHashes, nh);
     List<String> eps = List.copyOf(endpointIds);
-    byte[][] keys = viewKeys(keysCopy, numKeys);
+    byte[][] keys = viewKeys(keysCopy, numKeys, hashesCopy, nh);
     byte[][] args = viewArgs(eps);
     CompletableFuture<List<Object>> f =
         this.<List<Object>>dispatch(c, Script.FLEET_VIEW, keys, args).toCompletableFuture();
@@ -549,7 +665,7 @@ final class RedisFleet implements FleetState {
             (r, t) -> {
               if (t == null) {
                 client.health.ok();
-                return merge(eps, keysCopy, numKeys, r);
+                return merge(eps, keysCopy, numKeys, hashesCopy, nh, r);
               }
               Throwable cause =
                   t instanceof java.util.concurrent.CompletionException ? t.getCause() : t;
@@ -559,8 +675,12 @@ final class RedisFleet implements FleetState {
                 client.health.failed("fleet", cause);
               }
               String reason = cause instanceof TimeoutException ? "timeout" : "unavailable";
-              return unreachable(reason, eps, keysCopy, numKeys, start);
+              return unreachable(reason, eps, keysCopy, numKeys, hashesCopy, nh, start);
             });
+  }
+
+  private boolean memoryShared() {
+    return !config.memoryTtl().isZero();
   }
 
   private static void checkKeys(long[] requestKeys, int numKeys) {
@@ -575,13 +695,18 @@ final class RedisFleet implements FleetState {
     return Duration.ofNanos(Math.max(1, deadline - now()));
   }
 
-  private byte[][] viewKeys(long[] requestKeys, int numKeys) {
+  /** The view's keys: the replicas, the speculative checkpoint keys, the memory's. */
+  private byte[][] viewKeys(long[] requestKeys, int numKeys, long[] hashes, int nh) {
     int stride = config.speculativeStride();
     int m = FleetCheckpoints.count(numKeys, stride);
-    byte[][] keys = new byte[1 + m][];
+    int mh = FleetCheckpoints.count(nh, stride);
+    byte[][] keys = new byte[1 + m + mh][];
     keys[0] = replicasKey;
     for (int c = 0; c < m; c++) {
       keys[1 + c] = Bytes.key(sPrefix, requestKeys[FleetCheckpoints.position(c, stride)]);
+    }
+    for (int c = 0; c < mh; c++) {
+      keys[1 + m + c] = Bytes.key(aPrefix, hashes[FleetCheckpoints.position(c, stride)]);
     }
     return keys;
   }
@@ -597,19 +722,24 @@ final class RedisFleet implements FleetState {
     return args;
   }
 
-  /** The fleet view from a {@code fleet-view.lua} reply, this replica's exact counts merged in. */
-  private FleetView merge(List<String> eps, long[] keys, int n, List<Object> r) {
+  /** The fleet view from a {@code fleet-view.lua} reply, this replica's exact state merged in. */
+  private FleetView merge(
+      List<String> eps, long[] keys, int n, long[] hashes, int nh, List<Object> r) {
     long serverNow = Bytes.parseLong(r.get(0));
     List<?> lr = (List<?>) r.get(1);
     List<?> lt = (List<?>) r.get(2);
     List<?> mine = (List<?>) r.get(3); // this replica's part of the sums, read in the same call
+    List<?> coldR = (List<?>) r.get(4);
     int size = eps.size();
     long[] req = new long[size];
     long[] tok = new long[size];
     int[] sp = new int[size];
-    Map<String, Integer> pos = new HashMap<>(size * 2);
-    for (int i = size - 1; i >= 0; i--) {
-      pos.put(eps.get(i), i);
+    int[] mem = new int[size];
+    long[] cold = new long[size];
+    long maxCold = 0;
+    for (int i = 0; i < size; i++) {
+      cold[i] = coldR.get(i) == null ? 0 : Bytes.parseLong(coldR.get(i));
+      maxCold = Math.max(maxCold, cold[i]);
     }
     for (int i = 0; i < size; i++) {
       String e = eps.get(i);
@@ -629,71 +759,123 @@ final class RedisFleet implements FleetState {
       req[i] = Math.max(0, sumR - mineR) + ownR;
       tok[i] = Math.max(0, sumT - mineT) + ownT;
     }
-    if (n > 0) {
+    if (n > 0 || nh > 0) {
       Map<Long, Integer> byHash = new HashMap<>(size * 2);
       for (int i = size - 1; i >= 0; i--) {
         byHash.put(FleetCheckpoints.endpointHash(eps.get(i)), i);
       }
-      int stride = config.speculativeStride();
-      for (int c = 0, at = 4; at < r.size(); c++, at++) {
-        Object v = r.get(at);
-        if (!(v instanceof byte[] b)) {
-          continue;
-        }
-        int q = FleetCheckpoints.position(c, stride);
-        for (int off = 0; off + ENTRY <= b.length; off += ENTRY) {
-          long exp = 0;
-          for (int j = 0; j < 6; j++) {
-            exp = (exp << 8) | (b[off + j] & 0xff);
-          }
-          if (exp <= serverNow) {
-            continue;
-          }
-          Integer i = byHash.get(Bytes.getLong(b, off + 6));
-          if (i == null) {
-            continue;
-          }
-          int tail =
-              ((b[off + 14] & 0xff) << 24)
-                  | ((b[off + 15] & 0xff) << 16)
-                  | ((b[off + 16] & 0xff) << 8)
-                  | (b[off + 17] & 0xff);
-          long tailKey = Bytes.getLong(b, off + 18);
-          sp[i] = Math.max(sp[i], FleetCheckpoints.held(keys, n, q, tail, tailKey));
-        }
+      int m = FleetCheckpoints.count(n, config.speculativeStride());
+      held(r, 5, keys, n, byHash, serverNow, sp);
+      held(r, 5 + m, hashes, nh, byHash, serverNow, mem);
+      // this replica's own entries, exact whatever the writer is doing
+      FleetView own = local.localView(eps, keys, n, hashes, nh);
+      Map<String, Integer> pos = new HashMap<>(size * 2);
+      for (int i = size - 1; i >= 0; i--) {
+        pos.put(eps.get(i), i);
       }
-      FleetView own = local.localView(eps, keys, n);
       for (int i = 0; i < size; i++) {
-        sp[i] = Math.max(sp[pos.get(eps.get(i))], own.speculativeBlocks(i));
+        int first = pos.get(eps.get(i));
+        sp[i] = Math.max(sp[first], own.speculativeBlocks(i));
+        mem[i] = Math.max(mem[first], own.rememberedBlocks(i));
+      }
+    }
+    if (!pendingCold.isEmpty()) {
+      // this replica's cold requests Redis has not acknowledged yet: later than any it holds
+      FleetView own = local.localView(eps, NO_KEYS, 0);
+      for (int i = 0; i < size; i++) {
+        Long p = pendingCold.get(eps.get(i));
+        if (p != null) {
+          cold[i] = p < 0 ? 0 : maxCold + own.lastColdRouted(i);
+        }
       }
     }
     if (fleetViews != null) {
       fleetViews.increment();
     }
-    return FleetView.of(FleetView.Source.FLEET, eps, req, tok, sp);
+    return FleetView.builder(FleetView.Source.FLEET, eps)
+        .inFlight(req, tok)
+        .speculativeBlocks(sp)
+        .rememberedBlocks(mem)
+        .lastColdRouted(cold)
+        .build();
   }
 
-  private FleetView unreachable(String reason, List<String> eps, long[] keys, int n, long start) {
+  /**
+   * The blocks held per endpoint by the entries of the checkpoint keys of {@code keys[0..n)}, read
+   * at {@code r[from..]} (one value per checkpoint).
+   */
+  private void held(
+      List<Object> r,
+      int from,
+      long[] keys,
+      int n,
+      Map<Long, Integer> byHash,
+      long serverNow,
+      int[] out) {
+    int stride = config.speculativeStride();
+    for (int c = 0, m = FleetCheckpoints.count(n, stride); c < m && from + c < r.size(); c++) {
+      Object v = r.get(from + c);
+      if (!(v instanceof byte[] b)) {
+        continue;
+      }
+      int q = FleetCheckpoints.position(c, stride);
+      for (int off = 0; off + ENTRY <= b.length; off += ENTRY) {
+        long exp = 0;
+        for (int j = 0; j < 6; j++) {
+          exp = (exp << 8) | (b[off + j] & 0xff);
+        }
+        if (exp <= serverNow) {
+          continue;
+        }
+        Integer i = byHash.get(Bytes.getLong(b, off + 6));
+        if (i == null) {
+          continue;
+        }
+        int tail =
+            ((b[off + 14] & 0xff) << 24)
+                | ((b[off + 15] & 0xff) << 16)
+                | ((b[off + 16] & 0xff) << 8)
+                | (b[off + 17] & 0xff);
+        long tailKey = Bytes.getLong(b, off + 18);
+        out[i] = Math.max(out[i], FleetCheckpoints.held(keys, n, q, tail, tailKey));
+      }
+    }
+  }
+
+  private FleetView unreachable(
+      String reason, List<String> eps, long[] keys, int n, long[] hashes, int nh, long start) {
     localUntil = start + config.viewBackoff().toNanos();
-    return fallback(reason, eps, keys, n);
+    return fallback(reason, eps, keys, n, hashes, nh);
   }
 
-  private FleetView fallback(String reason, List<String> eps, long[] keys, int n) {
+  private FleetView fallback(
+      String reason, List<String> eps, long[] keys, int n, long[] hashes, int nh) {
     Counter f = fallbacks.get(reason);
     if (f != null) {
       f.increment();
     }
-    return own(eps, keys, n);
+    return own(eps, keys, n, hashes, nh);
   }
 
   @Override
   public FleetView localView(List<String> endpointIds, long[] requestKeys, int numKeys) {
-    Objects.requireNonNull(endpointIds, "endpointIds");
-    checkKeys(requestKeys, numKeys);
-    return own(endpointIds, requestKeys, numKeys);
+    return localView(endpointIds, requestKeys, numKeys, NO_KEYS, 0);
   }
 
-  private FleetView own(List<String> eps, long[] keys, int n) {
+  @Override
+  public FleetView localView(
+      List<String> endpointIds,
+      long[] requestKeys,
+      int numKeys,
+      long[] prefixHashes,
+      int numHashes) {
+    Objects.requireNonNull(endpointIds, "endpointIds");
+    checkKeys(requestKeys, numKeys);
+    checkKeys(prefixHashes, numHashes);
+    return own(endpointIds, requestKeys, numKeys, prefixHashes, numHashes);
+  }
+
+  private FleetView own(List<String> eps, long[] keys, int n, long[] hashes, int nh) {
     int size = eps.size();
     long[] req = new long[size];
     long[] tok = new long[size];
@@ -704,15 +886,24 @@ final class RedisFleet implements FleetState {
         tok[i] = c.tokens.get();
       }
     }
-    FleetView spec = local.localView(eps, keys, n);
+    FleetView entries = local.localView(eps, keys, n, hashes, nh);
     int[] sp = new int[size];
+    int[] mem = new int[size];
+    long[] cold = new long[size];
     for (int i = 0; i < size; i++) {
-      sp[i] = spec.speculativeBlocks(i);
+      sp[i] = entries.speculativeBlocks(i);
+      mem[i] = entries.rememberedBlocks(i);
+      cold[i] = entries.lastColdRouted(i);
     }
     if (localViews != null) {
       localViews.increment();
     }
-    return FleetView.of(FleetView.Source.LOCAL, eps, req, tok, sp);
+    return FleetView.builder(FleetView.Source.LOCAL, eps)
+        .inFlight(req, tok)
+        .speculativeBlocks(sp)
+        .rememberedBlocks(mem)
+        .lastColdRouted(cold)
+        .build();
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -726,6 +917,12 @@ final class RedisFleet implements FleetState {
       if (c.dirty.compareAndSet(false, true)) {
         dirty.add(endpointId);
       }
+      submitted.incrementAndGet();
+      signal();
+    }
+    if (local.localView(List.of(endpointId), NO_KEYS, 0).lastColdRouted(0) != 0
+        || pendingCold.containsKey(endpointId)) {
+      pendingCold.put(endpointId, -coldOrder.incrementAndGet());
       submitted.incrementAndGet();
       signal();
     }

@@ -2,7 +2,10 @@
 -- Keys: P..'replicas' (sorted set: replica id -> lease expiry, ms of server time), P..'lr' and
 -- P..'lt' (hashes: endpoint -> requests / tokens in flight, summed over live replicas),
 -- P..'l:'..replica (hash: endpoint -> 'requests tokens' of that replica), P..'s:'..<8 bytes>
--- (speculative entries of a checkpoint request key). Every key carries the fleet's hash tag.
+-- (speculative entries of a checkpoint request key), P..'a:'..<8 bytes> (routing-memory entries of
+-- a checkpoint prefix hash, the same format), P..'c' (hash: endpoint -> the fleet's order of the
+-- last cold request sent there) and P..'cseq' (that order's counter). Every key carries the
+-- fleet's hash tag.
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
