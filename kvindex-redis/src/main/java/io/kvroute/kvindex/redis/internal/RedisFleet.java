@@ -607,6 +607,7 @@ final class RedisFleet implements FleetState {
     }
     byte[][] keys = viewKeys(requestKeys, numKeys, prefixHashes, nh);
     byte[][] args = viewArgs(endpointIds);
+    Map<String, Long> pendingAtRead = pendingCold();
     long deadline = start + config.viewTimeout().toNanos();
     try {
       List<Object> r;
@@ -619,7 +620,7 @@ final class RedisFleet implements FleetState {
                 left(deadline),
                 "fleet");
       }
-      return merge(endpointIds, requestKeys, numKeys, prefixHashes, nh, r);
+      return merge(endpointIds, requestKeys, numKeys, prefixHashes, nh, r, pendingAtRead);
     } catch (RedisClientImpl.Unavailable e) {
       String reason = e.getCause() instanceof TimeoutException ? "timeout" : "unavailable";
       return unreachable(reason, endpointIds, requestKeys, numKeys, prefixHashes, nh, start);
@@ -658,6 +659,7 @@ final class RedisFleet implements FleetState {
     List<String> eps = List.copyOf(endpointIds);
     byte[][] keys = viewKeys(keysCopy, numKeys, hashesCopy, nh);
     byte[][] args = viewArgs(eps);
+    Map<String, Long> pendingAtRead = pendingCold();
     CompletableFuture<List<Object>> f =
         this.<List<Object>>dispatch(c, Script.FLEET_VIEW, keys, args).toCompletableFuture();
     return f.orTimeout(config.viewTimeout().toNanos(), TimeUnit.NANOSECONDS)
@@ -665,7 +667,7 @@ final class RedisFleet implements FleetState {
             (r, t) -> {
               if (t == null) {
                 client.health.ok();
-                return merge(eps, keysCopy, numKeys, hashesCopy, nh, r);
+                return merge(eps, keysCopy, numKeys, hashesCopy, nh, r, pendingAtRead);
               }
               Throwable cause =
                   t instanceof java.util.concurrent.CompletionException ? t.getCause() : t;
@@ -722,9 +724,27 @@ final class RedisFleet implements FleetState {
     return args;
   }
 
-  /** The fleet view from a {@code fleet-view.lua} reply, this replica's exact state merged in. */
+  /**
+   * This replica's cold requests not acknowledged yet, copied before a view's read is sent: the
+   * writer may have them acknowledged (and forgotten from {@link #pendingCold}) before the reply
+   * comes back, by a write Redis applied after the read.
+   */
+  private Map<String, Long> pendingCold() {
+    return pendingCold.isEmpty() ? Map.of() : Map.copyOf(pendingCold);
+  }
+
+  /**
+   * The fleet view from a {@code fleet-view.lua} reply, this replica's exact state merged in
+   * ({@code pendingAtRead}: its cold requests not acknowledged when the read was sent).
+   */
   private FleetView merge(
-      List<String> eps, long[] keys, int n, long[] hashes, int nh, List<Object> r) {
+      List<String> eps,
+      long[] keys,
+      int n,
+      long[] hashes,
+      int nh,
+      List<Object> r,
+      Map<String, Long> pendingAtRead) {
     long serverNow = Bytes.parseLong(r.get(0));
     List<?> lr = (List<?>) r.get(1);
     List<?> lt = (List<?>) r.get(2);
@@ -779,11 +799,15 @@ final class RedisFleet implements FleetState {
         mem[i] = Math.max(mem[first], own.rememberedBlocks(i));
       }
     }
-    if (!pendingCold.isEmpty()) {
-      // this replica's cold requests Redis has not acknowledged yet: later than any it holds
+    if (!pendingCold.isEmpty() || !pendingAtRead.isEmpty()) {
+      // this replica's cold requests Redis had not acknowledged when the read was sent (or has
+      // not now): later than any it holds
       FleetView own = local.localView(eps, NO_KEYS, 0);
       for (int i = 0; i < size; i++) {
         Long p = pendingCold.get(eps.get(i));
+        if (p == null) {
+          p = pendingAtRead.get(eps.get(i));
+        }
         if (p != null) {
           cold[i] = p < 0 ? 0 : maxCold + own.lastColdRouted(i);
         }
