@@ -86,6 +86,8 @@ public final class ScaleClusterRun {
     int lookupPods = 100;
     int lookupIntervalMs = 10;
     long calibrationSets = 2_000_000;
+    long warmupSteps;
+    long steps;
     RedisIndexConfig.LookupMode lookupMode = RedisIndexConfig.LookupMode.PIPELINED_MGET;
     long seed = 1;
 
@@ -99,7 +101,8 @@ public final class ScaleClusterRun {
                   + " --drivers 2 --seconds 20 --warmup 10 --lookup-seconds 10 --idle-seconds 5"
                   + " --lookup-pods 100"
                   + " --lookup-interval-ms 10 --lookup-mode mget|script --calibration-sets 2000000"
-                  + " --seed 1");
+                  + " --seed 1 [--warmup-steps W --steps S: a fixed workload instead of the time"
+                  + " window: every pod takes W engine steps, then S measured ones]");
           System.exit(0);
         }
         if (i + 1 >= args.length) {
@@ -121,6 +124,8 @@ public final class ScaleClusterRun {
           case "--lookup-interval-ms" -> o.lookupIntervalMs = Integer.parseInt(v);
           case "--calibration-sets" -> o.calibrationSets = Long.parseLong(v);
           case "--seed" -> o.seed = Long.parseLong(v);
+          case "--warmup-steps" -> o.warmupSteps = Long.parseLong(v);
+          case "--steps" -> o.steps = Long.parseLong(v);
           case "--lookup-mode" ->
               o.lookupMode =
                   v.startsWith("script")
@@ -234,6 +239,12 @@ public final class ScaleClusterRun {
       docKeys[d] = replicas.get(0).requestKeys(w.docTokens[d], (String) null);
     }
     Lookups lookups = new Lookups(o, w, replicas.get(0), podNames, docKeys);
+    if (o.steps > 0) {
+      fixedWork(o, drivers, replicas, masters, usPerSet);
+      replicas.forEach(RedisBlockIndex::close);
+      cluster.close();
+      System.exit(0);
+    }
     drivers.start();
     System.out.printf(Locale.ROOT, "warming up %.0f s ...%n", o.warmup);
     LockSupport.parkNanos((long) (o.warmup * 1e9));
@@ -380,6 +391,88 @@ public final class ScaleClusterRun {
     System.exit(0);
   }
 
+  /**
+   * The fixed workload: every pod takes {@code --warmup-steps} engine steps, the queues drain, then
+   * {@code --steps} more are measured up to the moment the replicas' writes are all applied. Each
+   * pod's events depend on its seed only, so two runs (two builds) apply the same blocks: the shard
+   * CPU per block compares at equal work, whatever the speed of the run (the time window's mix of
+   * stores and removals depends on how fast the pools fill).
+   */
+  private static void fixedWork(
+      Options o,
+      Drivers drivers,
+      List<RedisBlockIndex> replicas,
+      List<RedisCluster.Node> masters,
+      double usPerSet)
+      throws InterruptedException {
+    System.out.printf(Locale.ROOT, "warming up: %d steps per pod ...%n", o.warmupSteps);
+    drivers.runSteps(o.warmupSteps);
+    replicas.forEach(RedisBlockIndex::flush);
+    long[] cpu0 = new long[masters.size()];
+    for (int i = 0; i < masters.size(); i++) {
+      cpu0[i] = ScaleModelRun.procCpuNanos(masters.get(i).pid());
+    }
+    long stored0 = drivers.stored.sum();
+    long removed0 = drivers.removed.sum();
+    String loadStart = Machine.loadAverages();
+    long t0 = System.nanoTime();
+    drivers.runSteps(o.steps);
+    replicas.forEach(RedisBlockIndex::flush);
+    double wall = (System.nanoTime() - t0) / 1e9;
+    long stored = drivers.stored.sum() - stored0;
+    long removed = drivers.removed.sum() - removed0;
+    double cpuSum = 0;
+    StringBuilder perMaster = new StringBuilder();
+    for (int i = 0; i < masters.size(); i++) {
+      double sec = (ScaleModelRun.procCpuNanos(masters.get(i).pid()) - cpu0[i]) / 1e9;
+      cpuSum += sec;
+      perMaster.append(String.format(Locale.ROOT, " %d: %.2f s", masters.get(i).port(), sec));
+    }
+    String loadEnd = Machine.loadAverages();
+    double usPerBlock = cpuSum * 1e6 / Math.max(1, stored);
+    System.out.printf(
+        Locale.ROOT,
+        "%n== fixed work: %d steps per pod, %d stored and %d removed blocks in %.1f s%n"
+            + "masters' CPU (port: seconds):%s%n"
+            + "ingestion per shard core (LEASED): %.0f stored blocks/s (%.0f stored + removed);"
+            + " %.2f us of shard CPU per stored block = %.1f SETs of the calibration%n"
+            + "  scaled to a quiet core by the calibration (a pipelined SET at 0.25 us): %.0f stored"
+            + " blocks/s per shard core%n",
+        o.steps,
+        stored,
+        removed,
+        wall,
+        perMaster,
+        stored / Math.max(1e-9, cpuSum),
+        (stored + removed) / Math.max(1e-9, cpuSum),
+        usPerBlock,
+        usPerBlock / usPerSet,
+        1e6 / (usPerBlock / usPerSet * 0.25));
+    for (int r = 0; r < replicas.size(); r++) {
+      System.out.printf(
+          Locale.ROOT, "replica %d: dropped %s%n", r, nonZero(replicas.get(r).stats().dropped()));
+    }
+    System.out.println("== load at start: " + loadStart);
+    System.out.println("== load at end:   " + loadEnd);
+    System.out.printf(
+        Locale.ROOT,
+        "result: cluster masters=%d groups=%d replicas=%d copies=%d pods=%d steps=%d stored=%d"
+            + " removed=%d blocks_per_shard_core=%.0f us_per_block=%.2f sets_per_block=%.1f"
+            + " load=\"%s\"%n",
+        o.masters,
+        o.groups,
+        o.replicas,
+        o.copies,
+        o.pods,
+        o.steps,
+        stored,
+        removed,
+        stored / Math.max(1e-9, cpuSum),
+        usPerBlock,
+        usPerBlock / usPerSet,
+        loadEnd);
+  }
+
   private static int[] followersOfReplica(int[][] followersOf, int r) {
     int[] n = new int[1];
     for (int[] f : followersOf) {
@@ -506,7 +599,27 @@ public final class ScaleClusterRun {
       return g == null ? 0 : g.value();
     }
 
+    /** Every pod takes {@code perPod} more steps (the drivers' threads, joined). */
+    void runSteps(long perPod) throws InterruptedException {
+      List<Thread> ts = new ArrayList<>();
+      for (int t = 0; t < o.drivers; t++) {
+        int tt = t;
+        Thread th = new Thread(() -> loop(tt, perPod), "scale-cluster-driver-" + t + "-steps");
+        th.setDaemon(true);
+        ts.add(th);
+        th.start();
+      }
+      for (Thread th : ts) {
+        th.join();
+      }
+    }
+
     void loop(int t) {
+      loop(t, -1);
+    }
+
+    /** Drives this thread's pods round-robin: {@code perPod} steps each, or until stopped (-1). */
+    void loop(int t, long perPod) {
       List<Pod> mine = new ArrayList<>();
       for (Pod p : pods) {
         if (p.id % o.drivers == t) {
@@ -514,8 +627,9 @@ public final class ScaleClusterRun {
         }
       }
       int half = 65_536 / 2;
-      int i = 0;
-      while (running) {
+      long i = 0;
+      long end = perPod < 0 ? Long.MAX_VALUE : perPod * mine.size();
+      while (running && i < end) {
         if (i % 64 == 0) {
           boolean full = false;
           for (int r = 0; r < replicas.size(); r++) {
@@ -529,7 +643,7 @@ public final class ScaleClusterRun {
             continue;
           }
         }
-        Pod p = mine.get(i++ % mine.size());
+        Pod p = mine.get((int) (i++ % mine.size()));
         step(p);
       }
     }

@@ -33,7 +33,8 @@ import java.util.function.LongSupplier;
  *   <tr><td>entryTtl</td><td>6 h</td><td>time to live of a request key, refreshed by stores and
  *       by lookup hits; 0 = none (then only Redis's own maxmemory policy bounds memory)</td></tr>
  *   <tr><td>mappingTtl</td><td>6 h</td><td>time to live of an engine-key mapping, refreshed by
- *       stores; 0 = none</td></tr>
+ *       stores (by each replica at most once per quarter of it, and whenever the request key it
+ *       names was gone); 0 = none</td></tr>
  *   <tr><td>lookupMode</td><td>{@link LookupMode#PIPELINED_MGET}</td><td>how a lookup reads a
  *       prompt's keys in one round trip</td></tr>
  *   <tr><td>lookupTimeout</td><td>100 ms</td><td>a lookup slower than this answers "no cache
@@ -45,7 +46,9 @@ import java.util.function.LongSupplier;
  *   <tr><td>readYourWrites</td><td>false</td><td>lookups first wait for this replica's pending
  *       writes (tests; costs latency under ingestion)</td></tr>
  *   <tr><td>mappingCacheSize</td><td>1,048,576</td><td>engine-key → request-key mappings kept
- *       locally for resolving parents without a round trip (direct-mapped, 17 bytes each)</td></tr>
+ *       locally for resolving parents and removed blocks without a round trip (direct-mapped, 17
+ *       bytes each), plus a record of the mappings this replica rewrote, so that it skips their
+ *       rewrite for a quarter of {@code mappingTtl} (a quarter as many slots, 16 bytes each)</td></tr>
  *   <tr><td>meterRegistry</td><td>none</td><td>Micrometer registry for the client's
  *       {@code kvroute_kvindex_redis_*} meters</td></tr>
  * </table>

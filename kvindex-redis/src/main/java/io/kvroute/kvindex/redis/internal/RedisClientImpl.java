@@ -26,7 +26,9 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -254,6 +256,9 @@ public final class RedisClientImpl implements RedisIndexClient {
 
   /** Reloads the scripts (the server, or a Cluster node, restarted and lost them). */
   void reloadScripts() {
+    for (RedisIndexImpl idx : indexes) {
+      idx.writes.forgetWrites(); // what the lost scripts wrote may be lost too
+    }
     Conn c = readConn;
     if (c != null) {
       try {
@@ -409,33 +414,38 @@ public final class RedisClientImpl implements RedisIndexClient {
       return;
     }
     RedisClusterAsyncCommands<byte[], byte[]> c = w.async();
-    // consecutive writes of one index and pod group go in one script call (its fixed cost shared;
-    // one group's keys are in one slot)
+    // the writes of one index and pod group between two other ops go in one script call, in
+    // their order (its fixed cost shared; one group's keys are in one slot). A pod's writes are
+    // all in its group's call, so each pod's order is kept; writes of different groups touch
+    // different keys and may be applied in either order.
     List<List<Op>> groups = new ArrayList<>();
     List<RedisFuture<List<Object>>> f = new ArrayList<>();
-    int i = 0;
-    while (i < batch.size()) {
-      Op op = batch.get(i);
-      if (!(op instanceof WriteOp)) {
-        groups.add(List.of(op));
-        f.add(op.dispatch(c));
-        i++;
+    Map<Object, List<WriteOp>> byGroup = new LinkedHashMap<>();
+    for (int i = 0; i <= batch.size(); i++) {
+      Op op = i < batch.size() ? batch.get(i) : null;
+      if (op instanceof WriteOp wo) {
+        byGroup.computeIfAbsent(List.of(wo.index, wo.pg), k -> new ArrayList<>()).add(wo);
         continue;
       }
-      List<WriteOp> g = new ArrayList<>();
-      int keys = 0;
-      while (i < batch.size()
-          && batch.get(i) instanceof WriteOp
-          && batch.get(i).index == op.index
-          && ((WriteOp) batch.get(i)).pg == ((WriteOp) op).pg
-          && g.size() < MAX_GROUP_OPS
-          && keys < MAX_GROUP_KEYS) {
-        WriteOp x = (WriteOp) batch.get(i++);
-        g.add(x);
-        keys += x.keys.length;
+      for (List<WriteOp> g : byGroup.values()) {
+        int from = 0;
+        while (from < g.size()) {
+          int to = from;
+          int keys = 0;
+          while (to < g.size() && to - from < MAX_GROUP_OPS && keys < MAX_GROUP_KEYS) {
+            keys += g.get(to++).keys.length;
+          }
+          List<WriteOp> part = new ArrayList<>(g.subList(from, to));
+          groups.add(new ArrayList<>(part));
+          f.add(part.get(0).index.dispatchWrites(c, part));
+          from = to;
+        }
       }
-      groups.add(new ArrayList<>(g));
-      f.add(op.index.dispatchWrites(c, g));
+      byGroup.clear();
+      if (op != null) {
+        groups.add(List.of(op));
+        f.add(op.dispatch(c));
+      }
     }
     w.flush();
     batches.increment();

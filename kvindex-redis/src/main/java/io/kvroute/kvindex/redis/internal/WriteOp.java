@@ -30,6 +30,19 @@ final class WriteOp extends Op {
   byte[] token = EMPTY;
   long born;
 
+  /**
+   * Per op kind: a store's mappings, {@code 1} written, {@code 0} written only if the request key
+   * it names was absent (this replica wrote it recently); a removal's keys, {@code r} a request key
+   * (resolved from the local mapping cache), {@code e} an engine key (resolved by the script).
+   */
+  byte[] flags = EMPTY;
+
+  /** A store's mappings' {@link FreshMappings} tags. */
+  long[] tags;
+
+  /** When a store was built (ms of the index's clock): its mappings were written no earlier. */
+  long createdMs;
+
   WriteOp(
       RedisIndexImpl index,
       char kind,
@@ -77,6 +90,7 @@ final class WriteOp extends Op {
       return true;
     }
     index.writes.counted(kind, reply, partial);
+    index.writes.applied(this, reply);
     return true;
   }
 

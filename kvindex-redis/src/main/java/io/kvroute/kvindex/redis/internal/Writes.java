@@ -11,6 +11,7 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -30,6 +31,7 @@ final class Writes extends IndexPart {
   private final Pods pods;
   private final Leases leases;
   private final MappingCache mappings;
+  private final FreshMappings fresh;
   private final PendingBlocks partials = new PendingBlocks();
   private final ThreadLocal<StoreSpan> spans;
 
@@ -42,6 +44,10 @@ final class Writes extends IndexPart {
     this.pods = index.pods;
     this.leases = index.leases;
     this.mappings = new MappingCache(rc.mappingCacheSize());
+    long ttlMs = rc.mappingTtl().toMillis();
+    this.fresh =
+        new FreshMappings(
+            Math.max(1024, rc.mappingCacheSize() / 4), ttlMs > 0 ? ttlMs / 4 : Long.MAX_VALUE);
     RequestKeyHasher hasher = index.keyHasher();
     this.spans =
         ThreadLocal.withInitial(
@@ -125,6 +131,9 @@ final class Writes extends IndexPart {
     List<byte[]> rkKeys = new ArrayList<>(hashed);
     List<byte[]> ekKeys = new ArrayList<>(hashed);
     List<byte[]> ekValues = new ArrayList<>(hashed);
+    long[] tags = new long[hashed]; // per mapping, its FreshMappings tag
+    byte[] flags = new byte[hashed];
+    long nowMs = now() / 1_000_000L;
     int lastJ = -1;
     for (int i = 0; i < hashed; i++) {
       if (!span.locate(i)) {
@@ -143,6 +152,12 @@ final class Writes extends IndexPart {
       for (int j = from; j <= to; j++) {
         Bytes.putLong(v, 1 + 8 * (j - from), rk[j]);
       }
+      // a mapping this replica rewrote in this group within a quarter of its TTL is left out of
+      // the write ('0': written only if its request key was absent, i.e. the server lost it); the
+      // others are written ('1'), and recorded once applied if Redis held them already
+      int j = ekKeys.size();
+      tags[j] = FreshMappings.tag(ek, keys.group, rk[to], kind);
+      flags[j] = fresh.fresh(tags[j], nowMs) ? (byte) '0' : (byte) '1';
       ekKeys.add(keys.engine(ek));
       ekValues.add(v);
       mappings.put(ek, rk[to], kind);
@@ -162,9 +177,34 @@ final class Writes extends IndexPart {
       k[at++] = b;
     }
     byte[][] values = ekValues.toArray(new byte[0][]);
-    leases.submit(
+    WriteOp op =
         new WriteOp(
-            index, 'S', podName, pod, group, tier, k, rkKeys.size(), ekKeys.size(), values, null));
+            index, 'S', podName, pod, group, tier, k, rkKeys.size(), ekKeys.size(), values, null);
+    op.flags = Arrays.copyOf(flags, ekKeys.size());
+    op.tags = tags;
+    op.createdMs = nowMs;
+    leases.submit(op);
+  }
+
+  /**
+   * Called by the writer when a store was applied: records the mappings it rewrote ({@code reply}'s
+   * last element: one byte per mapping, {@code 1} if Redis held it already).
+   */
+  void applied(WriteOp op, List<Object> reply) {
+    if (op.kind != 'S' || op.tags == null || reply.size() < 6) {
+      return;
+    }
+    byte[] held = (byte[]) reply.get(5);
+    for (int j = 0; j < op.m && j < held.length; j++) {
+      if (held[j] == '1') {
+        fresh.rewritten(op.tags[j], op.createdMs);
+      }
+    }
+  }
+
+  /** The server may have lost what this replica wrote (it restarted): write every mapping again. */
+  void forgetWrites() {
+    fresh.clear();
   }
 
   /** A parent's mapping: from the local cache, else read (see {@link StoreSpan.Mappings}). */
@@ -219,12 +259,25 @@ final class Writes extends IndexPart {
       byte[][] k = new byte[1 + n][];
       k[0] = keys.podnKey;
       boolean[] partial = new boolean[n];
+      // a block whose mapping names one request key and is cached is removed from that key
+      // directly ('r'); the script resolves the others ('e': engine key)
+      byte[] flags = new byte[n];
+      long[] out = new long[1];
       for (int i = 0; i < n; i++) {
         long ek = engineKey(engineHashes[i], groupIdx);
-        k[1 + i] = keys.engine(ek);
-        partial[i] = partials.contains(ek);
+        int kind = mappings.get(ek, out);
+        if (kind == StoreSpan.BOUNDARY || kind == StoreSpan.MID) {
+          k[1 + i] = keys.request(out[0]);
+          flags[i] = 'r';
+        } else {
+          k[1 + i] = keys.engine(ek);
+          flags[i] = 'e';
+          partial[i] = partials.contains(ek);
+        }
       }
-      leases.submit(new WriteOp(index, 'R', podId, pod, groupIdx, tier, k, n, 0, null, partial));
+      WriteOp op = new WriteOp(index, 'R', podId, pod, groupIdx, tier, k, n, 0, null, partial);
+      op.flags = flags;
+      leases.submit(op);
     } catch (RedisClientImpl.Unavailable e) {
       counters.dropped("redis_unavailable", n);
     }
@@ -288,6 +341,7 @@ final class Writes extends IndexPart {
 
   /** Called by the writer for a reply with status 1: the pod was not registered under its id. */
   boolean reRegister(WriteOp op) {
+    forgetWrites(); // the registry was lost: so, probably, were the mappings
     int id = pods.register(op.podName);
     if (id < 0) {
       return false;
@@ -326,7 +380,7 @@ final class Writes extends IndexPart {
     int na = 5;
     for (WriteOp op : ops) {
       nk += op.keys.length - 1;
-      na += 8 + op.m;
+      na += 9 + op.m;
     }
     byte[][] k = new byte[nk][];
     byte[][] args = new byte[na][];
@@ -349,6 +403,7 @@ final class Writes extends IndexPart {
       args[a++] = op.tokenArg();
       args[a++] = Bytes.num(op.n);
       args[a++] = Bytes.num(op.m);
+      args[a++] = op.flags;
       for (int j = 0; j < op.m; j++) {
         args[a++] = op.values[j];
       }
