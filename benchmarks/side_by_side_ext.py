@@ -62,7 +62,7 @@ rep('''  for c in $CONTENDERS; do
     case $c in nginx) start_nginx_rp $dport ;;''')
 rep('''      kvgwg1) start_kvgw $dport kvgwg1 $P_KVGWG1 "$JAR" "" "-XX:+UseG1GC" ;; esac
   done''','''      kvgwg1) start_kvgw $dport kvgwg1 $P_KVGWG1 "$JAR" "" "-XX:+UseG1GC" ;; esac
-    PIDOF[$c]=${CUR[$n0]}
+    PIDOF[$c]=${CUR[$n0]:-}
   done''')
 rep('''        load=$(cut -d' ' -f1 /proc/loadavg)
         out=$(run_wrk "$(url_of $c $dport)" "$conc" "$DUR" "$lua")
